@@ -1,0 +1,1 @@
+//! Workload generators shared by the benchmarks.

@@ -1,0 +1,29 @@
+//! Ignition configs for the Machine Config Operator.
+//!
+//! Spec 2.2 and 3.0-3.5: version detection, parsing with Go decoder semantics, validation with
+//! JSON-path located reports, Ignition's merge, translation between versions, data URLs and
+//! deterministic emission. Everything here is pure: bytes in, values out.
+//!
+//! The engine works on a schema-normalised JSON tree ([`Config`]): parsing maps every key to its
+//! canonical name for the config's version, drops unknown keys (as warnings) and checks types, so a
+//! `Config` always conforms to its version's schema. [`model`] offers typed read-only views.
+
+pub mod config;
+pub mod dataurl;
+pub mod emit;
+pub mod error;
+pub mod merge;
+pub mod model;
+pub mod parse;
+pub mod path;
+pub mod report;
+pub mod schema;
+pub mod translate;
+pub mod validate;
+pub mod version;
+
+
+
+pub use path::JsonPath;
+
+pub use version::SpecVersion;

@@ -1,0 +1,1 @@
+//! Typed, read-only views of a spec 3.x config.

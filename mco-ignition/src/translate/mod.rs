@@ -1,0 +1,1 @@
+//! Translation between spec versions.

@@ -1,0 +1,1 @@
+//! Adapters to the Kubernetes API server and HTTP.

@@ -1,0 +1,1 @@
+//! The node agent: applies a rendered MachineConfig to a host root.

@@ -1,0 +1,3 @@
+//! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig and their parts.
+
+pub mod selector;

@@ -1,0 +1,1 @@
+//! The diff between two rendered MachineConfigs.

@@ -1,0 +1,1 @@
+//! Rendered MachineConfig names.

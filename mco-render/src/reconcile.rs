@@ -1,0 +1,1 @@
+//! Reconcilability of an update between two rendered MachineConfigs.

@@ -1,0 +1,1 @@
+//! Accept-header spec version negotiation.

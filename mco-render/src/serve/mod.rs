@@ -1,0 +1,3 @@
+//! What the machine-config-server serves.
+
+pub mod accept;
