@@ -24,6 +24,9 @@ pub mod version;
 
 
 
+pub use config::Config;
+pub use error::ParseError;
 pub use path::JsonPath;
+pub use report::{Report, ReportEntry, Severity};
 
 pub use version::SpecVersion;

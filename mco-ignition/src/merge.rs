@@ -1,1 +1,201 @@
-//! TODO
+//! Ignition's merge of a child config onto a parent.
+//!
+//! A set child value wins (a plain field always, a pointer field when present); objects merge
+//! field by field; keyed lists merge entry by entry, walking the parent's order, replacing an entry
+//! in place when the child has its key in the same list and dropping it when the child has the key
+//! in a sibling list of the same key space, then appending the child's new entries in its order;
+//! other lists concatenate. Cost is linear in the sizes of the two configs.
+
+use crate::config::Config;
+use crate::schema::{self, Field, Kind, Obj, Presence, StrListRule};
+use crate::validate::entry_key;
+use crate::version::SpecVersion;
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Merges `child` onto `parent`. Both must be of the same 3.x version; the result has the
+/// child's version.
+pub fn merge(parent: &Config, child: &Config) -> Config {
+    let version = child.version();
+    let root = merge_obj(&schema::CONFIG, parent.root(), child.root(), version.minor());
+    Config::from_normalised(version, root)
+}
+
+/// Merges `child` onto `parent` in place, consuming the child.
+pub fn merge_into(parent: &mut Config, child: Config) {
+    let version: SpecVersion = child.version();
+    let merged = merge_obj(&schema::CONFIG, parent.root(), child.root(), version.minor());
+    *parent = Config::from_normalised(version, merged);
+}
+
+fn merge_obj(o: &'static Obj, p: &Map<String, Value>, c: &Map<String, Value>, minor: u64) -> Map<String, Value> {
+    let mut out = Map::new();
+    // Lists of one shared key space need the child's keys of every sibling list.
+    let mut shared_child_keys: HashMap<&str, HashSet<String>> = HashMap::new();
+    for name in o.shared_keys {
+        if let Some(f) = o.field(name, minor) {
+            let keys = child_keys(f, c.get(*name));
+            shared_child_keys.insert(name, keys);
+        }
+    }
+    for field in o.fields_for(minor) {
+        let pv = p.get(field.name);
+        let cv = c.get(field.name);
+        let merged = match (&field.kind, pv, cv) {
+            (_, None, None) => None,
+            (Kind::Obj(s), Some(Value::Object(pm)), Some(Value::Object(cm))) => {
+                let m = merge_obj(s, pm, cm, minor);
+                (!m.is_empty()).then_some(Value::Object(m))
+            }
+            (Kind::ObjList(_) | Kind::StrList(_), _, _) => {
+                let siblings: Vec<&HashSet<String>> = if o.shared_keys.contains(&field.name) {
+                    o.shared_keys
+                        .iter()
+                        .filter(|n| **n != field.name)
+                        .filter_map(|n| shared_child_keys.get(n))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                merge_list(o, field, pv, cv, &siblings, minor)
+            }
+            (_, Some(pv), None) => match field.presence {
+                Presence::OmitZero => None,
+                _ => Some(pv.clone()),
+            },
+            (_, _, Some(cv)) => Some(cv.clone()),
+        };
+        if let Some(v) = merged {
+            out.insert(field.name.to_string(), v);
+        }
+    }
+    out
+}
+
+fn item_key(field: &Field, v: &Value) -> String {
+    match field.kind {
+        Kind::ObjList(s) => entry_key(s.key, v),
+        _ => v.as_str().unwrap_or("").to_string(),
+    }
+}
+
+fn child_keys(field: &Field, v: Option<&Value>) -> HashSet<String> {
+    v.and_then(Value::as_array)
+        .map(|items| items.iter().map(|i| item_key(field, i)).collect())
+        .unwrap_or_default()
+}
+
+fn merge_list(
+    owner: &'static Obj,
+    field: &'static Field,
+    pv: Option<&Value>,
+    cv: Option<&Value>,
+    siblings: &[&HashSet<String>],
+    minor: u64,
+) -> Option<Value> {
+    let empty = Vec::new();
+    let p = pv.and_then(Value::as_array).unwrap_or(&empty);
+    let c = cv.and_then(Value::as_array).unwrap_or(&empty);
+    let concat = owner.no_dups.contains(&field.name)
+        || matches!(field.kind, Kind::StrList(StrListRule::Concat));
+    let mut out: Vec<Value> = Vec::with_capacity(p.len() + c.len());
+    if concat {
+        out.extend(p.iter().cloned());
+        out.extend(c.iter().cloned());
+    } else {
+        let headers = field.name == "httpHeaders";
+        let mut child_index: HashMap<String, usize> = HashMap::with_capacity(c.len());
+        for (i, item) in c.iter().enumerate() {
+            child_index.entry(item_key(field, item)).or_insert(i);
+        }
+        let mut used = vec![false; c.len()];
+        for item in p {
+            let key = item_key(field, item);
+            if let Some(&ci) = child_index.get(&key) {
+                used[ci] = true;
+                let child = &c[ci];
+                if headers && child.get("value").is_none() {
+                    continue;
+                }
+                out.push(match (field.kind, item, child) {
+                    (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
+                        Value::Object(merge_obj(s, pm, cm, minor))
+                    }
+                    _ => child.clone(),
+                });
+            } else if siblings.iter().any(|s| s.contains(&key)) {
+                continue;
+            } else {
+                out.push(item.clone());
+            }
+        }
+        let mut appended: HashSet<String> = HashSet::new();
+        for (i, item) in c.iter().enumerate() {
+            if used[i] {
+                continue;
+            }
+            let key = item_key(field, item);
+            if child_index.get(&key) != Some(&i) {
+                // A repeated key inside the child: upstream merges it onto the first.
+                if let Some(pos) = out.iter().rposition(|o| item_key(field, o) == key) {
+                    if let (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) = (field.kind, &out[pos], item) {
+                        out[pos] = Value::Object(merge_obj(s, pm, cm, minor));
+                    } else {
+                        out[pos] = item.clone();
+                    }
+                    continue;
+                }
+            }
+            if headers && item.get("value").is_none() {
+                continue;
+            }
+            appended.insert(key);
+            out.push(item.clone());
+        }
+    }
+    (!out.is_empty()).then_some(Value::Array(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_value;
+    use serde_json::json;
+
+    fn cfg(v: Value) -> Config {
+        match parse_value(&v) {
+            Ok(p) => p.config,
+            Err(e) => panic!("test config does not parse: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn keyed_lists_replace_in_place_and_append() {
+        let p = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[
+            {"path":"/a","mode":420},{"path":"/b","mode":420}]}}));
+        let c = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[
+            {"path":"/c"},{"path":"/a","mode":384}]}}));
+        let m = merge(&p, &c).into_value();
+        assert_eq!(
+            m["storage"]["files"],
+            json!([{"path":"/a","mode":384},{"path":"/b","mode":420},{"path":"/c"}])
+        );
+    }
+
+    #[test]
+    fn shared_key_space_drops_parent_entry() {
+        let p = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"links":[{"path":"/a","target":"/x"}]}}));
+        let c = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a"}]}}));
+        let m = merge(&p, &c).into_value();
+        assert_eq!(m["storage"].get("links"), None);
+        assert_eq!(m["storage"]["files"], json!([{"path":"/a"}]));
+    }
+
+    #[test]
+    fn append_concatenates() {
+        let p = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}]}]}}));
+        let c = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}]}]}}));
+        let m = merge(&p, &c).into_value();
+        assert_eq!(m["storage"]["files"][0]["append"].as_array().map(Vec::len), Some(2));
+    }
+}

@@ -78,6 +78,12 @@ impl JsonPath {
     }
 }
 
+impl serde::Serialize for JsonPath {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
 impl fmt::Display for JsonPath {
     /// Ignition's form: `$.storage.files.0.path`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,1 +1,209 @@
-//! Validation rules.
+//! Validation of spec 3.x configs, as upstream validates them.
+//!
+//! Three passes, in upstream's order: the per-type rules in a pre-order walk of the config
+//! ([`validate`]), duplicate keys in keyed lists ([`duplicates`]), and keys the schema does not
+//! know ([`unused_keys`], only when the raw input is at hand). [`correlate`] then adds positions.
+
+mod rules;
+pub mod unit;
+
+use crate::config::Config;
+use crate::emit;
+use crate::path::{JsonPath, Step};
+use crate::report::{Position, Report};
+use crate::schema::{self, KeyRule, Kind, Obj};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Runs the per-type rules over a config.
+pub fn validate(config: &Config) -> Report {
+    let mut r = Report::default();
+    let minor = config.version().minor();
+    walk(&schema::CONFIG, config.root(), &JsonPath::root(), minor, config.root(), &mut r);
+    r
+}
+
+/// Validates a config without raw input, the way upstream re-validates converted configs:
+/// rules and duplicates, no unused keys, no positions.
+pub fn validate_without_source(config: &Config) -> Report {
+    let mut r = validate(config);
+    r.merge(duplicates(config));
+    r
+}
+
+fn walk(
+    obj: &'static Obj,
+    m: &Map<String, Value>,
+    path: &JsonPath,
+    minor: u64,
+    root: &Map<String, Value>,
+    r: &mut Report,
+) {
+    rules::check(obj, m, path, minor, root, r);
+    for field in obj.fields_for(minor) {
+        match (&field.kind, m.get(field.name)) {
+            (Kind::Obj(s), Some(Value::Object(cm))) => {
+                walk(s, cm, &path.key(field.name), minor, root, r)
+            }
+            (Kind::ObjList(s), Some(Value::Array(items))) => {
+                let lp = path.key(field.name);
+                for (i, item) in items.iter().enumerate() {
+                    if let Value::Object(cm) = item {
+                        walk(s, cm, &lp.index(i), minor, root, r);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The key of a list entry, as upstream computes it for merging and duplicate checks.
+pub fn entry_key(rule: KeyRule, v: &Value) -> String {
+    match rule {
+        KeyRule::None => String::new(),
+        KeyRule::Field(f) => v.get(f).and_then(Value::as_str).unwrap_or("").to_string(),
+        KeyRule::Partition => {
+            let n = v.get("number").and_then(Value::as_i64).unwrap_or(0);
+            if n != 0 {
+                format!("number:{n}")
+            } else if let Some(l) = v.get("label").and_then(Value::as_str) {
+                format!("label:{l}")
+            } else {
+                String::new()
+            }
+        }
+    }
+}
+
+/// Finds entries whose key repeats within a list, or within lists that share a key space.
+pub fn duplicates(config: &Config) -> Report {
+    let mut r = Report::default();
+    dups_walk(&schema::CONFIG, config.root(), &JsonPath::root(), config.version().minor(), &mut r);
+    r
+}
+
+fn dups_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Report) {
+    let mut spaces: HashMap<&str, HashSet<String>> = HashMap::new();
+    for field in obj.fields_for(minor) {
+        let items = match m.get(field.name) {
+            Some(Value::Array(items)) => items,
+            _ => continue,
+        };
+        if obj.no_dups.contains(&field.name) {
+            continue;
+        }
+        let concat = matches!(field.kind, Kind::StrList(schema::StrListRule::Concat));
+        if concat {
+            continue;
+        }
+        let space = if obj.shared_keys.contains(&field.name) { "__shared" } else { field.name };
+        let seen = spaces.entry(space).or_default();
+        for (i, item) in items.iter().enumerate() {
+            let key = match &field.kind {
+                Kind::ObjList(s) => entry_key(s.key, item),
+                _ => item.as_str().unwrap_or("").to_string(),
+            };
+            if !seen.insert(key) {
+                r.error(path.key(field.name).index(i), "duplicate entry defined");
+            }
+        }
+    }
+    for field in obj.fields_for(minor) {
+        match (&field.kind, m.get(field.name)) {
+            (Kind::Obj(s), Some(Value::Object(cm))) => dups_walk(s, cm, &path.key(field.name), minor, r),
+            (Kind::ObjList(s), Some(Value::Array(items))) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Value::Object(cm) = item {
+                        dups_walk(s, cm, &path.key(field.name).index(i), minor, r);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Warns about keys of the raw input that the version's schema does not know.
+pub fn unused_keys(raw: &Value, minor: u64) -> Report {
+    let mut r = Report::default();
+    if let Value::Object(m) = raw {
+        unused_walk(&schema::CONFIG, m, &JsonPath::root(), minor, &mut r);
+    }
+    r
+}
+
+fn unused_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Report) {
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort_unstable();
+    for k in keys {
+        if obj.field(k, minor).is_none() {
+            r.warn(path.key(k), format!("unused key {k}"));
+        }
+    }
+    for field in obj.fields_for(minor) {
+        match (&field.kind, m.get(field.name)) {
+            (Kind::Obj(s), Some(Value::Object(cm))) => unused_walk(s, cm, &path.key(field.name), minor, r),
+            (Kind::ObjList(s), Some(Value::Array(items))) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Value::Object(cm) = item {
+                        unused_walk(s, cm, &path.key(field.name).index(i), minor, r);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Adds positions to report entries: each entry is placed at the deepest part of its path that
+/// exists in the raw input, in the Go-style serialisation of that input.
+pub fn correlate(report: &mut Report, raw: &Value) {
+    if report.entries.is_empty() {
+        return;
+    }
+    let mut targets = Vec::new();
+    for e in &report.entries {
+        if let Some(p) = &e.path {
+            for n in (0..=p.0.len()).rev() {
+                targets.push(JsonPath(p.0[..n].to_vec()));
+            }
+        }
+    }
+    let found = emit::go_offsets(raw, &targets);
+    let mut at = 0;
+    for e in &mut report.entries {
+        let Some(p) = &e.path else { continue };
+        let n = p.0.len() + 1;
+        let slice = &found[at..at + n];
+        at += n;
+        let unused = e.message.starts_with("unused key ");
+        if let Some(off) = slice.iter().flatten().next() {
+            let mut off = *off;
+            if unused {
+                if let Some(Step::Key(k)) = p.0.last() {
+                    let mut quoted = String::new();
+                    emit::write_go_string(&mut quoted, k);
+                    let value_is_composite = matches!(
+                        lookup_path(raw, p),
+                        Some(Value::Object(_)) | Some(Value::Array(_))
+                    );
+                    let back = quoted.len() + 1 + usize::from(value_is_composite);
+                    off = off.saturating_sub(back);
+                }
+            }
+            e.position = Some(Position { line: 1, column: off + 1 });
+        }
+    }
+}
+
+fn lookup_path<'a>(v: &'a Value, p: &JsonPath) -> Option<&'a Value> {
+    let mut cur = v;
+    for s in &p.0 {
+        cur = match s {
+            Step::Key(k) => cur.get(k.as_str())?,
+            Step::Index(i) => cur.get(*i)?,
+        };
+    }
+    Some(cur)
+}

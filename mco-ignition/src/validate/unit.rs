@@ -1,0 +1,140 @@
+//! Systemd unit contents, parsed as far as validation needs (sections and options).
+
+/// One `Key=Value` option and its section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitOption {
+    /// The section name without brackets.
+    pub section: String,
+    /// The option name.
+    pub name: String,
+    /// The option value (continuation lines joined).
+    pub value: String,
+}
+
+const MAX_LINE: usize = 2048;
+
+fn err(msg: &str) -> String {
+    format!("invalid unit content: {msg}")
+}
+
+/// Parses unit file contents the way upstream's unit lexer does; the error is the message
+/// reported under `contents`. Text before the first section is skipped, comments run to the end
+/// of the line (with backslash continuations), and an option needs `=` before its line ends.
+pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
+    if contents.split('\n').any(|l| l.trim_end_matches('\r').len() >= MAX_LINE) {
+        return Err(err(&format!("line too long (max {MAX_LINE} bytes)")));
+    }
+    let b = contents.as_bytes();
+    let mut i = 0;
+    let mut opts = Vec::new();
+    let mut section: Option<String> = None;
+    let to_eol = |i: &mut usize| -> (String, bool) {
+        let start = *i;
+        while *i < b.len() && b[*i] != b'\n' {
+            *i += 1;
+        }
+        let eof = *i >= b.len();
+        let mut line = &contents[start..*i];
+        if !eof {
+            *i += 1;
+        }
+        line = line.strip_suffix('\r').unwrap_or(line);
+        (line.to_string(), eof)
+    };
+    while i < b.len() {
+        let c = contents[i..].chars().next().unwrap_or(' ');
+        let clen = c.len_utf8();
+        if section.is_some() && c.is_whitespace() {
+            i += clen;
+            continue;
+        }
+        if c == '[' {
+            i += 1;
+            match contents[i..].find(']') {
+                Some(end) => {
+                    let name = contents[i..i + end].to_string();
+                    i += end + 1;
+                    let (garbage, _) = to_eol(&mut i);
+                    let garbage = garbage.trim();
+                    if !garbage.is_empty() {
+                        return Err(err(&format!(
+                            "found garbage after section name : {garbage:?}"
+                        )));
+                    }
+                    section = Some(name);
+                }
+                None => return Err(err("unable to find end of section")),
+            }
+            continue;
+        }
+        if c == '#' || c == ';' {
+            loop {
+                let (line, eof) = to_eol(&mut i);
+                if eof || !line.trim_end_matches(' ').ends_with('\\') {
+                    break;
+                }
+            }
+            continue;
+        }
+        let Some(sec) = section.clone() else {
+            i += clen;
+            continue;
+        };
+        // Option name up to '='.
+        let start = i;
+        loop {
+            if i >= b.len() {
+                return Err(err("EOF"));
+            }
+            match b[i] {
+                b'\n' | b'\r' => {
+                    return Err(err("unexpected newline encountered while parsing option name"))
+                }
+                b'=' => break,
+                _ => i += 1,
+            }
+        }
+        let name = contents[start..i].trim().to_string();
+        i += 1;
+        let mut value = String::new();
+        loop {
+            let (line, eof) = to_eol(&mut i);
+            if line.trim().is_empty() {
+                break;
+            }
+            value.push_str(&line);
+            if line.ends_with('\\') {
+                if !eof {
+                    value.push('\n');
+                }
+                if eof {
+                    break;
+                }
+                continue;
+            }
+            break;
+        }
+        let value = if value.ends_with('\n') {
+            format!("{}\n", value.trim())
+        } else {
+            value.trim().to_string()
+        };
+        opts.push(UnitOption { section: sec, name, value });
+    }
+    Ok(opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sections_and_continuations() {
+        let u = "[Unit]\nDescription=x\n[Service]\nExecStart=/bin/a \\\n  --flag\n# c\n";
+        let opts = parse_unit(u).unwrap_or_default();
+        assert_eq!(opts.len(), 2);
+        assert_eq!(opts[1].value, "/bin/a \\\n  --flag");
+        assert!(parse_unit("Description=x\n").is_ok_and(|o| o.is_empty()));
+        assert!(parse_unit("[Unit\n").is_err());
+    }
+}
