@@ -70,7 +70,9 @@ impl Config {
             cur = map.and_then(|m| m.get(seg));
             map = cur.and_then(Value::as_object);
         }
-        cur.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+        cur.and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// The typed view of this config.

@@ -53,7 +53,12 @@ pub fn go_compact(value: &Value) -> String {
 /// the first byte of a scalar, one byte past the opening bracket of an object or list. A path
 /// ending in a key of an object that holds it (an unknown key) is located at that key.
 pub fn go_offsets(value: &Value, targets: &[JsonPath]) -> Vec<Option<usize>> {
-    let mut loc = Locator { targets, found: vec![None; targets.len()], path: Vec::new(), keys: true };
+    let mut loc = Locator {
+        targets,
+        found: vec![None; targets.len()],
+        path: Vec::new(),
+        keys: true,
+    };
     let mut out = String::with_capacity(256);
     write_value(&mut out, value, &mut loc);
     loc.found
@@ -68,7 +73,12 @@ struct Locator<'a> {
 
 impl Locator<'_> {
     fn none() -> Locator<'static> {
-        Locator { targets: &[], found: Vec::new(), path: Vec::new(), keys: false }
+        Locator {
+            targets: &[],
+            found: Vec::new(),
+            path: Vec::new(),
+            keys: false,
+        }
     }
 
     fn mark(&mut self, offset: usize) {
@@ -162,7 +172,10 @@ mod tests {
     #[test]
     fn escapes_like_go() {
         let v = json!({"b": "<a&b>", "a": "x\u{1}\n"});
-        assert_eq!(go_compact(&v), r#"{"a":"x\u0001\n","b":"\u003ca\u0026b\u003e"}"#);
+        assert_eq!(
+            go_compact(&v),
+            r#"{"a":"x\u0001\n","b":"\u003ca\u0026b\u003e"}"#
+        );
     }
 
     #[test]

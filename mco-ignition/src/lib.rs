@@ -22,8 +22,6 @@ pub mod translate;
 pub mod validate;
 pub mod version;
 
-
-
 pub use config::Config;
 pub use error::ParseError;
 pub use path::JsonPath;

@@ -17,18 +17,33 @@ use std::collections::{HashMap, HashSet};
 /// child's version.
 pub fn merge(parent: &Config, child: &Config) -> Config {
     let version = child.version();
-    let root = merge_obj(&schema::CONFIG, parent.root(), child.root(), version.minor());
+    let root = merge_obj(
+        &schema::CONFIG,
+        parent.root(),
+        child.root(),
+        version.minor(),
+    );
     Config::from_normalised(version, root)
 }
 
 /// Merges `child` onto `parent` in place, consuming the child.
 pub fn merge_into(parent: &mut Config, child: Config) {
     let version: SpecVersion = child.version();
-    let merged = merge_obj(&schema::CONFIG, parent.root(), child.root(), version.minor());
+    let merged = merge_obj(
+        &schema::CONFIG,
+        parent.root(),
+        child.root(),
+        version.minor(),
+    );
     *parent = Config::from_normalised(version, merged);
 }
 
-fn merge_obj(o: &'static Obj, p: &Map<String, Value>, c: &Map<String, Value>, minor: u64) -> Map<String, Value> {
+fn merge_obj(
+    o: &'static Obj,
+    p: &Map<String, Value>,
+    c: &Map<String, Value>,
+    minor: u64,
+) -> Map<String, Value> {
     let mut out = Map::new();
     // Lists of one shared key space need the child's keys of every sibling list.
     let mut shared_child_keys: HashMap<&str, HashSet<String>> = HashMap::new();
@@ -138,7 +153,9 @@ fn merge_list(
             if child_index.get(&key) != Some(&i) {
                 // A repeated key inside the child: upstream merges it onto the first.
                 if let Some(pos) = out.iter().rposition(|o| item_key(field, o) == key) {
-                    if let (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) = (field.kind, &out[pos], item) {
+                    if let (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) =
+                        (field.kind, &out[pos], item)
+                    {
                         out[pos] = Value::Object(merge_obj(s, pm, cm, minor));
                     } else {
                         out[pos] = item.clone();
@@ -184,7 +201,9 @@ mod tests {
 
     #[test]
     fn shared_key_space_drops_parent_entry() {
-        let p = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"links":[{"path":"/a","target":"/x"}]}}));
+        let p = cfg(
+            json!({"ignition":{"version":"3.5.0"},"storage":{"links":[{"path":"/a","target":"/x"}]}}),
+        );
         let c = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a"}]}}));
         let m = merge(&p, &c).into_value();
         assert_eq!(m["storage"].get("links"), None);
@@ -193,9 +212,16 @@ mod tests {
 
     #[test]
     fn append_concatenates() {
-        let p = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}]}]}}));
-        let c = cfg(json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}]}]}}));
+        let p = cfg(
+            json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}]}]}}),
+        );
+        let c = cfg(
+            json!({"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}]}]}}),
+        );
         let m = merge(&p, &c).into_value();
-        assert_eq!(m["storage"]["files"][0]["append"].as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            m["storage"]["files"][0]["append"].as_array().map(Vec::len),
+            Some(2)
+        );
     }
 }

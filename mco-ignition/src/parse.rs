@@ -35,7 +35,9 @@ pub enum DetectedVersion {
 
 /// Reads `ignition.version` (keys matched case-insensitively).
 pub fn detect_version(raw: &Value) -> Result<DetectedVersion, ParseError> {
-    let obj = raw.as_object().ok_or_else(|| type_error_report(raw, "object"))?;
+    let obj = raw
+        .as_object()
+        .ok_or_else(|| type_error_report(raw, "object"))?;
     let version = lookup(obj, "ignition")
         .and_then(Value::as_object)
         .and_then(|ign| lookup(ign, "version"))
@@ -69,7 +71,10 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Parsed, ParseError> {
         r.entries.push(ReportEntry {
             severity: Severity::Error,
             path: None,
-            position: Some(Position { line: e.line(), column: e.column() }),
+            position: Some(Position {
+                line: e.line(),
+                column: e.column(),
+            }),
             message: e.to_string(),
         });
         ParseError::Syntax(r)
@@ -99,7 +104,9 @@ pub fn parse_value(raw: &Value) -> Result<Parsed, ParseError> {
 /// Decodes a JSON value into a normalised config of a given 3.x version, without validation.
 pub fn decode(raw: &Value, version: SpecVersion) -> Result<Config, ParseError> {
     let minor = version.minor();
-    let obj = raw.as_object().ok_or_else(|| type_error_report(raw, "types.Config"))?;
+    let obj = raw
+        .as_object()
+        .ok_or_else(|| type_error_report(raw, "types.Config"))?;
     let mut errors = Vec::new();
     let root = normalise_obj(obj, &schema::CONFIG, minor, &mut Vec::new(), &mut errors);
     if let Some((path, message)) = errors.into_iter().next() {
@@ -108,7 +115,10 @@ pub fn decode(raw: &Value, version: SpecVersion) -> Result<Config, ParseError> {
         r.entries.push(ReportEntry {
             severity: Severity::Error,
             path: None,
-            position: offset.map(|o| Position { line: 1, column: o + 1 }),
+            position: offset.map(|o| Position {
+                line: 1,
+                column: o + 1,
+            }),
             message,
         });
         return Err(ParseError::Invalid(r));
@@ -130,7 +140,10 @@ fn raw_key<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     if obj.contains_key(name) {
         return obj.get_key_value(name).map(|(k, _)| k.as_str());
     }
-    obj.keys().filter(|k| k.eq_ignore_ascii_case(name)).map(String::as_str).last()
+    obj.keys()
+        .filter(|k| k.eq_ignore_ascii_case(name))
+        .map(String::as_str)
+        .last()
 }
 
 type DecodeErrors = Vec<(JsonPath, String)>;
@@ -197,7 +210,9 @@ fn normalise_obj(
     for field in schema.fields_for(minor) {
         let key = raw_key(obj, field.name);
         let raw = key.and_then(|k| obj.get(k)).filter(|v| !v.is_null());
-        path.push(crate::path::Step::Key(key.unwrap_or(field.name).to_string()));
+        path.push(crate::path::Step::Key(
+            key.unwrap_or(field.name).to_string(),
+        ));
         let value = raw.and_then(|v| normalise_field(v, schema, field, minor, path, errors));
         path.pop();
         match value {
@@ -255,8 +270,16 @@ fn normalise_field(
             for (i, item) in items.iter().enumerate() {
                 path.push(crate::path::Step::Index(i));
                 match item {
-                    Value::Object(m) => out.push(Value::Object(normalise_obj(m, schema, minor, path, errors))),
-                    Value::Null => out.push(Value::Object(normalise_obj(&Map::new(), schema, minor, path, errors))),
+                    Value::Object(m) => {
+                        out.push(Value::Object(normalise_obj(m, schema, minor, path, errors)))
+                    }
+                    Value::Null => out.push(Value::Object(normalise_obj(
+                        &Map::new(),
+                        schema,
+                        minor,
+                        path,
+                        errors,
+                    ))),
                     other => type_err(errors, path, owner, field, other),
                 }
                 path.pop();

@@ -38,12 +38,22 @@ pub struct ReportEntry {
 impl ReportEntry {
     /// An error at a path.
     pub fn error(path: JsonPath, message: impl Into<String>) -> Self {
-        ReportEntry { severity: Severity::Error, path: Some(path), position: None, message: message.into() }
+        ReportEntry {
+            severity: Severity::Error,
+            path: Some(path),
+            position: None,
+            message: message.into(),
+        }
     }
 
     /// A warning at a path.
     pub fn warning(path: JsonPath, message: impl Into<String>) -> Self {
-        ReportEntry { severity: Severity::Warning, path: Some(path), position: None, message: message.into() }
+        ReportEntry {
+            severity: Severity::Warning,
+            path: Some(path),
+            position: None,
+            message: message.into(),
+        }
     }
 }
 
@@ -59,7 +69,10 @@ impl fmt::Display for ReportEntry {
             (Some(pos), true) => write!(
                 f,
                 "{kind} at {}, line {} col {}",
-                self.path.as_ref().map(|p| p.to_string()).unwrap_or_default(),
+                self.path
+                    .as_ref()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
                 pos.line,
                 pos.column
             )?,
@@ -67,7 +80,10 @@ impl fmt::Display for ReportEntry {
             (None, true) => write!(
                 f,
                 "{kind} at {}",
-                self.path.as_ref().map(|p| p.to_string()).unwrap_or_default()
+                self.path
+                    .as_ref()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default()
             )?,
             (None, false) => f.write_str(kind)?,
         }
@@ -105,12 +121,16 @@ impl Report {
 
     /// The errors only.
     pub fn errors(&self) -> impl Iterator<Item = &ReportEntry> {
-        self.entries.iter().filter(|e| e.severity == Severity::Error)
+        self.entries
+            .iter()
+            .filter(|e| e.severity == Severity::Error)
     }
 
     /// The warnings only.
     pub fn warnings(&self) -> impl Iterator<Item = &ReportEntry> {
-        self.entries.iter().filter(|e| e.severity == Severity::Warning)
+        self.entries
+            .iter()
+            .filter(|e| e.severity == Severity::Warning)
     }
 }
 

@@ -101,15 +101,33 @@ impl Obj {
 const MAX: u64 = 5;
 
 const fn f(name: &'static str, kind: Kind) -> Field {
-    Field { name, kind, presence: Presence::Optional, since: 0, until: MAX }
+    Field {
+        name,
+        kind,
+        presence: Presence::Optional,
+        since: 0,
+        until: MAX,
+    }
 }
 
 const fn req(name: &'static str, kind: Kind) -> Field {
-    Field { name, kind, presence: Presence::Required, since: 0, until: MAX }
+    Field {
+        name,
+        kind,
+        presence: Presence::Required,
+        since: 0,
+        until: MAX,
+    }
 }
 
 const fn omitzero(name: &'static str, kind: Kind) -> Field {
-    Field { name, kind, presence: Presence::OmitZero, since: 0, until: MAX }
+    Field {
+        name,
+        kind,
+        presence: Presence::OmitZero,
+        since: 0,
+        until: MAX,
+    }
 }
 
 const fn since(mut field: Field, minor: u64) -> Field {
@@ -123,11 +141,23 @@ const fn until(mut field: Field, minor: u64) -> Field {
 }
 
 const fn obj(name: &'static str, fields: &'static [Field]) -> Obj {
-    Obj { name, fields, key: KeyRule::None, shared_keys: &[], no_dups: &[] }
+    Obj {
+        name,
+        fields,
+        key: KeyRule::None,
+        shared_keys: &[],
+        no_dups: &[],
+    }
 }
 
 const fn keyed(name: &'static str, key: &'static str, fields: &'static [Field]) -> Obj {
-    Obj { name, fields, key: KeyRule::Field(key), shared_keys: &[], no_dups: &[] }
+    Obj {
+        name,
+        fields,
+        key: KeyRule::Field(key),
+        shared_keys: &[],
+        no_dups: &[],
+    }
 }
 
 use Kind::{Bool, Int, Obj as O, ObjList as L, Str};

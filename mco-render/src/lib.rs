@@ -4,7 +4,17 @@
 
 pub mod api;
 pub mod diff;
+pub mod error;
 pub mod name;
 pub mod plan;
 pub mod reconcile;
+pub mod render;
 pub mod serve;
+pub mod source_config;
+mod v2_bridge;
+
+/// The controller version this build stamps on rendered configs by default.
+pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";
+
+pub use error::{RenderError, RenderErrorKind};
+pub use render::{render_pool, NameScheme, RenderFailure, RenderOptions, Rendered};

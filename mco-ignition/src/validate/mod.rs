@@ -19,7 +19,14 @@ use std::collections::{HashMap, HashSet};
 pub fn validate(config: &Config) -> Report {
     let mut r = Report::default();
     let minor = config.version().minor();
-    walk(&schema::CONFIG, config.root(), &JsonPath::root(), minor, config.root(), &mut r);
+    walk(
+        &schema::CONFIG,
+        config.root(),
+        &JsonPath::root(),
+        minor,
+        config.root(),
+        &mut r,
+    );
     r
 }
 
@@ -79,11 +86,23 @@ pub fn entry_key(rule: KeyRule, v: &Value) -> String {
 /// Finds entries whose key repeats within a list, or within lists that share a key space.
 pub fn duplicates(config: &Config) -> Report {
     let mut r = Report::default();
-    dups_walk(&schema::CONFIG, config.root(), &JsonPath::root(), config.version().minor(), &mut r);
+    dups_walk(
+        &schema::CONFIG,
+        config.root(),
+        &JsonPath::root(),
+        config.version().minor(),
+        &mut r,
+    );
     r
 }
 
-fn dups_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Report) {
+fn dups_walk(
+    obj: &'static Obj,
+    m: &Map<String, Value>,
+    path: &JsonPath,
+    minor: u64,
+    r: &mut Report,
+) {
     let mut spaces: HashMap<&str, HashSet<String>> = HashMap::new();
     for field in obj.fields_for(minor) {
         let items = match m.get(field.name) {
@@ -97,7 +116,11 @@ fn dups_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor: 
         if concat {
             continue;
         }
-        let space = if obj.shared_keys.contains(&field.name) { "__shared" } else { field.name };
+        let space = if obj.shared_keys.contains(&field.name) {
+            "__shared"
+        } else {
+            field.name
+        };
         let seen = spaces.entry(space).or_default();
         for (i, item) in items.iter().enumerate() {
             let key = match &field.kind {
@@ -111,7 +134,9 @@ fn dups_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor: 
     }
     for field in obj.fields_for(minor) {
         match (&field.kind, m.get(field.name)) {
-            (Kind::Obj(s), Some(Value::Object(cm))) => dups_walk(s, cm, &path.key(field.name), minor, r),
+            (Kind::Obj(s), Some(Value::Object(cm))) => {
+                dups_walk(s, cm, &path.key(field.name), minor, r)
+            }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
@@ -133,7 +158,13 @@ pub fn unused_keys(raw: &Value, minor: u64) -> Report {
     r
 }
 
-fn unused_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Report) {
+fn unused_walk(
+    obj: &'static Obj,
+    m: &Map<String, Value>,
+    path: &JsonPath,
+    minor: u64,
+    r: &mut Report,
+) {
     let mut keys: Vec<&String> = m.keys().collect();
     keys.sort_unstable();
     for k in keys {
@@ -143,7 +174,9 @@ fn unused_walk(obj: &'static Obj, m: &Map<String, Value>, path: &JsonPath, minor
     }
     for field in obj.fields_for(minor) {
         match (&field.kind, m.get(field.name)) {
-            (Kind::Obj(s), Some(Value::Object(cm))) => unused_walk(s, cm, &path.key(field.name), minor, r),
+            (Kind::Obj(s), Some(Value::Object(cm))) => {
+                unused_walk(s, cm, &path.key(field.name), minor, r)
+            }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
@@ -192,7 +225,10 @@ pub fn correlate(report: &mut Report, raw: &Value) {
                     off = off.saturating_sub(back);
                 }
             }
-            e.position = Some(Position { line: 1, column: off + 1 });
+            e.position = Some(Position {
+                line: 1,
+                column: off + 1,
+            });
         }
     }
 }

@@ -20,7 +20,10 @@ fn is_true(m: &Map<String, Value>, k: &str) -> bool {
 }
 
 fn list<'a>(m: &'a Map<String, Value>, k: &str) -> &'a [Value] {
-    m.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+    m.get(k)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
 }
 
 fn obj<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
@@ -73,7 +76,9 @@ pub fn path_error(p: &str) -> Option<&'static str> {
 }
 
 fn url_error(u: &str, minor: u64) -> Option<String> {
-    dataurl::validate_source_url(u, minor).err().map(|e| e.to_string())
+    dataurl::validate_source_url(u, minor)
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// Applies the rules of one schema type to one object at `path`.
@@ -125,7 +130,10 @@ pub(super) fn check(
             mode_rules(m, path, r);
             let source = obj(m, "contents").and_then(|c| s(c, "source"));
             if is_true(m, "overwrite") && source.is_none() {
-                r.error(path.key("overwrite"), "overwrite must be false if source is unspecified");
+                r.error(
+                    path.key("overwrite"),
+                    "overwrite must be false if source is unspecified",
+                );
             }
         }
         "Link" => node_path(m, path, r),
@@ -141,7 +149,9 @@ pub(super) fn check(
                     r.error(path.key("contents"), e);
                 }
             }
-            if !s(m, "name").unwrap_or("").ends_with(".conf") || ext(s(m, "name").unwrap_or("")) != ".conf" {
+            if !s(m, "name").unwrap_or("").ends_with(".conf")
+                || ext(s(m, "name").unwrap_or("")) != ".conf"
+            {
                 r.error(path.key("name"), "invalid systemd drop-in extension");
             }
         }
@@ -187,7 +197,10 @@ fn proxy_url(v: Option<&str>, p: &JsonPath, http_ok: bool, r: &mut Report) {
         Some("https") => {}
         Some("http") => {
             if !http_ok {
-                r.warn(p.clone(), "insecure plaintext HTTP proxy specified for HTTPS resources");
+                r.warn(
+                    p.clone(),
+                    "insecure plaintext HTTP proxy specified for HTTPS resources",
+                );
             }
         }
         _ => r.error(p.clone(), "proxies must be http(s)"),
@@ -275,7 +288,12 @@ fn config_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         if !nil_or_empty(u.get("contents").and_then(Value::as_str)) {
             unit_paths.insert(format!("/etc/systemd/system/{name}"));
         }
-        for d in u.get("dropins").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
+        for d in u
+            .get("dropins")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
             if !nil_or_empty(d.get("contents").and_then(Value::as_str)) {
                 let dn = d.get("name").and_then(Value::as_str).unwrap_or("");
                 unit_paths.insert(format!("/etc/systemd/system/{name}.d/{dn}"));
@@ -305,15 +323,26 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         .iter()
         .map(|l| l.get("path").and_then(Value::as_str).unwrap_or(""))
         .collect();
-    let under_link = |p: &str| link_paths.iter().filter(|l| p.starts_with(&format!("{l}/"))).count();
+    let under_link = |p: &str| {
+        link_paths
+            .iter()
+            .filter(|l| p.starts_with(&format!("{l}/")))
+            .count()
+    };
     for (idx, d) in list(m, "directories").iter().enumerate() {
         for _ in 0..under_link(d.get("path").and_then(Value::as_str).unwrap_or("")) {
-            r.error(path.key("directories").index(idx), "directory path includes link in config");
+            r.error(
+                path.key("directories").index(idx),
+                "directory path includes link in config",
+            );
         }
     }
     for (idx, f) in list(m, "files").iter().enumerate() {
         for _ in 0..under_link(f.get("path").and_then(Value::as_str).unwrap_or("")) {
-            r.error(path.key("files").index(idx), "file path includes link in config");
+            r.error(
+                path.key("files").index(idx),
+                "file path includes link in config",
+            );
         }
     }
     let dirs: Vec<&str> = list(m, "directories")
@@ -323,11 +352,17 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     for (idx, l) in links.iter().enumerate() {
         let lp = l.get("path").and_then(Value::as_str).unwrap_or("");
         for _ in 0..under_link(lp) {
-            r.error(path.key("links").index(idx), "link path includes link in config");
+            r.error(
+                path.key("links").index(idx),
+                "link path includes link in config",
+            );
         }
         let target = l.get("target").and_then(Value::as_str);
         let Some(target) = target.filter(|t| !t.is_empty()) else {
-            r.error(path.key("links").index(idx).key("target"), "link target is required");
+            r.error(
+                path.key("links").index(idx).key("target"),
+                "link target is required",
+            );
             continue;
         };
         if l.get("hard").and_then(Value::as_bool) != Some(true) {
@@ -339,7 +374,10 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         }
         for d in &dirs {
             if t == *d {
-                r.error(path.key("links").index(idx), "hard link target is a directory");
+                r.error(
+                    path.key("links").index(idx),
+                    "hard link target is a directory",
+                );
             }
         }
         let lm = l.as_object();
@@ -358,10 +396,20 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let disks = list(m, "disks");
     for (idx, fs) in list(m, "filesystems").iter().enumerate() {
         let dev = fs.get("device").and_then(Value::as_str).unwrap_or("");
-        if let Some(disk) = disks.iter().rev().find(|d| d.get("device").and_then(Value::as_str) == Some(dev)) {
-            let parts = disk.get("partitions").and_then(Value::as_array).is_some_and(|p| !p.is_empty());
+        if let Some(disk) = disks
+            .iter()
+            .rev()
+            .find(|d| d.get("device").and_then(Value::as_str) == Some(dev))
+        {
+            let parts = disk
+                .get("partitions")
+                .and_then(Value::as_array)
+                .is_some_and(|p| !p.is_empty());
             if parts {
-                r.warn(path.key("filesystems").index(idx).key("device"), "filesystem overwrites partitioned device");
+                r.warn(
+                    path.key("filesystems").index(idx).key("device"),
+                    "filesystem overwrites partitioned device",
+                );
             } else if fs.get("wipeFilesystem").and_then(Value::as_bool) != Some(true)
                 && disk.get("wipeTable").and_then(Value::as_bool) == Some(true)
             {
@@ -377,8 +425,18 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
 fn unit_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let name = s(m, "name").unwrap_or("");
     const EXTS: [&str; 12] = [
-        ".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path",
-        ".timer", ".snapshot", ".slice", ".scope",
+        ".service",
+        ".socket",
+        ".device",
+        ".mount",
+        ".automount",
+        ".swap",
+        ".target",
+        ".path",
+        ".timer",
+        ".snapshot",
+        ".slice",
+        ".scope",
     ];
     if !EXTS.contains(&ext(name)) {
         r.error(path.key("name"), "invalid systemd unit extension");
@@ -412,7 +470,9 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         if u.get("enabled").and_then(Value::as_bool) != Some(true) {
             continue;
         }
-        let Some(stem) = name.strip_suffix(".service") else { continue };
+        let Some(stem) = name.strip_suffix(".service") else {
+            continue;
+        };
         let Some(at) = stem.find('@') else { continue };
         if at == 0 || at + 1 >= stem.len() {
             continue;
@@ -428,7 +488,9 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         if contents.is_empty() {
             continue;
         }
-        let Ok(opts) = parse_unit(contents) else { continue };
+        let Ok(opts) = parse_unit(contents) else {
+            continue;
+        };
         if !opts.iter().any(|o| o.section == "Install") {
             r.warn(
                 path.key("units").index(idx).key("contents"),
@@ -441,27 +503,50 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
 fn partition_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let number = i(m, "number").unwrap_or(0);
     if m.get("shouldExist").and_then(Value::as_bool) == Some(false) {
-        let others = ["label", "typeGuid", "guid", "wipePartitionEntry", "sizeMiB", "startMiB", "resize"]
-            .iter()
-            .any(|k| m.contains_key(*k));
+        let others = [
+            "label",
+            "typeGuid",
+            "guid",
+            "wipePartitionEntry",
+            "sizeMiB",
+            "startMiB",
+            "resize",
+        ]
+        .iter()
+        .any(|k| m.contains_key(*k));
         if others {
-            r.error(path.clone(), "shouldExist specified false with other options also specified");
+            r.error(
+                path.clone(),
+                "shouldExist specified false with other options also specified",
+            );
         }
     }
     if number == 0 && s(m, "label").is_none() {
-        r.error(path.clone(), "a partition number >= 1 or a label must be specified");
+        r.error(
+            path.clone(),
+            "a partition number >= 1 or a label must be specified",
+        );
     }
     if let Some(l) = s(m, "label") {
         if l.chars().count() > 36 {
-            r.error(path.key("label"), "partition labels may not exceed 36 characters");
+            r.error(
+                path.key("label"),
+                "partition labels may not exceed 36 characters",
+            );
         } else if l.contains(':') {
-            r.warn(path.key("label"), "partition label will be truncated to text before the colon");
+            r.warn(
+                path.key("label"),
+                "partition label will be truncated to text before the colon",
+            );
         }
     }
     for k in ["guid", "typeGuid"] {
         if let Some(g) = s(m, k) {
             if !g.is_empty() && !is_guid(g) {
-                r.error(path.key(k), "doesn't match the form \"01234567-89AB-CDEF-EDCB-A98765432101\"");
+                r.error(
+                    path.key(k),
+                    "doesn't match the form \"01234567-89AB-CDEF-EDCB-A98765432101\"",
+                );
             }
         }
     }
@@ -490,25 +575,53 @@ fn filesystem_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         }
     }
     if format.is_empty() {
-        let others = ["path", "label", "uuid", "wipeFilesystem", "options", "mountOptions"]
-            .iter()
-            .any(|k| m.contains_key(*k));
+        let others = [
+            "path",
+            "label",
+            "uuid",
+            "wipeFilesystem",
+            "options",
+            "mountOptions",
+        ]
+        .iter()
+        .any(|k| m.contains_key(*k));
         if others {
             r.error(path.key("format"), "format cannot be empty when path, label, uuid, wipeFilesystem, options, or mountOptions is specified");
         }
-    } else if !matches!(format, "ext4" | "btrfs" | "xfs" | "swap" | "vfat" | "none" | "virtiofs") {
+    } else if !matches!(
+        format,
+        "ext4" | "btrfs" | "xfs" | "swap" | "vfat" | "none" | "virtiofs"
+    ) {
         r.error(path.key("format"), "invalid filesystem format");
     }
     if let Some(l) = s(m, "label") {
         if format.is_empty() {
-            r.error(path.key("label"), "filesystem must specify format if label is specified");
+            r.error(
+                path.key("label"),
+                "filesystem must specify format if label is specified",
+            );
         } else {
             let (max, msg) = match format {
-                "ext4" => (16, "filesystem labels cannot be longer than 16 characters when using ext4"),
-                "btrfs" => (256, "filesystem labels cannot be longer than 256 characters when using btrfs"),
-                "xfs" => (12, "filesystem labels cannot be longer than 12 characters when using xfs"),
-                "swap" => (15, "filesystem labels cannot be longer than 15 characters when using swap"),
-                "vfat" => (11, "filesystem labels cannot be longer than 11 characters when using vfat"),
+                "ext4" => (
+                    16,
+                    "filesystem labels cannot be longer than 16 characters when using ext4",
+                ),
+                "btrfs" => (
+                    256,
+                    "filesystem labels cannot be longer than 256 characters when using btrfs",
+                ),
+                "xfs" => (
+                    12,
+                    "filesystem labels cannot be longer than 12 characters when using xfs",
+                ),
+                "swap" => (
+                    15,
+                    "filesystem labels cannot be longer than 15 characters when using swap",
+                ),
+                "vfat" => (
+                    11,
+                    "filesystem labels cannot be longer than 11 characters when using vfat",
+                ),
                 _ => (usize::MAX, ""),
             };
             if l.chars().count() > max {
@@ -523,7 +636,10 @@ fn raid_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         None | Some("") => r.error(path.key("level"), "raid level is required"),
         Some("linear") | Some("raid0") | Some("0") | Some("stripe") => {
             if i(m, "spares").unwrap_or(0) != 0 {
-                r.error(path.key("level"), "spares unsupported for linear and raid0 arrays");
+                r.error(
+                    path.key("level"),
+                    "spares unsupported for linear and raid0 arrays",
+                );
             }
         }
         Some("raid1") | Some("1") | Some("mirror") | Some("raid4") | Some("4") | Some("raid5")
@@ -540,7 +656,10 @@ fn luks_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         r.error(path.key("name"), "device names cannot contain slashes");
     }
     if s(m, "label").is_some_and(|l| l.chars().count() > 47) {
-        r.error(path.key("label"), "luks device labels cannot be longer than 47 characters");
+        r.error(
+            path.key("label"),
+            "luks device labels cannot be longer than 47 characters",
+        );
     }
     match s(m, "device") {
         None | Some("") => r.error(path.key("device"), "disk device is required"),

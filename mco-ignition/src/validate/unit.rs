@@ -21,7 +21,10 @@ fn err(msg: &str) -> String {
 /// reported under `contents`. Text before the first section is skipped, comments run to the end
 /// of the line (with backslash continuations), and an option needs `=` before its line ends.
 pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
-    if contents.split('\n').any(|l| l.trim_end_matches('\r').len() >= MAX_LINE) {
+    if contents
+        .split('\n')
+        .any(|l| l.trim_end_matches('\r').len() >= MAX_LINE)
+    {
         return Err(err(&format!("line too long (max {MAX_LINE} bytes)")));
     }
     let b = contents.as_bytes();
@@ -88,7 +91,9 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
             }
             match b[i] {
                 b'\n' | b'\r' => {
-                    return Err(err("unexpected newline encountered while parsing option name"))
+                    return Err(err(
+                        "unexpected newline encountered while parsing option name",
+                    ))
                 }
                 b'=' => break,
                 _ => i += 1,
@@ -119,7 +124,11 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
         } else {
             value.trim().to_string()
         };
-        opts.push(UnitOption { section: sec, name, value });
+        opts.push(UnitOption {
+            section: sec,
+            name,
+            value,
+        });
     }
     Ok(opts)
 }

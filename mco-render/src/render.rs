@@ -1,0 +1,508 @@
+//! Rendering a pool: select its MachineConfigs, validate them, merge them, name the result.
+//!
+//! The same inputs give the same bytes: no clock, no randomness, and the output does not depend
+//! on the order in which MachineConfigs are given.
+
+use crate::api::machine_config::{
+    API_VERSION, GENERATED_BY_ANNOTATION, OS_IMAGE_URL_OVERRIDDEN_ANNOTATION,
+    RELEASE_IMAGE_VERSION_ANNOTATION, ROLE_LABEL,
+};
+use crate::api::pool::{ObjectReference, PoolConfiguration};
+use crate::api::{
+    ControllerConfigSpec, MachineConfig, MachineConfigPool, MachineConfigSpec, ObjectMeta,
+    OwnerReference,
+};
+use crate::error::{RenderError, RenderErrorKind as K};
+use crate::source_config::{self, ConfigError};
+use mco_ignition::{Config, JsonPath, SpecVersion};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The largest rendered MachineConfig upstream stores (etcd's request limit).
+pub const MAX_RENDERED_SIZE: usize = 1_572_864;
+
+/// The extensions upstream allows, with the packages each installs.
+pub const SUPPORTED_EXTENSIONS: [(&str, &[&str]); 7] = [
+    ("two-node-ha", &["pacemaker", "pcs", "fence-agents-all"]),
+    (
+        "ipsec",
+        &[
+            "NetworkManager-libreswan",
+            "libreswan",
+            "openvswitch3.5-ipsec",
+        ],
+    ),
+    ("usbguard", &["usbguard"]),
+    ("kerberos", &["krb5-workstation", "libkadm5"]),
+    ("kernel-devel", &["kernel-devel", "kernel-headers"]),
+    ("sandboxed-containers", &["kata-containers"]),
+    ("sysstat", &["sysstat"]),
+];
+
+/// How the rendered name is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NameScheme {
+    /// Upstream's md5 over the YAML form of the spec.
+    #[default]
+    Upstream,
+    /// sha256 over the same bytes.
+    ContentSha256,
+}
+
+/// Options for a render.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// The controller version stamped on the output; generated inputs must carry it.
+    pub controller_version: String,
+    /// The release image version annotation value.
+    pub release_image_version: String,
+    /// How to name the result.
+    pub name_scheme: NameScheme,
+    /// Whether to enforce upstream's size limit on the rendered object.
+    pub check_size: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            controller_version: crate::CONTROLLER_VERSION.to_string(),
+            release_image_version: String::new(),
+            name_scheme: NameScheme::Upstream,
+            check_size: true,
+        }
+    }
+}
+
+/// A rendered pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The rendered MachineConfig, with upstream's metadata.
+    pub machine_config: MachineConfig,
+    /// The rendered spec as JSON (`config` as an object), exactly what the name hashes.
+    pub spec: Value,
+    /// The merged Ignition config.
+    pub config: Config,
+    /// The source MachineConfig names in merge order.
+    pub source: Vec<String>,
+    /// The pool's resulting `spec.configuration`.
+    pub configuration: PoolConfiguration,
+}
+
+/// A failed render: the first error in upstream's order, every error found, and the selection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderFailure {
+    /// Every problem found, upstream's first first.
+    pub errors: Vec<RenderError>,
+    /// The selected MachineConfig names as upstream's failing step left them.
+    pub source: Vec<String>,
+}
+
+impl RenderFailure {
+    fn single(err: RenderError, source: Vec<String>) -> Self {
+        RenderFailure {
+            errors: vec![err],
+            source,
+        }
+    }
+
+    /// The error upstream reports.
+    pub fn first(&self) -> Option<&RenderError> {
+        self.errors.first()
+    }
+}
+
+impl std::fmt::Display for RenderFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.first() {
+            Some(e) => f.write_str(&e.message),
+            None => f.write_str("render failed"),
+        }
+    }
+}
+
+/// Selects a pool's MachineConfigs, stably sorted by name.
+pub fn select<'a>(
+    pool: &MachineConfigPool,
+    all: &'a [MachineConfig],
+) -> Result<Vec<&'a MachineConfig>, RenderError> {
+    let selector = pool
+        .spec
+        .machine_config_selector
+        .clone()
+        .unwrap_or_default();
+    if selector.is_empty() {
+        return Err(RenderError::pool(
+            K::EmptySelector,
+            "This machineconfigpool is selecting all machineconfigs. A non-empty selector is required.",
+        ));
+    }
+    let compiled = selector
+        .compile()
+        .map_err(|e| RenderError::pool(K::InvalidSelector, e.to_string()))?;
+    let mut out: Vec<&MachineConfig> = all
+        .iter()
+        .filter(|mc| compiled.matches(&mc.metadata.labels))
+        .collect();
+    if out.is_empty() {
+        return Err(RenderError::pool(
+            K::NoMatch,
+            format!("no MachineConfigs found matching selector {compiled}"),
+        ));
+    }
+    out.sort_by(|a, b| a.name().cmp(b.name()));
+    Ok(out)
+}
+
+fn config_error(mc: &MachineConfig, e: ConfigError) -> RenderError {
+    let err = RenderError::in_config(K::InvalidIgnition, mc.name(), e.message);
+    match e.path {
+        Some(p) => err.at(p.prefixed(&JsonPath::parse_dotted("spec.config"))),
+        None => err,
+    }
+}
+
+/// Checks one MachineConfig as upstream's ValidateMachineConfig does, returning its config as 3.5.
+/// Every problem is returned, upstream's first first.
+pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Vec<RenderError>> {
+    let mut errors = Vec::new();
+    let kt = mc.spec.kernel_type.as_str();
+    if !matches!(kt, "" | "default" | "realtime" | "64k-pages") {
+        errors.push(
+            RenderError::in_config(
+                K::InvalidKernelType,
+                mc.name(),
+                format!("kernelType={kt} is invalid"),
+            )
+            .at(JsonPath::parse_dotted("spec.kernelType")),
+        );
+    }
+    let mut config = None;
+    if let Some(raw) = mc.ignition() {
+        match source_config::parse_any(raw) {
+            Err(e) => errors.push(config_error(mc, e)),
+            Ok(parsed) => {
+                if let Err(e) = source_config::validate_config(&parsed) {
+                    errors.push(config_error(mc, e));
+                }
+                config = Some(parsed.into_config());
+            }
+        }
+        let invalid: Vec<&str> = mc
+            .spec
+            .extensions
+            .iter()
+            .map(String::as_str)
+            .filter(|e| !SUPPORTED_EXTENSIONS.iter().any(|(n, _)| n == e))
+            .collect();
+        if !invalid.is_empty() {
+            errors.push(
+                RenderError::in_config(
+                    K::InvalidExtensions,
+                    mc.name(),
+                    format!("invalid extensions found: [{}]", invalid.join(" ")),
+                )
+                .at(JsonPath::parse_dotted("spec.extensions")),
+            );
+        }
+    }
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Upstream's merge order: MachineConfigs with role `worker` first, then the rest, each by name.
+pub fn merge_order<'a>(selected: &[&'a MachineConfig]) -> Vec<&'a MachineConfig> {
+    let (mut workers, mut others): (Vec<&MachineConfig>, Vec<&MachineConfig>) = selected
+        .iter()
+        .partition(|mc| mc.metadata.labels.get(ROLE_LABEL).map(String::as_str) == Some("worker"));
+    workers.sort_by(|a, b| a.name().cmp(b.name()));
+    others.sort_by(|a, b| a.name().cmp(b.name()));
+    workers.extend(others);
+    workers
+}
+
+/// Renders a pool from every MachineConfig in the cluster.
+pub fn render_pool(
+    pool: &MachineConfigPool,
+    all: &[MachineConfig],
+    controller: &ControllerConfigSpec,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderFailure> {
+    let selected = select(pool, all).map_err(|e| RenderFailure::single(e, Vec::new()))?;
+    let names = |v: &[&MachineConfig]| v.iter().map(|m| m.name().to_string()).collect::<Vec<_>>();
+    let selection = names(&selected);
+
+    let mut errors = Vec::new();
+    for mc in &selected {
+        if let Some(v) = mc.generated_by() {
+            if v != opts.controller_version {
+                errors.push(RenderError::in_config(
+                    K::StaleGenerated,
+                    mc.name(),
+                    format!(
+                        "ignoring MC {} generated by older version {v} (my version: {})",
+                        mc.name(),
+                        opts.controller_version
+                    ),
+                ));
+            }
+        }
+    }
+    let mut configs: BTreeMap<&str, Option<Config>> = BTreeMap::new();
+    for mc in &selected {
+        match validate_machine_config(mc) {
+            Ok(c) => {
+                configs.insert(mc.name(), c);
+            }
+            Err(es) => errors.extend(es),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(RenderFailure {
+            errors,
+            source: selection,
+        });
+    }
+
+    let ordered = merge_order(&selected);
+    let source = names(&ordered);
+    for mc in &ordered {
+        if mc.metadata.labels.is_empty() {
+            return Err(RenderFailure::single(
+                RenderError::in_config(
+                    K::MissingLabels,
+                    mc.name(),
+                    format!("cannot find label in MachineConfig {}", mc.name()),
+                ),
+                source,
+            ));
+        }
+    }
+    let spec = merge_specs(&ordered, &mut configs, controller)
+        .map_err(|e| RenderFailure::single(e, source.clone()))?;
+    let spec_value = spec_to_value(&spec.0, &spec.1);
+    let name = match opts.name_scheme {
+        NameScheme::Upstream => crate::name::rendered_name(pool.name(), &spec_value),
+        NameScheme::ContentSha256 => crate::name::rendered_name(pool.name(), &spec_value),
+    };
+
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        GENERATED_BY_ANNOTATION.to_string(),
+        opts.controller_version.clone(),
+    );
+    annotations.insert(
+        RELEASE_IMAGE_VERSION_ANNOTATION.to_string(),
+        opts.release_image_version.clone(),
+    );
+    if spec.0.os_image_url != controller.base_os_container_image {
+        annotations.insert(
+            OS_IMAGE_URL_OVERRIDDEN_ANNOTATION.to_string(),
+            "true".to_string(),
+        );
+    }
+    let pool_uid = pool
+        .metadata
+        .extra
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut mc_spec = spec.0.clone();
+    mc_spec.config = Some(spec.1.to_value());
+    let machine_config = MachineConfig {
+        api_version: API_VERSION.to_string(),
+        kind: "MachineConfig".to_string(),
+        metadata: ObjectMeta {
+            name: name.clone(),
+            labels: BTreeMap::new(),
+            annotations,
+            owner_references: vec![OwnerReference {
+                api_version: API_VERSION.to_string(),
+                kind: "MachineConfigPool".to_string(),
+                name: pool.name().to_string(),
+                uid: pool_uid,
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }],
+            extra: BTreeMap::new(),
+        },
+        spec: mc_spec,
+    };
+    if opts.check_size {
+        let size = serde_json::to_vec(&machine_config)
+            .map(|v| v.len())
+            .unwrap_or(0);
+        if size > MAX_RENDERED_SIZE {
+            return Err(RenderFailure::single(
+                RenderError::pool(
+                    K::TooLarge,
+                    format!(
+                        "MachineConfig {name} is {size} bytes, which exceeds the maximum allowed size of {MAX_RENDERED_SIZE} bytes"
+                    ),
+                ),
+                source,
+            ));
+        }
+    }
+    let configuration = PoolConfiguration {
+        name,
+        source: source
+            .iter()
+            .map(|n| ObjectReference {
+                api_version: API_VERSION.into(),
+                kind: "MachineConfig".into(),
+                name: n.clone(),
+            })
+            .collect(),
+    };
+    Ok(Rendered {
+        machine_config,
+        spec: spec_value,
+        config: spec.1,
+        source,
+        configuration,
+    })
+}
+
+/// The rendered spec as JSON in upstream's field set.
+pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        "osImageURL".into(),
+        Value::String(spec.os_image_url.clone()),
+    );
+    m.insert(
+        "baseOSExtensionsContainerImage".into(),
+        Value::String(spec.base_os_extensions_container_image.clone()),
+    );
+    m.insert("config".into(), config.to_value());
+    m.insert(
+        "kernelArguments".into(),
+        Value::from(spec.kernel_arguments.clone()),
+    );
+    m.insert("extensions".into(), Value::from(spec.extensions.clone()));
+    m.insert("fips".into(), Value::Bool(spec.fips));
+    m.insert("kernelType".into(), Value::String(spec.kernel_type.clone()));
+    Value::Object(m)
+}
+
+fn set_default_compression(config: &mut Config) {
+    config.edit(|root| {
+        for_each_file(root, |f| {
+            let contents = f
+                .entry("contents")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(c) = contents {
+                c.entry("compression")
+                    .or_insert_with(|| Value::String(String::new()));
+            }
+        })
+    });
+}
+
+fn unset_default_compression(config: &mut Config) {
+    config.edit(|root| {
+        for_each_file(root, |f| {
+            let mut drop_contents = false;
+            if let Some(Value::Object(c)) = f.get_mut("contents") {
+                if c.get("compression").and_then(Value::as_str) == Some("") {
+                    c.remove("compression");
+                }
+                drop_contents = c.is_empty();
+            }
+            if drop_contents {
+                f.remove("contents");
+            }
+        })
+    });
+}
+
+fn for_each_file(root: &mut Map<String, Value>, mut f: impl FnMut(&mut Map<String, Value>)) {
+    if let Some(Value::Object(storage)) = root.get_mut("storage") {
+        if let Some(Value::Array(files)) = storage.get_mut("files") {
+            for file in files.iter_mut() {
+                if let Value::Object(m) = file {
+                    f(m);
+                }
+            }
+        }
+    }
+}
+
+fn merge_specs(
+    ordered: &[&MachineConfig],
+    configs: &mut BTreeMap<&str, Option<Config>>,
+    controller: &ControllerConfigSpec,
+) -> Result<(MachineConfigSpec, Config), RenderError> {
+    let mut out: Option<Config> = None;
+    for (i, mc) in ordered.iter().enumerate() {
+        let cfg = configs.get_mut(mc.name()).and_then(Option::take);
+        match (i, cfg) {
+            (0, None) => out = Some(Config::empty(SpecVersion::LATEST)),
+            (_, None) => {}
+            (_, Some(mut child)) => match out.as_mut() {
+                None => out = Some(child),
+                Some(parent) => {
+                    set_default_compression(&mut child);
+                    mco_ignition::merge::merge_into(parent, child);
+                    unset_default_compression(parent);
+                }
+            },
+        }
+    }
+    let mut config = out.unwrap_or_else(|| Config::empty(SpecVersion::LATEST));
+    config.edit(|root| {
+        for_each_file(root, |f| {
+            f.entry("overwrite").or_insert(Value::Bool(true));
+        })
+    });
+
+    let fips = ordered.iter().any(|m| m.spec.fips);
+    let mut kernel_type = "default".to_string();
+    for mc in ordered {
+        if matches!(mc.spec.kernel_type.as_str(), "realtime" | "64k-pages") {
+            kernel_type = mc.spec.kernel_type.clone();
+        }
+    }
+    let kernel_arguments: Vec<String> = ordered
+        .iter()
+        .flat_map(|m| m.spec.kernel_arguments.iter().cloned())
+        .collect();
+    let extensions: Vec<String> = ordered
+        .iter()
+        .flat_map(|m| m.spec.extensions.iter().cloned())
+        .collect();
+    if kernel_type != "default" && extensions.iter().any(|e| e == "kernel-devel") {
+        return Err(RenderError::pool(
+            K::Conflict,
+            format!(
+                "installing kernel-devel extension is not supported with kernelType: {kernel_type}"
+            ),
+        ));
+    }
+    let mut os_image_url = controller.base_os_container_image.clone();
+    let mut ext_image = controller.base_os_extensions_container_image.clone();
+    for mc in ordered.iter().filter(|m| m.generated_by().is_none()) {
+        if !mc.spec.os_image_url.is_empty() {
+            os_image_url = mc.spec.os_image_url.clone();
+        }
+        if !mc.spec.base_os_extensions_container_image.is_empty() {
+            ext_image = mc.spec.base_os_extensions_container_image.clone();
+        }
+    }
+    Ok((
+        MachineConfigSpec {
+            os_image_url,
+            base_os_extensions_container_image: ext_image,
+            config: None,
+            kernel_arguments,
+            extensions,
+            fips,
+            kernel_type,
+        },
+        config,
+    ))
+}

@@ -1,0 +1,107 @@
+//! Every render case of the conformance corpus: error or success, source order, rendered
+//! spec and rendered name must be upstream's.
+
+use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::{render_pool, RenderOptions};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/conformance")
+}
+
+fn cases() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(corpus())
+        .expect("corpus folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| !p.ends_with("accept-headers.json"))
+        .collect();
+    entries.sort();
+    for p in entries {
+        let text = std::fs::read_to_string(&p).expect("case file");
+        let v: Value = serde_json::from_str(&text).expect("case JSON");
+        out.push((v["name"].as_str().unwrap_or_default().to_string(), v));
+    }
+    out
+}
+
+pub fn run_case(case: &Value) -> Result<(), String> {
+    let pool: MachineConfigPool =
+        serde_json::from_value(case["pool"].clone()).map_err(|e| e.to_string())?;
+    let mcs: Vec<MachineConfig> =
+        serde_json::from_value(case["machineConfigs"].clone()).map_err(|e| e.to_string())?;
+    let cc: ControllerConfigSpec =
+        serde_json::from_value(case["controllerConfig"].clone()).map_err(|e| e.to_string())?;
+    let opts = RenderOptions {
+        check_size: true,
+        ..RenderOptions::default()
+    };
+    let expected = &case["expected"];
+    let got = render_pool(&pool, &mcs, &cc, &opts);
+    let exp_source: Vec<String> =
+        serde_json::from_value(expected["source"].clone()).unwrap_or_default();
+    match (got, expected["error"].as_str()) {
+        (Ok(r), None) => {
+            if r.source != exp_source {
+                return Err(format!("source {:?} != {:?}", r.source, exp_source));
+            }
+            if r.spec != expected["spec"] {
+                return Err(format!(
+                    "spec differs:\n got {}\nwant {}",
+                    truncate(&r.spec.to_string()),
+                    truncate(&expected["spec"].to_string())
+                ));
+            }
+            let name = r.machine_config.metadata.name.clone();
+            if Some(name.as_str()) != expected["renderedName"].as_str() {
+                return Err(format!("name {name} != {}", expected["renderedName"]));
+            }
+            Ok(())
+        }
+        (Ok(r), Some(e)) => Err(format!(
+            "rendered {} but upstream fails: {e}",
+            r.machine_config.metadata.name
+        )),
+        (Err(f), None) => Err(format!("failed but upstream renders: {}", f)),
+        (Err(f), Some(e)) => {
+            let msg = f.first().map(|e| e.message.clone()).unwrap_or_default();
+            if msg != e {
+                return Err(format!("error differs:\n got {msg:?}\nwant {e:?}"));
+            }
+            if f.source != exp_source {
+                return Err(format!("error source {:?} != {:?}", f.source, exp_source));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(600).collect()
+}
+
+#[test]
+fn render_corpus_matches_upstream() {
+    let cases = cases();
+    assert!(cases.len() >= 300, "corpus has {} cases", cases.len());
+    let mut failures = Vec::new();
+    for (name, case) in &cases {
+        if let Err(e) = run_case(case) {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    let passed = cases.len() - failures.len();
+    eprintln!("render conformance: {passed}/{} cases pass", cases.len());
+    for f in failures.iter().take(30) {
+        eprintln!("FAIL {f}\n");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from upstream",
+        failures.len(),
+        cases.len()
+    );
+}
