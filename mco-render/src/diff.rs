@@ -199,7 +199,11 @@ mod tests {
         assert!(d.kernel_type && d.kargs && d.extensions);
         assert_eq!(
             d.os_changes(),
-            ["Installing extensions", "Changing kernel type", "Changing kernel arguments"]
+            [
+                "Installing extensions",
+                "Changing kernel type",
+                "Changing kernel arguments"
+            ]
         );
     }
 }

@@ -297,7 +297,9 @@ mod tests {
     fn ssh_key_change_ok_other_field_not() {
         let a = input("a");
         let mut b = input("b");
-        b.config.passwd.users[0].ssh_authorized_keys.push("k2".into());
+        b.config.passwd.users[0]
+            .ssh_authorized_keys
+            .push("k2".into());
         b.config.passwd.users[0].password_hash = Some("x".into());
         assert!(is_rendered_config_reconcilable(&a, &b, &[]).is_ok());
         b.config.passwd.users[0].home_dir = Some("/h".into());
@@ -354,10 +356,14 @@ mod tests {
             path: FORCE_FILE.into(),
             ..Default::default()
         });
-        assert!(err(&a, &b).ends_with("cannot create /run/machine-config-daemon-force via Ignition"));
+        assert!(
+            err(&a, &b).ends_with("cannot create /run/machine-config-daemon-force via Ignition")
+        );
         let mut b = input("b");
         b.fips = true;
-        let e = daemon_reconcilable(&a, &b, &[], None).unwrap_err().to_string();
+        let e = daemon_reconcilable(&a, &b, &[], None)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("configs a, b are not reconcilable: new machineconfig \"a\""));
         assert_eq!(
             daemon_reconcilable(&a, &a, &[], Some(true)).unwrap_err(),

@@ -110,7 +110,10 @@ pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step>
         .iter()
         .zip(&nd.triggers)
         .filter(|(a, _)| {
-            matches!(a.kind, ActionType::Reboot | ActionType::Drain | ActionType::Special)
+            matches!(
+                a.kind,
+                ActionType::Reboot | ActionType::Drain | ActionType::Special
+            )
         })
         .flat_map(|(_, t)| t.clone())
         .collect();
@@ -121,12 +124,25 @@ pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step>
         });
     }
     let d = &plan.diff;
-    let old_paths: std::collections::BTreeSet<&str> =
-        old.config.storage.files.iter().map(|f| f.path.as_str()).collect();
-    let new_paths: std::collections::BTreeSet<&str> =
-        new.config.storage.files.iter().map(|f| f.path.as_str()).collect();
+    let old_paths: std::collections::BTreeSet<&str> = old
+        .config
+        .storage
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    let new_paths: std::collections::BTreeSet<&str> = new
+        .config
+        .storage
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
     for p in &d.changed_files {
-        let change = match (old_paths.contains(p.as_str()), new_paths.contains(p.as_str())) {
+        let change = match (
+            old_paths.contains(p.as_str()),
+            new_paths.contains(p.as_str()),
+        ) {
             (false, _) => "added",
             (_, false) => "removed",
             _ => "changed",

@@ -70,7 +70,10 @@ mod tests {
             split_kernel_arguments(r#"  a=1 b="x y"  c"#),
             ["a=1", r#"b="x y""#, "c"]
         );
-        assert_eq!(split_kernel_arguments(r#"a="unterminated b"#), [r#"a="unterminated b"#]);
+        assert_eq!(
+            split_kernel_arguments(r#"a="unterminated b"#),
+            [r#"a="unterminated b"#]
+        );
         assert!(split_kernel_arguments(" \t\n").is_empty());
     }
 
@@ -80,7 +83,11 @@ mod tests {
         let new = vec!["c".to_string()];
         assert_eq!(
             generate_kargs(&old, &new),
-            ["--delete-if-present=a", "--delete-if-present=b", "--append=c"]
+            [
+                "--delete-if-present=a",
+                "--delete-if-present=b",
+                "--append=c"
+            ]
         );
     }
 }

@@ -13,9 +13,7 @@ pub mod report;
 use crate::diff::MachineConfigDiff;
 use crate::reconcile::{daemon_reconcilable, DaemonReconcileError, RenderedInput};
 
-pub use policy::{
-    Action, ActionType, MachineConfiguration, Policies, TracedActions, Trigger,
-};
+pub use policy::{Action, ActionType, MachineConfiguration, Policies, TracedActions, Trigger};
 pub use registries::RegistriesError;
 
 /// Everything upstream decides for one node update.
@@ -55,8 +53,11 @@ pub fn compute(
     let kargs_args = diff
         .kargs
         .then(|| kargs::generate_kargs(&old.kernel_arguments, &new.kernel_arguments));
-    let cluster_policies =
-        policy::merge_cluster_policies(&spec.map(|s| s.node_disruption_policy.clone()).unwrap_or_default());
+    let cluster_policies = policy::merge_cluster_policies(
+        &spec
+            .map(|s| s.node_disruption_policy.clone())
+            .unwrap_or_default(),
+    );
     let legacy_action = legacy_action(&diff);
     let legacy_drain = legacy_drain(legacy_action, &diff, old, new);
     let node_disruption = node_disruption_actions(&diff, &cluster_policies);
@@ -113,7 +114,11 @@ pub fn legacy_drain(
     match action {
         policy::legacy::REBOOT => Ok(true),
         policy::legacy::RELOAD_CRIO | policy::legacy::RESTART_CRIO => {
-            if diff.changed_files.iter().any(|f| f == policy::REGISTRIES_CONF) {
+            if diff
+                .changed_files
+                .iter()
+                .any(|f| f == policy::REGISTRIES_CONF)
+            {
                 registries::is_safe_registries_change(&old.config, &new.config).map(|s| !s)
             } else {
                 Ok(false)
@@ -139,7 +144,12 @@ pub fn node_disruption_actions(diff: &MachineConfigDiff, policies: &Policies) ->
             triggers: vec![vec![Trigger::NoChange]],
         };
     }
-    policy::actions_for_changes(diff.passwd, &diff.changed_files, &diff.changed_units, policies)
+    policy::actions_for_changes(
+        diff.passwd,
+        &diff.changed_files,
+        &diff.changed_units,
+        policies,
+    )
 }
 
 /// Drain decision for policy-based actions: Reboot or Drain always drain; Special drains unless

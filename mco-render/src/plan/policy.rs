@@ -379,18 +379,32 @@ pub fn actions_for_changes(
     };
     for f in files {
         match closest_file_policy(f, &policies.files) {
-            Some(p) => raw.extend(p.actions.iter().map(|a| (a.clone(), Trigger::File(f.clone())))),
+            Some(p) => raw.extend(
+                p.actions
+                    .iter()
+                    .map(|a| (a.clone(), Trigger::File(f.clone()))),
+            ),
             None => return reboot(Trigger::File(f.clone())),
         }
     }
     for u in units {
         match policies.units.iter().find(|p| &p.name == u) {
-            Some(p) => raw.extend(p.actions.iter().map(|a| (a.clone(), Trigger::Unit(u.clone())))),
+            Some(p) => raw.extend(
+                p.actions
+                    .iter()
+                    .map(|a| (a.clone(), Trigger::Unit(u.clone()))),
+            ),
             None => return reboot(Trigger::Unit(u.clone())),
         }
     }
     if ssh_changed {
-        raw.extend(policies.sshkey.actions.iter().map(|a| (a.clone(), Trigger::SshKeys)));
+        raw.extend(
+            policies
+                .sshkey
+                .actions
+                .iter()
+                .map(|a| (a.clone(), Trigger::SshKeys)),
+        );
     }
     let has = |k: ActionType| raw.iter().any(|(a, _)| a.kind == k);
     if has(ActionType::Reboot) {
@@ -434,7 +448,10 @@ pub mod legacy {
 /// Legacy per-file calculation (upstream's firstboot path): one of none / reload crio /
 /// restart crio / reboot.
 pub fn legacy_actions_for_files(files: &[String]) -> &'static str {
-    const NONE_FILES: [&str; 2] = ["/etc/kubernetes/kubelet-ca.crt", "/var/lib/kubelet/config.json"];
+    const NONE_FILES: [&str; 2] = [
+        "/etc/kubernetes/kubelet-ca.crt",
+        "/var/lib/kubelet/config.json",
+    ];
     const RELOAD_FILES: [&str; 3] = [
         REGISTRIES_CONF,
         "/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
@@ -473,7 +490,10 @@ mod tests {
         assert_eq!(clean_path("/a/../../b/./c"), "/b/c");
         assert_eq!(clean_path(""), ".");
         assert_eq!(clean_path("a/.."), ".");
-        assert_eq!(dir_of("/etc/containers/registries.d/x.yaml"), "/etc/containers/registries.d");
+        assert_eq!(
+            dir_of("/etc/containers/registries.d/x.yaml"),
+            "/etc/containers/registries.d"
+        );
         assert_eq!(dir_of("/x"), "/");
     }
 
@@ -493,8 +513,14 @@ mod tests {
                 actions: vec![Action::reload("b")],
             },
         ];
-        assert_eq!(closest_file_policy("/etc/foo/x", &files).unwrap().path, "/etc/foo/");
-        assert_eq!(closest_file_policy("/etc/foobar", &files).unwrap().path, "/etc");
+        assert_eq!(
+            closest_file_policy("/etc/foo/x", &files).unwrap().path,
+            "/etc/foo/"
+        );
+        assert_eq!(
+            closest_file_policy("/etc/foobar", &files).unwrap().path,
+            "/etc"
+        );
         assert!(closest_file_policy("/var/x", &files).is_none());
     }
 
@@ -547,8 +573,14 @@ mod tests {
             ])),
             "restart crio"
         );
-        assert_eq!(legacy_actions_for_files(&f(&["/etc/containers/registries.d/a"])), "reload crio");
-        assert_eq!(legacy_actions_for_files(&f(&["/etc/nmstate/openshift/x"])), "none");
+        assert_eq!(
+            legacy_actions_for_files(&f(&["/etc/containers/registries.d/a"])),
+            "reload crio"
+        );
+        assert_eq!(
+            legacy_actions_for_files(&f(&["/etc/nmstate/openshift/x"])),
+            "none"
+        );
         assert_eq!(legacy_actions_for_files(&f(&["/etc/other"])), "reboot");
     }
 }

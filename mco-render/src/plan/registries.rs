@@ -238,9 +238,7 @@ pub fn decode_data_url(url: &str) -> Result<Vec<u8>, String> {
     let rest = url
         .strip_prefix("data:")
         .ok_or_else(|| "missing data prefix".to_string())?;
-    let comma = rest
-        .find(',')
-        .ok_or_else(|| "missing comma".to_string())?;
+    let comma = rest.find(',').ok_or_else(|| "missing comma".to_string())?;
     let (meta, data) = (&rest[..comma], &rest[comma + 1..]);
     if meta.ends_with(";base64") {
         return base64::engine::general_purpose::STANDARD
@@ -286,10 +284,10 @@ fn file_data(config: &Config, path: &str) -> Result<Option<Vec<u8>>, String> {
 pub fn is_safe_registries_change(old: &Config, new: &Config) -> Result<bool, RegistriesError> {
     let old_data = file_data(old, REGISTRIES_CONF).map_err(RegistriesError::OldDataUrl)?;
     let new_data = file_data(new, REGISTRIES_CONF).map_err(RegistriesError::NewDataUrl)?;
-    let old_conf =
-        parse_registries_conf(old_data.as_deref().unwrap_or_default()).map_err(RegistriesError::Toml)?;
-    let new_conf =
-        parse_registries_conf(new_data.as_deref().unwrap_or_default()).map_err(RegistriesError::Toml)?;
+    let old_conf = parse_registries_conf(old_data.as_deref().unwrap_or_default())
+        .map_err(RegistriesError::Toml)?;
+    let new_conf = parse_registries_conf(new_data.as_deref().unwrap_or_default())
+        .map_err(RegistriesError::Toml)?;
     Ok(is_safe_change(&old_conf, &new_conf))
 }
 
@@ -336,10 +334,14 @@ fn is_safe_registry_edit(o: &Registry, n: &Registry) -> bool {
     {
         return false;
     }
-    n.mirrors.iter().all(|m| match find_mirror(&m.location, &o.mirrors) {
-        Some(om) => m.pull_from_mirror == om.pull_from_mirror || m.pull_from_mirror == DIGEST_ONLY,
-        None => m.pull_from_mirror == DIGEST_ONLY || n.mirror_by_digest_only,
-    })
+    n.mirrors
+        .iter()
+        .all(|m| match find_mirror(&m.location, &o.mirrors) {
+            Some(om) => {
+                m.pull_from_mirror == om.pull_from_mirror || m.pull_from_mirror == DIGEST_ONLY
+            }
+            None => m.pull_from_mirror == DIGEST_ONLY || n.mirror_by_digest_only,
+        })
 }
 
 fn all_digest_only(r: &Registry) -> bool {
@@ -380,11 +382,16 @@ mod tests {
 
     #[test]
     fn new_registry_rules() {
-        let reg = format!("{BASE}\n[[registry]]\n  location = \"n.io\"\n  mirror-by-digest-only = true\n");
+        let reg = format!(
+            "{BASE}\n[[registry]]\n  location = \"n.io\"\n  mirror-by-digest-only = true\n"
+        );
         assert!(is_safe_change(&conf(BASE), &conf(&reg)));
         let reg = format!("{BASE}\n[[registry]]\n  location = \"n.io\"\n");
         assert!(!is_safe_change(&conf(BASE), &conf(&reg)));
-        let blocked = BASE.replace("location = \"q.io/x\"", "location = \"q.io/x\"\n  blocked = true");
+        let blocked = BASE.replace(
+            "location = \"q.io/x\"",
+            "location = \"q.io/x\"\n  blocked = true",
+        );
         assert!(!is_safe_change(&conf(BASE), &conf(&blocked)));
     }
 

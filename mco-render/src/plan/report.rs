@@ -32,7 +32,11 @@ pub struct PlanReport {
     /// Whether the node is drained (true when the registries check failed: upstream errors out).
     pub drain: bool,
     /// The registries.conf check error, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none", rename = "drainError")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "drainError"
+    )]
     pub drain_error: Option<String>,
     /// Whether the node reboots.
     pub reboot: bool,
@@ -58,7 +62,10 @@ impl PlanReport {
                 .iter()
                 .zip(&nd.triggers)
                 .filter(|(a, _)| {
-                    matches!(a.kind, ActionType::Reboot | ActionType::Drain | ActionType::Special)
+                    matches!(
+                        a.kind,
+                        ActionType::Reboot | ActionType::Drain | ActionType::Special
+                    )
                 })
                 .flat_map(|(_, t)| t.clone())
                 .collect();
