@@ -1,0 +1,241 @@
+//! The plan as ordered steps for users: drain, writes, OS changes, service actions, reboot.
+
+use serde::{Deserialize, Serialize};
+
+use super::policy::{ActionType, Trigger};
+use super::Plan;
+use crate::reconcile::RenderedInput;
+
+/// What a step does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "camelCase")]
+pub enum StepKind {
+    /// Cordon and drain the node.
+    Drain,
+    /// Write (or remove) a file.
+    WriteFile {
+        /// Path.
+        path: String,
+        /// `added`, `removed` or `changed`.
+        change: String,
+    },
+    /// Write, update or remove a unit (and its drop-ins).
+    WriteUnit {
+        /// Unit name.
+        name: String,
+        /// `added`, `removed` or `updated`.
+        change: String,
+    },
+    /// Update `core`'s SSH keys and password hash.
+    UpdatePasswd,
+    /// `rpm-ostree rebase` to the new OS image.
+    Rebase {
+        /// New image.
+        image: String,
+    },
+    /// `rpm-ostree kargs` with these arguments.
+    Kargs {
+        /// Arguments.
+        args: Vec<String>,
+    },
+    /// Switch the kernel package set.
+    KernelType {
+        /// Canonical old type.
+        from: String,
+        /// Canonical new type.
+        to: String,
+    },
+    /// Install or remove extensions.
+    Extensions {
+        /// Packages of the new extension list.
+        install: Vec<String>,
+        /// Extensions no longer requested.
+        remove: Vec<String>,
+    },
+    /// `systemctl daemon-reload`.
+    DaemonReload,
+    /// `systemctl reload <unit>`.
+    Reload {
+        /// Unit.
+        unit: String,
+    },
+    /// `systemctl restart <unit>`.
+    Restart {
+        /// Unit.
+        unit: String,
+    },
+    /// Reload crio for a registries.conf change (drain decided separately).
+    Special,
+    /// Nothing to do after writing.
+    NoAction,
+    /// Reboot the node.
+    Reboot,
+}
+
+/// One step with what triggered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The step.
+    #[serde(flatten)]
+    pub kind: StepKind,
+    /// Files, units or spec fields that caused it.
+    pub triggers: Vec<Trigger>,
+}
+
+/// Packages an extension name installs.
+pub fn extension_packages(ext: &str) -> Vec<&'static str> {
+    match ext {
+        "two-node-ha" => vec!["pacemaker", "pcs", "fence-agents-all"],
+        "ipsec" => vec!["NetworkManager-libreswan", "libreswan"],
+        "usbguard" => vec!["usbguard"],
+        "kerberos" => vec!["krb5-workstation", "libkadm5"],
+        "kernel-devel" => vec!["kernel-devel", "kernel-headers"],
+        "sandboxed-containers" => vec!["kata-containers"],
+        "sysstat" => vec!["sysstat"],
+        _ => vec![],
+    }
+}
+
+/// Orders the plan into steps: drain (when required), file and unit writes, passwd, OS changes,
+/// then the post-config actions in upstream order, reboot last. Empty when the update is not
+/// reconcilable (upstream stops there).
+pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step> {
+    let mut out = Vec::new();
+    if plan.reconcilable.is_err() {
+        return out;
+    }
+    let nd = &plan.node_disruption;
+    let drain_triggers: Vec<Trigger> = nd
+        .actions
+        .iter()
+        .zip(&nd.triggers)
+        .filter(|(a, _)| {
+            matches!(
+                a.kind,
+                ActionType::Reboot | ActionType::Drain | ActionType::Special
+            )
+        })
+        .flat_map(|(_, t)| t.clone())
+        .collect();
+    if plan.drain.as_ref().is_ok_and(|d| *d) || plan.drain.is_err() {
+        out.push(Step {
+            kind: StepKind::Drain,
+            triggers: drain_triggers,
+        });
+    }
+    let d = &plan.diff;
+    let old_paths: std::collections::BTreeSet<&str> = old
+        .config
+        .storage
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    let new_paths: std::collections::BTreeSet<&str> = new
+        .config
+        .storage
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    for p in &d.changed_files {
+        let change = match (
+            old_paths.contains(p.as_str()),
+            new_paths.contains(p.as_str()),
+        ) {
+            (false, _) => "added",
+            (_, false) => "removed",
+            _ => "changed",
+        };
+        out.push(Step {
+            kind: StepKind::WriteFile {
+                path: p.clone(),
+                change: change.into(),
+            },
+            triggers: vec![Trigger::File(p.clone())],
+        });
+    }
+    for (list, change) in [
+        (&d.units_added, "added"),
+        (&d.units_updated, "updated"),
+        (&d.units_removed, "removed"),
+    ] {
+        for u in list {
+            out.push(Step {
+                kind: StepKind::WriteUnit {
+                    name: u.clone(),
+                    change: change.into(),
+                },
+                triggers: vec![Trigger::Unit(u.clone())],
+            });
+        }
+    }
+    if d.passwd {
+        out.push(Step {
+            kind: StepKind::UpdatePasswd,
+            triggers: vec![Trigger::SshKeys],
+        });
+    }
+    if d.os_update {
+        out.push(Step {
+            kind: StepKind::Rebase {
+                image: new.os_image_url.clone(),
+            },
+            triggers: vec![Trigger::Spec("osImageURL".into())],
+        });
+    }
+    if let Some(args) = &plan.kargs_args {
+        out.push(Step {
+            kind: StepKind::Kargs { args: args.clone() },
+            triggers: vec![Trigger::Spec("kernelArguments".into())],
+        });
+    }
+    if d.kernel_type {
+        out.push(Step {
+            kind: StepKind::KernelType {
+                from: crate::diff::canonical_kernel_type(&old.kernel_type).into(),
+                to: crate::diff::canonical_kernel_type(&new.kernel_type).into(),
+            },
+            triggers: vec![Trigger::Spec("kernelType".into())],
+        });
+    }
+    if d.extensions {
+        out.push(Step {
+            kind: StepKind::Extensions {
+                install: new
+                    .extensions
+                    .iter()
+                    .flat_map(|e| extension_packages(e))
+                    .map(str::to_string)
+                    .collect(),
+                remove: old
+                    .extensions
+                    .iter()
+                    .filter(|e| !new.extensions.contains(e))
+                    .cloned()
+                    .collect(),
+            },
+            triggers: vec![Trigger::Spec("extensions".into())],
+        });
+    }
+    for (a, t) in nd.actions.iter().zip(&nd.triggers) {
+        let kind = match a.kind {
+            ActionType::Drain => continue,
+            ActionType::Reboot => StepKind::Reboot,
+            ActionType::None => StepKind::NoAction,
+            ActionType::DaemonReload => StepKind::DaemonReload,
+            ActionType::Special => StepKind::Special,
+            ActionType::Reload => StepKind::Reload {
+                unit: a.service().unwrap_or_default().to_string(),
+            },
+            ActionType::Restart => StepKind::Restart {
+                unit: a.service().unwrap_or_default().to_string(),
+            },
+        };
+        out.push(Step {
+            kind,
+            triggers: t.clone(),
+        });
+    }
+    out
+}
