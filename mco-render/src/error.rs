@@ -40,6 +40,8 @@ pub struct RenderError {
     pub path: Option<JsonPath>,
     /// Upstream's message, byte for byte.
     pub message: String,
+    /// Each problem of an Ignition report, located inside the MachineConfig.
+    pub details: Vec<(JsonPath, String)>,
 }
 
 impl RenderError {
@@ -50,6 +52,7 @@ impl RenderError {
             machine_config: None,
             path: None,
             message: message.into(),
+            details: Vec::new(),
         }
     }
 
@@ -60,6 +63,7 @@ impl RenderError {
             machine_config: Some(mc.to_string()),
             path: None,
             message: message.into(),
+            details: Vec::new(),
         }
     }
 
@@ -71,6 +75,15 @@ impl RenderError {
 
     /// A one-line description for people: `99-worker-x: spec.config.storage.files[2].path: ...`.
     pub fn describe(&self) -> String {
+        if !self.details.is_empty() {
+            let mc = self.machine_config.as_deref().unwrap_or("");
+            let lines: Vec<String> = self
+                .details
+                .iter()
+                .map(|(p, m)| format!("{mc}: {}: {m}", p.to_bracketed()))
+                .collect();
+            return lines.join("\n");
+        }
         let mut out = String::new();
         if let Some(mc) = &self.machine_config {
             out.push_str(mc);

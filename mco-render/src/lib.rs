@@ -5,6 +5,7 @@
 pub mod api;
 pub mod diff;
 pub mod error;
+pub mod manifests;
 pub mod name;
 pub mod plan;
 pub mod reconcile;

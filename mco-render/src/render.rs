@@ -154,9 +154,21 @@ pub fn select<'a>(
 }
 
 fn config_error(mc: &MachineConfig, e: ConfigError) -> RenderError {
-    let err = RenderError::in_config(K::InvalidIgnition, mc.name(), e.message);
+    let base = JsonPath::parse_dotted("spec.config");
+    let mut err = RenderError::in_config(K::InvalidIgnition, mc.name(), e.message);
+    if let Some(r) = &e.report {
+        err.details = r
+            .entries
+            .iter()
+            .map(|en| {
+                let kind = if en.severity == mco_ignition::Severity::Error { "" } else { "warning: " };
+                let p = en.path.clone().unwrap_or_default().prefixed(&base);
+                (p, format!("{kind}{}", en.message))
+            })
+            .collect();
+    }
     match e.path {
-        Some(p) => err.at(p.prefixed(&JsonPath::parse_dotted("spec.config"))),
+        Some(p) => err.at(p.prefixed(&base)),
         None => err,
     }
 }

@@ -1,1 +1,447 @@
-fn main() {}
+//! `mco-render`: render, validate, convert and compare MachineConfigs offline.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::manifests::Manifests;
+use mco_render::plan::{self, MachineConfiguration};
+use mco_render::reconcile::RenderedInput;
+use mco_render::render::{render_pool, validate_machine_config, NameScheme, RenderOptions, Rendered};
+use mco_render::serve;
+use mco_ignition::SpecVersion;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
+/// reaches a cluster.
+#[derive(Parser)]
+#[command(name = "mco-render", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum DiffFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Scheme {
+    /// Upstream's md5-based names (byte-identical to the cluster's).
+    Upstream,
+    /// sha256 over the same bytes.
+    Sha256,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render every pool found in the manifests (or only --pool) into its rendered MachineConfig.
+    Render {
+        /// Only this pool.
+        #[arg(long)]
+        pool: Option<String>,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        output: Format,
+        /// Write `<pool>.yaml` / `<pool>.json` here instead of printing.
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+        /// Controller version stamped on the output; generated inputs must carry it.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+        /// How to name rendered configs.
+        #[arg(long, value_enum, default_value = "upstream")]
+        name_scheme: Scheme,
+        /// Files or folders of YAML/JSON manifests.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Validate every MachineConfig; print errors and warnings with file, name and JSON path.
+    Validate {
+        /// Files or folders of YAML/JSON manifests.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Print a pool's rendered Ignition config converted to a spec version, as the server serves it.
+    Ignition {
+        /// Target spec version: 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0.
+        #[arg(long)]
+        spec_version: String,
+        /// The pool (required when the manifests hold several).
+        #[arg(long)]
+        pool: Option<String>,
+        /// Controller version; generated inputs must carry it.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+        /// Files or folders of YAML/JSON manifests.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Show what changes on a node moving from OLD to NEW, and the plan: drain, reloads, reboot.
+    Diff {
+        /// A rendered MachineConfig file, or a folder of manifests (then --pool renders it).
+        old: PathBuf,
+        /// A rendered MachineConfig file, or a folder of manifests.
+        new: PathBuf,
+        /// The pool to render when OLD/NEW are manifest folders.
+        #[arg(long)]
+        pool: Option<String>,
+        /// A MachineConfiguration manifest with user node disruption policies.
+        #[arg(long)]
+        policies: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: DiffFormat,
+        /// Controller version for rendering folders.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+    },
+}
+
+/// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
+struct Failure {
+    code: u8,
+    lines: Vec<String>,
+}
+
+impl Failure {
+    fn input(msg: impl Into<String>) -> Self {
+        Failure { code: 2, lines: vec![msg.into()] }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render { pool, output, out_dir, controller_version, name_scheme, paths } => {
+            cmd_render(&paths, pool.as_deref(), output, out_dir.as_deref(), &controller_version, name_scheme)
+        }
+        Command::Validate { paths } => cmd_validate(&paths),
+        Command::Ignition { spec_version, pool, controller_version, paths } => {
+            cmd_ignition(&paths, pool.as_deref(), &spec_version, &controller_version)
+        }
+        Command::Diff { old, new, pool, policies, output, controller_version } => {
+            cmd_diff(&old, &new, pool.as_deref(), policies.as_deref(), output, &controller_version)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            for l in f.lines {
+                eprintln!("{l}");
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                collect_files(&p, out)?;
+            } else if p
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+            {
+                out.push(p);
+            }
+        }
+        Ok(())
+    } else if path.exists() {
+        out.push(path.to_path_buf());
+        Ok(())
+    } else {
+        Err(Failure::input(format!("{}: no such file or folder", path.display())))
+    }
+}
+
+fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect_files(p, &mut files)?;
+    }
+    let mut m = Manifests::default();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| Failure::input(format!("{}: {e}", f.display())))?;
+        m.add_file(&f.display().to_string(), &text).map_err(|e| Failure::input(e.to_string()))?;
+    }
+    Ok(m)
+}
+
+fn controller_spec(m: &Manifests) -> ControllerConfigSpec {
+    m.controller_config.as_ref().map(|(_, c)| c.spec.clone()).unwrap_or_default()
+}
+
+fn pools<'a>(m: &'a Manifests, only: Option<&str>) -> Result<Vec<&'a MachineConfigPool>, Failure> {
+    let all: Vec<&MachineConfigPool> = m.pools.iter().map(|(_, p)| p).collect();
+    if all.is_empty() {
+        return Err(Failure::input("no MachineConfigPool found in the manifests"));
+    }
+    match only {
+        None => Ok(all),
+        Some(name) => {
+            let found: Vec<_> = all.into_iter().filter(|p| p.name() == name).collect();
+            if found.is_empty() {
+                Err(Failure::input(format!("no MachineConfigPool named {name:?} in the manifests")))
+            } else {
+                Ok(found)
+            }
+        }
+    }
+}
+
+fn render_all(
+    m: &Manifests,
+    only: Option<&str>,
+    opts: &RenderOptions,
+) -> Result<Vec<(String, Rendered)>, Failure> {
+    let cc = controller_spec(m);
+    let configs = m.configs();
+    let mut out = Vec::new();
+    let mut lines = Vec::new();
+    for pool in pools(m, only)? {
+        match render_pool(pool, &configs, &cc, opts) {
+            Ok(r) => out.push((pool.name().to_string(), r)),
+            Err(f) => {
+                lines.push(format!("error: pool {:?} failed to render:", pool.name()));
+                for e in &f.errors {
+                    let file = e
+                        .machine_config
+                        .as_deref()
+                        .and_then(|mc| m.file_of(mc))
+                        .map(|f| format!("{f}: "))
+                        .unwrap_or_default();
+                    for (i, l) in e.describe().lines().enumerate() {
+                        if i == 0 {
+                            lines.push(format!("  {file}{l}"));
+                        } else {
+                            lines.push(format!("    {l}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if lines.is_empty() {
+        Ok(out)
+    } else {
+        Err(Failure { code: 1, lines })
+    }
+}
+
+fn to_yaml(v: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_yaml_ng::to_string(v).map_err(|e| Failure::input(format!("cannot write YAML: {e}")))
+}
+
+fn to_json(v: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string_pretty(v).map_err(|e| Failure::input(format!("cannot write JSON: {e}")))
+}
+
+fn cmd_render(
+    paths: &[PathBuf],
+    pool: Option<&str>,
+    output: Format,
+    out_dir: Option<&Path>,
+    controller_version: &str,
+    scheme: Scheme,
+) -> Result<(), Failure> {
+    let m = load(paths)?;
+    let opts = RenderOptions {
+        controller_version: controller_version.to_string(),
+        name_scheme: match scheme {
+            Scheme::Upstream => NameScheme::Upstream,
+            Scheme::Sha256 => NameScheme::ContentSha256,
+        },
+        ..RenderOptions::default()
+    };
+    let rendered = render_all(&m, pool, &opts)?;
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+        for (name, r) in &rendered {
+            let (file, text) = match output {
+                Format::Yaml => (format!("{name}.yaml"), to_yaml(&r.machine_config)?),
+                Format::Json => (format!("{name}.json"), to_json(&r.machine_config)? + "\n"),
+            };
+            let path = dir.join(file);
+            std::fs::write(&path, text).map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+        }
+        return Ok(());
+    }
+    match output {
+        Format::Json => {
+            let text = if rendered.len() == 1 {
+                to_json(&rendered[0].1.machine_config)?
+            } else {
+                let all: Vec<&MachineConfig> = rendered.iter().map(|(_, r)| &r.machine_config).collect();
+                to_json(&all)?
+            };
+            println!("{text}");
+        }
+        Format::Yaml => {
+            for (i, (_, r)) in rendered.iter().enumerate() {
+                if i > 0 {
+                    println!("---");
+                }
+                print!("{}", to_yaml(&r.machine_config)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
+    let m = load(paths)?;
+    if m.machine_configs.is_empty() {
+        return Err(Failure::input("no MachineConfig found in the manifests"));
+    }
+    let mut errors = 0;
+    let mut warnings = 0;
+    let mut lines = Vec::new();
+    for (file, mc) in &m.machine_configs {
+        match validate_machine_config(mc) {
+            Ok(_) => {}
+            Err(es) => {
+                for e in es {
+                    errors += 1;
+                    lines.push(format!("error: {file}: {}", e.describe()));
+                }
+            }
+        }
+        if let Some(raw) = mc.ignition() {
+            if let Ok(p) = mco_ignition::parse::parse_value(raw) {
+                for w in p.report.warnings() {
+                    warnings += 1;
+                    let path = w
+                        .path
+                        .as_ref()
+                        .map(|p| p.prefixed(&mco_ignition::JsonPath::parse_dotted("spec.config")).to_bracketed())
+                        .unwrap_or_default();
+                    lines.push(format!("warning: {file}: {}: {path}: {}", mc.name(), w.message));
+                }
+            }
+        }
+    }
+    for l in &lines {
+        if l.starts_with("warning") {
+            eprintln!("{l}");
+        }
+    }
+    let summary = format!(
+        "{} MachineConfigs checked: {errors} errors, {warnings} warnings",
+        m.machine_configs.len()
+    );
+    if errors > 0 {
+        let mut out: Vec<String> = lines.into_iter().filter(|l| l.starts_with("error")).collect();
+        out.push(summary);
+        return Err(Failure { code: 1, lines: out });
+    }
+    println!("{summary}");
+    Ok(())
+}
+
+fn cmd_ignition(paths: &[PathBuf], pool: Option<&str>, version: &str, controller_version: &str) -> Result<(), Failure> {
+    let target = SpecVersion::parse(version)
+        .filter(|v| *v != SpecVersion::V3_0)
+        .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
+    let m = load(paths)?;
+    if pool.is_none() && m.pools.len() > 1 {
+        return Err(Failure::input("the manifests hold several pools: choose one with --pool"));
+    }
+    let opts = RenderOptions { controller_version: controller_version.to_string(), ..RenderOptions::default() };
+    let rendered = render_all(&m, pool, &opts)?;
+    let Some((_, r)) = rendered.first() else {
+        return Err(Failure::input("nothing rendered"));
+    };
+    let served = serve::convert(&r.config.to_value(), target).map_err(|e| Failure { code: 1, lines: vec![format!("error: {e}")] })?;
+    println!("{}", to_json(&served)?);
+    Ok(())
+}
+
+fn rendered_input(path: &Path, pool: Option<&str>, controller_version: &str) -> Result<RenderedInput, Failure> {
+    let m = load(&[path.to_path_buf()])?;
+    if m.pools.is_empty() {
+        let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
+        let [mc] = rendered.as_slice() else {
+            return Err(Failure::input(format!(
+                "{}: expected one rendered MachineConfig, or manifests with a pool",
+                path.display()
+            )));
+        };
+        return input_from_mc(mc).map_err(|e| Failure { code: 1, lines: vec![format!("{}: {e}", path.display())] });
+    }
+    if pool.is_none() && m.pools.len() > 1 {
+        return Err(Failure::input(format!("{}: several pools: choose one with --pool", path.display())));
+    }
+    let opts = RenderOptions { controller_version: controller_version.to_string(), ..RenderOptions::default() };
+    let rendered = render_all(&m, pool, &opts)?;
+    let Some((_, r)) = rendered.into_iter().next() else {
+        return Err(Failure::input("nothing rendered"));
+    };
+    input_from_mc(&r.machine_config).map_err(|e| Failure { code: 1, lines: vec![e] })
+}
+
+fn input_from_mc(mc: &MachineConfig) -> Result<RenderedInput, String> {
+    let config = match mc.ignition() {
+        Some(raw) => mco_render::source_config::parse_any(raw)
+            .map_err(|e| format!("{}: {}", mc.name(), e.message))?
+            .into_config(),
+        None => mco_ignition::Config::empty(SpecVersion::LATEST),
+    };
+    let typed = config.typed().map_err(|e| format!("{}: {e}", mc.name()))?;
+    Ok(RenderedInput {
+        name: mc.name().to_string(),
+        os_image_url: mc.spec.os_image_url.clone(),
+        base_os_extensions_container_image: mc.spec.base_os_extensions_container_image.clone(),
+        fips: mc.spec.fips,
+        kernel_arguments: mc.spec.kernel_arguments.clone(),
+        extensions: mc.spec.extensions.clone(),
+        kernel_type: mc.spec.kernel_type.clone(),
+        config: typed,
+    })
+}
+
+fn cmd_diff(
+    old: &Path,
+    new: &Path,
+    pool: Option<&str>,
+    policies: Option<&Path>,
+    output: DiffFormat,
+    controller_version: &str,
+) -> Result<(), Failure> {
+    let old_in = rendered_input(old, pool, controller_version)?;
+    let new_in = rendered_input(new, pool, controller_version)?;
+    let mc: Option<MachineConfiguration> = match policies {
+        None => None,
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
+            let v: serde_json::Value = serde_yaml_ng::from_str(&text)
+                .map_err(|e| Failure::input(format!("{}: invalid YAML: {e}", p.display())))?;
+            Some(
+                serde_json::from_value(v)
+                    .map_err(|e| Failure::input(format!("{}: not a MachineConfiguration: {e}", p.display())))?,
+            )
+        }
+    };
+    let plan = plan::compute(&old_in, &new_in, mc.as_ref());
+    let report = plan::report::PlanReport::new(&plan, &old_in, &new_in);
+    match output {
+        DiffFormat::Json => println!("{}", to_json(&report)?),
+        DiffFormat::Text => print!("{}", report.human()),
+    }
+    Ok(())
+}

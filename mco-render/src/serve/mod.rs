@@ -1,3 +1,18 @@
-//! What the machine-config-server serves.
+//! What the machine-config-server serves: a rendered config converted to the spec version a
+//! machine asks for.
 
 pub mod accept;
+
+use mco_ignition::SpecVersion;
+use serde_json::Value;
+
+/// Converts a rendered spec 3.5 config to `target`, as the server does before answering.
+/// The error is upstream's message.
+pub fn convert(config: &Value, target: SpecVersion) -> Result<Value, String> {
+    let parsed = crate::source_config::parse_any(config).map_err(|e| e.message)?;
+    let config = parsed.into_config();
+    if target == SpecVersion::V3_5 {
+        return Ok(config.into_value());
+    }
+    Err(format!("conversion to {target} is not available yet"))
+}
