@@ -132,7 +132,7 @@ pub(crate) fn lookup<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a 
         obj.iter()
             .filter(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v)
-            .last()
+            .next_back()
     })
 }
 
@@ -143,7 +143,7 @@ fn raw_key<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     obj.keys()
         .filter(|k| k.eq_ignore_ascii_case(name))
         .map(String::as_str)
-        .last()
+        .next_back()
 }
 
 type DecodeErrors = Vec<(JsonPath, String)>;

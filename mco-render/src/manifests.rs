@@ -30,11 +30,19 @@ pub struct ManifestError {
 impl Manifests {
     /// Decodes one file's contents and adds its objects.
     pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
-        let err = |message: String| ManifestError { file: file.to_string(), message };
+        let err = |message: String| ManifestError {
+            file: file.to_string(),
+            message,
+        };
         let trimmed = text.trim_start();
         let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            let v: Value = serde_json::from_str(text)
-                .map_err(|e| err(format!("invalid JSON at line {} column {}: {e}", e.line(), e.column())))?;
+            let v: Value = serde_json::from_str(text).map_err(|e| {
+                err(format!(
+                    "invalid JSON at line {} column {}: {e}",
+                    e.line(),
+                    e.column()
+                ))
+            })?;
             match v {
                 Value::Array(items) => items,
                 other => vec![other],
@@ -57,7 +65,11 @@ impl Manifests {
     }
 
     fn add_object(&mut self, file: &str, doc: usize, v: Value) -> Result<(), ManifestError> {
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = v
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let name = v
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -100,7 +112,10 @@ impl Manifests {
 
     /// The MachineConfigs alone.
     pub fn configs(&self) -> Vec<MachineConfig> {
-        self.machine_configs.iter().map(|(_, m)| m.clone()).collect()
+        self.machine_configs
+            .iter()
+            .map(|(_, m)| m.clone())
+            .collect()
     }
 
     /// The file a MachineConfig came from.
@@ -128,7 +143,11 @@ mod tests {
     #[test]
     fn bad_yaml_names_the_file() {
         let mut m = Manifests::default();
-        let e = m.add_file("bad.yaml", "kind: [").err().map(|e| e.to_string()).unwrap_or_default();
+        let e = m
+            .add_file("bad.yaml", "kind: [")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.starts_with("bad.yaml: document 1"), "{e}");
     }
 }

@@ -139,7 +139,7 @@ pub enum DaemonReconcileError {
         /// New rendered config name.
         new: String,
         /// The controller error.
-        inner: ReconcileError,
+        inner: Box<ReconcileError>,
     },
     /// The node's FIPS state differs from the new config's `spec.fips`.
     #[error("detected change to FIPS flag; refusing to modify FIPS on a running cluster")]
@@ -260,7 +260,7 @@ pub fn wrap_daemon(old: &str, new: &str, inner: ReconcileError) -> DaemonReconci
     DaemonReconcileError::Controller {
         old: old.to_string(),
         new: new.to_string(),
-        inner,
+        inner: Box::new(inner),
     }
 }
 

@@ -161,7 +161,11 @@ fn config_error(mc: &MachineConfig, e: ConfigError) -> RenderError {
             .entries
             .iter()
             .map(|en| {
-                let kind = if en.severity == mco_ignition::Severity::Error { "" } else { "warning: " };
+                let kind = if en.severity == mco_ignition::Severity::Error {
+                    ""
+                } else {
+                    "warning: "
+                };
                 let p = en.path.clone().unwrap_or_default().prefixed(&base);
                 (p, format!("{kind}{}", en.message))
             })

@@ -108,7 +108,7 @@ pub fn validate_config(parsed: &ParsedConfig) -> Result<(), ConfigError> {
 pub fn check_modes(config: &Config) -> Result<(), ConfigError> {
     for (i, f) in config.list("storage.files").iter().enumerate() {
         if let Some(mode) = f.get("mode").and_then(Value::as_i64) {
-            if mode > 0o777 || mode < 0 {
+            if !(0..=0o777).contains(&mode) {
                 let path = f.get("path").and_then(Value::as_str).unwrap_or("");
                 return Err(ConfigError {
                     message: format!(

@@ -137,10 +137,8 @@ pub(super) fn check(
             }
         }
         "Link" => node_path(m, path, r),
-        "NodeOwner" => {
-            if i(m, "id").is_some() && !nil_or_empty(s(m, "name")) {
-                r.error(path.clone(), "cannot set both id and name");
-            }
+        "NodeOwner" if i(m, "id").is_some() && !nil_or_empty(s(m, "name")) => {
+            r.error(path.clone(), "cannot set both id and name");
         }
         "Unit" => unit_rules(m, path, r),
         "Dropin" => {

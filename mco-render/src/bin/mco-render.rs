@@ -1,13 +1,15 @@
 //! `mco-render`: render, validate, convert and compare MachineConfigs offline.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::manifests::Manifests;
 use mco_render::plan::{self, MachineConfiguration};
 use mco_render::reconcile::RenderedInput;
-use mco_render::render::{render_pool, validate_machine_config, NameScheme, RenderOptions, Rendered};
+use mco_render::render::{
+    render_pool, validate_machine_config, NameScheme, RenderOptions, Rendered,
+};
 use mco_render::serve;
-use mco_ignition::SpecVersion;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -113,23 +115,53 @@ struct Failure {
 
 impl Failure {
     fn input(msg: impl Into<String>) -> Self {
-        Failure { code: 2, lines: vec![msg.into()] }
+        Failure {
+            code: 2,
+            lines: vec![msg.into()],
+        }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Render { pool, output, out_dir, controller_version, name_scheme, paths } => {
-            cmd_render(&paths, pool.as_deref(), output, out_dir.as_deref(), &controller_version, name_scheme)
-        }
+        Command::Render {
+            pool,
+            output,
+            out_dir,
+            controller_version,
+            name_scheme,
+            paths,
+        } => cmd_render(
+            &paths,
+            pool.as_deref(),
+            output,
+            out_dir.as_deref(),
+            &controller_version,
+            name_scheme,
+        ),
         Command::Validate { paths } => cmd_validate(&paths),
-        Command::Ignition { spec_version, pool, controller_version, paths } => {
-            cmd_ignition(&paths, pool.as_deref(), &spec_version, &controller_version)
-        }
-        Command::Diff { old, new, pool, policies, output, controller_version } => {
-            cmd_diff(&old, &new, pool.as_deref(), policies.as_deref(), output, &controller_version)
-        }
+        Command::Ignition {
+            spec_version,
+            pool,
+            controller_version,
+            paths,
+        } => cmd_ignition(&paths, pool.as_deref(), &spec_version, &controller_version),
+        Command::Diff {
+            old,
+            new,
+            pool,
+            policies,
+            output,
+            controller_version,
+        } => cmd_diff(
+            &old,
+            &new,
+            pool.as_deref(),
+            policies.as_deref(),
+            output,
+            &controller_version,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -166,7 +198,10 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
         out.push(path.to_path_buf());
         Ok(())
     } else {
-        Err(Failure::input(format!("{}: no such file or folder", path.display())))
+        Err(Failure::input(format!(
+            "{}: no such file or folder",
+            path.display()
+        )))
     }
 }
 
@@ -177,27 +212,36 @@ fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
     }
     let mut m = Manifests::default();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| Failure::input(format!("{}: {e}", f.display())))?;
-        m.add_file(&f.display().to_string(), &text).map_err(|e| Failure::input(e.to_string()))?;
+        let text = std::fs::read_to_string(&f)
+            .map_err(|e| Failure::input(format!("{}: {e}", f.display())))?;
+        m.add_file(&f.display().to_string(), &text)
+            .map_err(|e| Failure::input(e.to_string()))?;
     }
     Ok(m)
 }
 
 fn controller_spec(m: &Manifests) -> ControllerConfigSpec {
-    m.controller_config.as_ref().map(|(_, c)| c.spec.clone()).unwrap_or_default()
+    m.controller_config
+        .as_ref()
+        .map(|(_, c)| c.spec.clone())
+        .unwrap_or_default()
 }
 
 fn pools<'a>(m: &'a Manifests, only: Option<&str>) -> Result<Vec<&'a MachineConfigPool>, Failure> {
     let all: Vec<&MachineConfigPool> = m.pools.iter().map(|(_, p)| p).collect();
     if all.is_empty() {
-        return Err(Failure::input("no MachineConfigPool found in the manifests"));
+        return Err(Failure::input(
+            "no MachineConfigPool found in the manifests",
+        ));
     }
     match only {
         None => Ok(all),
         Some(name) => {
             let found: Vec<_> = all.into_iter().filter(|p| p.name() == name).collect();
             if found.is_empty() {
-                Err(Failure::input(format!("no MachineConfigPool named {name:?} in the manifests")))
+                Err(Failure::input(format!(
+                    "no MachineConfigPool named {name:?} in the manifests"
+                )))
             } else {
                 Ok(found)
             }
@@ -271,14 +315,16 @@ fn cmd_render(
     };
     let rendered = render_all(&m, pool, &opts)?;
     if let Some(dir) = out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
         for (name, r) in &rendered {
             let (file, text) = match output {
                 Format::Yaml => (format!("{name}.yaml"), to_yaml(&r.machine_config)?),
                 Format::Json => (format!("{name}.json"), to_json(&r.machine_config)? + "\n"),
             };
             let path = dir.join(file);
-            std::fs::write(&path, text).map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+            std::fs::write(&path, text)
+                .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
         }
         return Ok(());
     }
@@ -287,7 +333,8 @@ fn cmd_render(
             let text = if rendered.len() == 1 {
                 to_json(&rendered[0].1.machine_config)?
             } else {
-                let all: Vec<&MachineConfig> = rendered.iter().map(|(_, r)| &r.machine_config).collect();
+                let all: Vec<&MachineConfig> =
+                    rendered.iter().map(|(_, r)| &r.machine_config).collect();
                 to_json(&all)?
             };
             println!("{text}");
@@ -329,9 +376,16 @@ fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
                     let path = w
                         .path
                         .as_ref()
-                        .map(|p| p.prefixed(&mco_ignition::JsonPath::parse_dotted("spec.config")).to_bracketed())
+                        .map(|p| {
+                            p.prefixed(&mco_ignition::JsonPath::parse_dotted("spec.config"))
+                                .to_bracketed()
+                        })
                         .unwrap_or_default();
-                    lines.push(format!("warning: {file}: {}: {path}: {}", mc.name(), w.message));
+                    lines.push(format!(
+                        "warning: {file}: {}: {path}: {}",
+                        mc.name(),
+                        w.message
+                    ));
                 }
             }
         }
@@ -346,33 +400,56 @@ fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
         m.machine_configs.len()
     );
     if errors > 0 {
-        let mut out: Vec<String> = lines.into_iter().filter(|l| l.starts_with("error")).collect();
+        let mut out: Vec<String> = lines
+            .into_iter()
+            .filter(|l| l.starts_with("error"))
+            .collect();
         out.push(summary);
-        return Err(Failure { code: 1, lines: out });
+        return Err(Failure {
+            code: 1,
+            lines: out,
+        });
     }
     println!("{summary}");
     Ok(())
 }
 
-fn cmd_ignition(paths: &[PathBuf], pool: Option<&str>, version: &str, controller_version: &str) -> Result<(), Failure> {
+fn cmd_ignition(
+    paths: &[PathBuf],
+    pool: Option<&str>,
+    version: &str,
+    controller_version: &str,
+) -> Result<(), Failure> {
     let target = SpecVersion::parse(version)
         .filter(|v| *v != SpecVersion::V3_0)
         .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
     let m = load(paths)?;
     if pool.is_none() && m.pools.len() > 1 {
-        return Err(Failure::input("the manifests hold several pools: choose one with --pool"));
+        return Err(Failure::input(
+            "the manifests hold several pools: choose one with --pool",
+        ));
     }
-    let opts = RenderOptions { controller_version: controller_version.to_string(), ..RenderOptions::default() };
+    let opts = RenderOptions {
+        controller_version: controller_version.to_string(),
+        ..RenderOptions::default()
+    };
     let rendered = render_all(&m, pool, &opts)?;
     let Some((_, r)) = rendered.first() else {
         return Err(Failure::input("nothing rendered"));
     };
-    let served = serve::convert(&r.config.to_value(), target).map_err(|e| Failure { code: 1, lines: vec![format!("error: {e}")] })?;
+    let served = serve::convert(&r.config.to_value(), target).map_err(|e| Failure {
+        code: 1,
+        lines: vec![format!("error: {e}")],
+    })?;
     println!("{}", to_json(&served)?);
     Ok(())
 }
 
-fn rendered_input(path: &Path, pool: Option<&str>, controller_version: &str) -> Result<RenderedInput, Failure> {
+fn rendered_input(
+    path: &Path,
+    pool: Option<&str>,
+    controller_version: &str,
+) -> Result<RenderedInput, Failure> {
     let m = load(&[path.to_path_buf()])?;
     if m.pools.is_empty() {
         let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
@@ -382,17 +459,29 @@ fn rendered_input(path: &Path, pool: Option<&str>, controller_version: &str) -> 
                 path.display()
             )));
         };
-        return input_from_mc(mc).map_err(|e| Failure { code: 1, lines: vec![format!("{}: {e}", path.display())] });
+        return input_from_mc(mc).map_err(|e| Failure {
+            code: 1,
+            lines: vec![format!("{}: {e}", path.display())],
+        });
     }
     if pool.is_none() && m.pools.len() > 1 {
-        return Err(Failure::input(format!("{}: several pools: choose one with --pool", path.display())));
+        return Err(Failure::input(format!(
+            "{}: several pools: choose one with --pool",
+            path.display()
+        )));
     }
-    let opts = RenderOptions { controller_version: controller_version.to_string(), ..RenderOptions::default() };
+    let opts = RenderOptions {
+        controller_version: controller_version.to_string(),
+        ..RenderOptions::default()
+    };
     let rendered = render_all(&m, pool, &opts)?;
     let Some((_, r)) = rendered.into_iter().next() else {
         return Err(Failure::input("nothing rendered"));
     };
-    input_from_mc(&r.machine_config).map_err(|e| Failure { code: 1, lines: vec![e] })
+    input_from_mc(&r.machine_config).map_err(|e| Failure {
+        code: 1,
+        lines: vec![e],
+    })
 }
 
 fn input_from_mc(mc: &MachineConfig) -> Result<RenderedInput, String> {
@@ -428,13 +517,13 @@ fn cmd_diff(
     let mc: Option<MachineConfiguration> = match policies {
         None => None,
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
             let v: serde_json::Value = serde_yaml_ng::from_str(&text)
                 .map_err(|e| Failure::input(format!("{}: invalid YAML: {e}", p.display())))?;
-            Some(
-                serde_json::from_value(v)
-                    .map_err(|e| Failure::input(format!("{}: not a MachineConfiguration: {e}", p.display())))?,
-            )
+            Some(serde_json::from_value(v).map_err(|e| {
+                Failure::input(format!("{}: not a MachineConfiguration: {e}", p.display()))
+            })?)
         }
     };
     let plan = plan::compute(&old_in, &new_in, mc.as_ref());
