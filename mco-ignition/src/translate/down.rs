@@ -255,4 +255,3 @@ fn v32_to_v31(cfg: &mut Value) -> Result<(), TranslateError> {
     set_version(cfg, SpecVersion::V3_1.as_str());
     Ok(())
 }
-

@@ -112,7 +112,10 @@ fn check(cfg: &Value) -> Result<(), FromV2Error> {
             str_of(n, "path").unwrap_or(""),
         ])
     };
-    let links: Vec<String> = list_at(cfg, &["storage", "links"]).iter().map(full).collect();
+    let links: Vec<String> = list_at(cfg, &["storage", "links"])
+        .iter()
+        .map(full)
+        .collect();
     let uses_link = |p: &str| {
         links
             .iter()
@@ -120,7 +123,11 @@ fn check(cfg: &Value) -> Result<(), FromV2Error> {
             .cloned()
     };
     let mut entries: std::collections::HashMap<String, String> = Default::default();
-    for (key, label) in [("files", "File"), ("directories", "Directory"), ("links", "Link")] {
+    for (key, label) in [
+        ("files", "File"),
+        ("directories", "Directory"),
+        ("links", "Link"),
+    ] {
         for n in list_at(cfg, &["storage", key]) {
             let p = full(n);
             let name = format!("{label}: {p}");
@@ -153,7 +160,10 @@ fn check(cfg: &Value) -> Result<(), FromV2Error> {
         for d in list(u, "dropins") {
             let dn = str_of(d, "name").unwrap_or("").to_string();
             if !dropins.insert(dn.clone()) {
-                return Err(FromV2Error::DuplicateDropin { unit: name, name: dn });
+                return Err(FromV2Error::DuplicateDropin {
+                    unit: name,
+                    name: dn,
+                });
             }
         }
     }
@@ -404,7 +414,10 @@ pub fn v22_to_v30(cfg: &Value) -> Result<Value, FromV2Error> {
                 .put("groups", Value::Array(groups))
                 .done(),
         )
-        .put("systemd", Obj::new().put("units", Value::Array(units)).done())
+        .put(
+            "systemd",
+            Obj::new().put("units", Value::Array(units)).done(),
+        )
         .put(
             "storage",
             Obj::new()

@@ -41,7 +41,9 @@ fn fold_char(c: char) -> char {
 /// Go's case-insensitive key match (Unicode simple folding, with the Kelvin sign and long s).
 pub fn fold_eq(a: &str, b: &str) -> bool {
     a.chars().count() == b.chars().count()
-        && a.chars().zip(b.chars()).all(|(x, y)| fold_char(x) == fold_char(y))
+        && a.chars()
+            .zip(b.chars())
+            .all(|(x, y)| fold_char(x) == fold_char(y))
 }
 
 fn kind(v: &Value) -> String {

@@ -18,7 +18,11 @@ pub fn dedupe(cfg: &Value) -> Result<Value, String> {
     let mut seen = std::collections::HashSet::new();
     let mut out_files = Vec::new();
     for f in files.iter().rev() {
-        let path = f.get("path").and_then(Value::as_str).unwrap_or("").to_string();
+        let path = f
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if seen.insert(path) {
             out_files.push(f.clone());
         }
@@ -27,7 +31,11 @@ pub fn dedupe(cfg: &Value) -> Result<Value, String> {
     let mut names = std::collections::HashSet::new();
     let mut out_units: Vec<Value> = Vec::new();
     for u in units.iter().rev() {
-        let name = u.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = u
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if !names.insert(name.clone()) {
             let extra: Vec<Value> = u
                 .get("dropins")
@@ -40,14 +48,15 @@ pub fn dedupe(cfg: &Value) -> Result<Value, String> {
             {
                 for d in &extra {
                     let dname = d.get("name").and_then(Value::as_str).unwrap_or("");
-                    let existing = target
-                        .get("dropins")
-                        .and_then(Value::as_array)
-                        .is_some_and(|ds| {
-                            ds.iter().any(|x| {
-                                x.get("name").and_then(Value::as_str).unwrap_or("") == dname
-                            })
-                        });
+                    let existing =
+                        target
+                            .get("dropins")
+                            .and_then(Value::as_array)
+                            .is_some_and(|ds| {
+                                ds.iter().any(|x| {
+                                    x.get("name").and_then(Value::as_str).unwrap_or("") == dname
+                                })
+                            });
                     if !existing {
                         if let Value::Object(t) = target {
                             let ds = t
@@ -67,7 +76,12 @@ pub fn dedupe(cfg: &Value) -> Result<Value, String> {
 
     let mut out_user = None;
     if let Some(last) = users.last() {
-        let name_of = |u: &Value| u.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name_of = |u: &Value| {
+            u.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         if name_of(last) != "core" {
             return Err(name_of(last));
         }
@@ -103,7 +117,10 @@ pub fn dedupe(cfg: &Value) -> Result<Value, String> {
 }
 
 fn list(v: &Value, key: &str) -> Vec<Value> {
-    v.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
+    v.get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn list_at(v: &Value, a: &str, b: &str) -> Vec<Value> {
@@ -118,9 +135,7 @@ fn set_list(v: &mut Value, a: &str, b: &str, items: Vec<Value>) {
         }
         return;
     }
-    let sec = root
-        .entry(a)
-        .or_insert_with(|| Value::Object(Map::new()));
+    let sec = root.entry(a).or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(sec) = sec {
         sec.insert(b.into(), Value::Array(items));
     }

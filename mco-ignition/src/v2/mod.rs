@@ -83,8 +83,8 @@ pub fn parse(config: &Value) -> Result<Parsed, V2Error> {
         .and_then(|i| {
             i.as_object().and_then(|m| {
                 m.iter()
-                    .filter(|(k, _)| decode::fold_eq(k, "version"))
-                    .last()
+                    .rev()
+                    .find(|(k, _)| decode::fold_eq(k, "version"))
                     .map(|(_, v)| v)
             })
         })

@@ -155,7 +155,11 @@ pub fn highlight(src: &[u8], pos: usize, with_text: bool) -> Position {
                 String::from_utf8_lossy(last_line)
             ));
         }
-        h.push_str(&format!("{:>5}: {}\n", line, String::from_utf8_lossy(this_line)));
+        h.push_str(&format!(
+            "{:>5}: {}\n",
+            line,
+            String::from_utf8_lossy(this_line)
+        ));
         h.push_str(&" ".repeat(col + 5));
         h.push_str("^\n");
     }

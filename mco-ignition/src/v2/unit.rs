@@ -288,7 +288,10 @@ mod tests {
 
     #[test]
     fn reports_upstream_errors() {
-        assert_eq!(deserialize("[Unit"), Err("unable to find end of section".into()));
+        assert_eq!(
+            deserialize("[Unit"),
+            Err("unable to find end of section".into())
+        );
         assert_eq!(deserialize("[Unit]\nNoEquals"), Err("EOF".into()));
         assert_eq!(
             deserialize("[Unit]\nBad\nX=1"),
@@ -299,6 +302,9 @@ mod tests {
             Err("found garbage after section name : [120]".into())
         );
         let long = format!("[Unit]\nA={}\n", "x".repeat(3000));
-        assert_eq!(deserialize(&long), Err("line too long (max 2048 bytes)".into()));
+        assert_eq!(
+            deserialize(&long),
+            Err("line too long (max 2048 bytes)".into())
+        );
     }
 }

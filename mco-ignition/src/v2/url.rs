@@ -125,9 +125,8 @@ fn parse_host(host: &str) -> Result<(), ()> {
 }
 
 fn valid_userinfo(s: &str) -> bool {
-    s.bytes().all(|c| {
-        c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c) || c >= 0x80
-    })
+    s.bytes()
+        .all(|c| c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c) || c >= 0x80)
 }
 
 /// The subset of Go's `url.Parse` that decides success or failure.
@@ -247,9 +246,7 @@ pub fn check_data_url(s: &str) -> Result<(), String> {
             if b[i] == b'%' {
                 for k in 1..=2 {
                     match b.get(i + k) {
-                        None => {
-                            return Err("rfc2396: unexpected end of unescape sequence".into())
-                        }
+                        None => return Err("rfc2396: unexpected end of unescape sequence".into()),
                         Some(c) if !is_hex(*c) => {
                             return Err("rfc2396: invalid char 0x25 in unescape sequence".into())
                         }

@@ -66,7 +66,12 @@ fn walk(ty: Ty, val: &Value, pos: Option<&PosNode>, src: Option<&Source<'_>>) ->
     r
 }
 
-fn walk_fields(st: &'static Struct, val: &Value, pos: Option<&PosNode>, src: Option<&Source<'_>>) -> Report {
+fn walk_fields(
+    st: &'static Struct,
+    val: &Value,
+    pos: Option<&PosNode>,
+    src: Option<&Source<'_>>,
+) -> Report {
     let mut r = Report::default();
     let empty = Value::Object(Default::default());
     for (tag, go, ty) in st.fields {
@@ -87,7 +92,14 @@ fn walk_fields(st: &'static Struct, val: &Value, pos: Option<&PosNode>, src: Opt
         };
         r.merge(sub_r);
     }
-    if let (Some(PosNode { kind: PosKind::Object(keys), .. }), Some(s)) = (pos, src) {
+    if let (
+        Some(PosNode {
+            kind: PosKind::Object(keys),
+            ..
+        }),
+        Some(s),
+    ) = (pos, src)
+    {
         for (k, node) in keys {
             if st.fields.iter().any(|(t, _, _)| t == k) {
                 continue;
@@ -120,7 +132,10 @@ fn i(v: &Value, k: &str) -> i64 {
     v.get(k).and_then(Value::as_i64).unwrap_or(0)
 }
 fn list<'a>(v: &'a Value, k: &str) -> &'a [Value] {
-    v.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
 }
 fn err(msg: impl Into<String>) -> Entry {
     Entry::new(Kind::Error, msg)
@@ -146,7 +161,9 @@ pub(crate) fn go_quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -175,7 +192,11 @@ fn own_validate(st: &Struct, v: &Value) -> Report {
                 fss.push(s(f, "name"));
             }
             let storage = v.get("storage").cloned().unwrap_or(Value::Null);
-            for (key, kind) in [("files", "File"), ("links", "Link"), ("directories", "Directory")] {
+            for (key, kind) in [
+                ("files", "File"),
+                ("links", "Link"),
+                ("directories", "Directory"),
+            ] {
                 for n in list(&storage, key) {
                     let fs = s(n, "filesystem");
                     if !fs.is_empty() && !fss.contains(&fs) {
@@ -210,10 +231,8 @@ fn own_validate(st: &Struct, v: &Value) -> Report {
                 Ok(_) => {}
             }
         }
-        "File" => {
-            if v.get("overwrite").and_then(Value::as_bool) == Some(true) && b(v, "append") {
-                r.add(err("cannot set both append and overwrite to true"));
-            }
+        "File" if v.get("overwrite").and_then(Value::as_bool) == Some(true) && b(v, "append") => {
+            r.add(err("cannot set both append and overwrite to true"));
         }
         "Filesystem" => {
             let mount = v.get("mount");
@@ -227,10 +246,14 @@ fn own_validate(st: &Struct, v: &Value) -> Report {
                 }
                 if m.get("create").is_some() {
                     if b(m, "wipeFilesystem") {
-                        r.add(err("cannot use both create object and wipeFilesystem field"));
+                        r.add(err(
+                            "cannot use both create object and wipeFilesystem field",
+                        ));
                     }
                     if !list(m, "options").is_empty() {
-                        r.add(err("cannot use both create object and mount-level options field"));
+                        r.add(err(
+                            "cannot use both create object and mount-level options field",
+                        ));
                     }
                     r.add(warn(
                         "the create object has been deprecated in favor of mount-level options",
@@ -238,39 +261,33 @@ fn own_validate(st: &Struct, v: &Value) -> Report {
                 }
             }
         }
-        "Mount" => {
-            if !matches!(s(v, "format"), "ext4" | "btrfs" | "xfs" | "swap" | "vfat") {
-                r.add(err("invalid filesystem format"));
-            }
+        "Mount" if !matches!(s(v, "format"), "ext4" | "btrfs" | "xfs" | "swap" | "vfat") => {
+            r.add(err("invalid filesystem format"));
         }
-        "NodeUser" | "NodeGroup" => {
-            if v.get("id").is_some() && !s(v, "name").is_empty() {
-                r.add(err("cannot set both id and name"));
-            }
+        "NodeUser" | "NodeGroup" if v.get("id").is_some() && !s(v, "name").is_empty() => {
+            r.add(err("cannot set both id and name"));
         }
-        "PasswdUser" => {
-            if v.get("create").is_some() {
-                r.add(warn(
-                    "the create object has been deprecated in favor of user-level options",
-                ));
-                let checks: [(&str, bool); 10] = [
-                    ("gecos", !s(v, "gecos").is_empty()),
-                    ("groups", !list(v, "groups").is_empty()),
-                    ("homeDir", !s(v, "homeDir").is_empty()),
-                    ("noCreateHome", b(v, "noCreateHome")),
-                    ("noLogInit", b(v, "noLogInit")),
-                    ("noUserGroup", b(v, "noUserGroup")),
-                    ("primaryGroup", !s(v, "primaryGroup").is_empty()),
-                    ("shell", !s(v, "shell").is_empty()),
-                    ("system", b(v, "system")),
-                    ("uid", v.get("uid").is_some()),
-                ];
-                for (field, set) in checks {
-                    if set {
-                        r.add(err(format!(
-                            "cannot use both the create object and the user-level {field} field"
-                        )));
-                    }
+        "PasswdUser" if v.get("create").is_some() => {
+            r.add(warn(
+                "the create object has been deprecated in favor of user-level options",
+            ));
+            let checks: [(&str, bool); 10] = [
+                ("gecos", !s(v, "gecos").is_empty()),
+                ("groups", !list(v, "groups").is_empty()),
+                ("homeDir", !s(v, "homeDir").is_empty()),
+                ("noCreateHome", b(v, "noCreateHome")),
+                ("noLogInit", b(v, "noLogInit")),
+                ("noUserGroup", b(v, "noUserGroup")),
+                ("primaryGroup", !s(v, "primaryGroup").is_empty()),
+                ("shell", !s(v, "shell").is_empty()),
+                ("system", b(v, "system")),
+                ("uid", v.get("uid").is_some()),
+            ];
+            for (field, set) in checks {
+                if set {
+                    r.add(err(format!(
+                        "cannot use both the create object and the user-level {field} field"
+                    )));
                 }
             }
         }
@@ -280,7 +297,9 @@ fn own_validate(st: &Struct, v: &Value) -> Report {
             }
             let ext = path_ext(s(v, "name"));
             match st.name {
-                "SystemdDropin" if ext != ".conf" => r.add(err("invalid systemd drop-in extension")),
+                "SystemdDropin" if ext != ".conf" => {
+                    r.add(err("invalid systemd drop-in extension"))
+                }
                 "NetworkdDropin" if ext != ".conf" => {
                     r.add(err("invalid networkd drop-in extension"))
                 }
@@ -429,13 +448,15 @@ fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
         ("Raid", "Level") => match s(v, "level") {
             "linear" | "raid0" | "0" | "stripe" => {
                 if i(v, "spares") != 0 {
-                    one(err("spares unsupported for arrays with a level greater than 0"))
+                    one(err(
+                        "spares unsupported for arrays with a level greater than 0",
+                    ))
                 } else {
                     Report::default()
                 }
             }
-            "raid1" | "1" | "mirror" | "raid4" | "4" | "raid5" | "5" | "raid6" | "6"
-            | "raid10" | "10" => Report::default(),
+            "raid1" | "1" | "mirror" | "raid4" | "4" | "raid5" | "5" | "raid6" | "6" | "raid10"
+            | "10" => Report::default(),
             _ => one(err("unrecognized raid level")),
         },
         ("Raid", "Devices") => {
@@ -493,9 +514,10 @@ fn disk_partitions(v: &Value) -> Report {
         }
     };
     let mut r = Report::default();
-    let collide = parts.iter().enumerate().any(|(a, p)| {
-        num(p) != 0 && parts.iter().skip(a + 1).any(|q| num(q) == num(p))
-    });
+    let collide = parts
+        .iter()
+        .enumerate()
+        .any(|(a, p)| num(p) != 0 && parts.iter().skip(a + 1).any(|q| num(q) == num(p)));
     if collide {
         r.add(err("partition numbers collide"));
     }
