@@ -23,6 +23,8 @@ pub mod v2;
 pub mod validate;
 pub mod version;
 
+
+
 pub use path::JsonPath;
 
 pub use version::SpecVersion;
