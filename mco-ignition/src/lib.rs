@@ -19,6 +19,7 @@ pub mod path;
 pub mod report;
 pub mod schema;
 pub mod translate;
+pub mod v2;
 pub mod validate;
 pub mod version;
 
