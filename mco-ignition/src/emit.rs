@@ -5,6 +5,7 @@
 //! form, so this module both writes it and locates values inside it.
 
 use crate::path::{JsonPath, Step};
+use crate::schema::{Kind, Obj};
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -42,6 +43,15 @@ pub fn write_go_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// How a config was laid out when upstream serialised it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Keys sorted bytewise (objects as the API server stores them).
+    Sorted,
+    /// Keys in upstream's struct order (configs upstream marshalled itself, such as rendered ones).
+    Struct,
+}
+
 /// Go's compact, key-sorted serialisation of a JSON value.
 pub fn go_compact(value: &Value) -> String {
     let mut out = String::with_capacity(256);
@@ -49,15 +59,30 @@ pub fn go_compact(value: &Value) -> String {
     out
 }
 
+/// Go's compact serialisation of a spec 3.x config with keys in upstream's struct order.
+pub fn go_compact_struct(value: &Value) -> String {
+    let mut out = String::with_capacity(256);
+    let mut loc = Locator::none();
+    loc.schema = Some(&crate::schema::CONFIG);
+    write_value(&mut out, value, &mut loc);
+    out
+}
+
 /// Where each requested path starts in [`go_compact`]'s output, as upstream's parser marks it:
 /// the first byte of a scalar, one byte past the opening bracket of an object or list. A path
 /// ending in a key of an object that holds it (an unknown key) is located at that key.
 pub fn go_offsets(value: &Value, targets: &[JsonPath]) -> Vec<Option<usize>> {
+    go_offsets_in(value, targets, Layout::Sorted)
+}
+
+/// [`go_offsets`] for a given layout.
+pub fn go_offsets_in(value: &Value, targets: &[JsonPath], layout: Layout) -> Vec<Option<usize>> {
     let mut loc = Locator {
         targets,
         found: vec![None; targets.len()],
         path: Vec::new(),
         keys: true,
+        schema: (layout == Layout::Struct).then_some(&crate::schema::CONFIG),
     };
     let mut out = String::with_capacity(256);
     write_value(&mut out, value, &mut loc);
@@ -69,6 +94,7 @@ struct Locator<'a> {
     found: Vec<Option<usize>>,
     path: Vec<Step>,
     keys: bool,
+    schema: Option<&'static Obj>,
 }
 
 impl Locator<'_> {
@@ -78,6 +104,7 @@ impl Locator<'_> {
             found: Vec::new(),
             path: Vec::new(),
             keys: false,
+            schema: None,
         }
     }
 
@@ -114,6 +141,7 @@ fn write_value(out: &mut String, value: &Value, loc: &mut Locator<'_>) {
         Value::Array(items) => {
             out.push('[');
             loc.mark(out.len());
+            let schema = loc.schema;
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
@@ -121,18 +149,30 @@ fn write_value(out: &mut String, value: &Value, loc: &mut Locator<'_>) {
                 if loc.keys {
                     loc.path.push(Step::Index(i));
                 }
+                loc.schema = schema;
                 write_value(out, item, loc);
                 if loc.keys {
                     loc.path.pop();
                 }
             }
+            loc.schema = schema;
             out.push(']');
         }
         Value::Object(map) => {
             out.push('{');
             loc.mark(out.len());
+            let schema = loc.schema;
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_unstable();
+            if let Some(o) = schema {
+                let rank = |k: &str| {
+                    o.fields
+                        .iter()
+                        .position(|f| f.name == k)
+                        .unwrap_or(usize::MAX)
+                };
+                keys.sort_by_key(|k| rank(k));
+            }
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
@@ -143,7 +183,9 @@ fn write_value(out: &mut String, value: &Value, loc: &mut Locator<'_>) {
                 write_go_string(out, k);
                 out.push(':');
                 if let Some(v) = map.get(k) {
+                    loc.schema = schema.and_then(|o| child_schema(o, k));
                     write_value(out, v, loc);
+                    loc.schema = schema;
                 }
                 if loc.keys {
                     loc.path.pop();
@@ -152,6 +194,16 @@ fn write_value(out: &mut String, value: &Value, loc: &mut Locator<'_>) {
             out.push('}');
         }
     }
+}
+
+fn child_schema(o: &'static Obj, key: &str) -> Option<&'static Obj> {
+    o.fields
+        .iter()
+        .find(|f| f.name == key)
+        .and_then(|f| match f.kind {
+            Kind::Obj(s) | Kind::ObjList(s) => Some(s),
+            _ => None,
+        })
 }
 
 /// Pretty JSON for people: two-space indent, keys sorted.

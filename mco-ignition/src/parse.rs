@@ -86,6 +86,11 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Parsed, ParseError> {
 /// in the value's Go-style serialisation. Errors make the parse fail; warnings come back in
 /// [`Parsed::report`].
 pub fn parse_value(raw: &Value) -> Result<Parsed, ParseError> {
+    parse_value_in(raw, emit::Layout::Sorted)
+}
+
+/// [`parse_value`] for a config whose report positions refer to a given serialisation layout.
+pub fn parse_value_in(raw: &Value, layout: emit::Layout) -> Result<Parsed, ParseError> {
     let version = match detect_version(raw)? {
         DetectedVersion::Known(v) if v.is_v3() => v,
         _ => return Err(ParseError::UnknownVersion),
@@ -94,7 +99,7 @@ pub fn parse_value(raw: &Value) -> Result<Parsed, ParseError> {
     let mut report = validate::validate(&config);
     report.merge(validate::duplicates(&config));
     report.merge(validate::unused_keys(raw, version.minor()));
-    validate::correlate(&mut report, raw);
+    validate::correlate_in(&mut report, raw, layout);
     if report.is_fatal() {
         return Err(ParseError::Invalid(report));
     }

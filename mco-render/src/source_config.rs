@@ -1,6 +1,7 @@
 //! Reading a MachineConfig's Ignition config the way upstream does: any supported version in,
 //! spec 3.5 out, with upstream's messages.
 
+pub use mco_ignition::emit::Layout;
 use mco_ignition::parse::{self, DetectedVersion};
 use mco_ignition::report::Report;
 use mco_ignition::{Config, JsonPath, ParseError, SpecVersion};
@@ -50,6 +51,12 @@ fn v3_failure(err: &ParseError) -> ConfigError {
 /// Parses a config of any supported version into spec 3.5 (upstream's IgnParseWrapper and
 /// conversion), without the extra validation of [`validate_config`].
 pub fn parse_any(raw: &Value) -> Result<ParsedConfig, ConfigError> {
+    parse_any_in(raw, Layout::Sorted)
+}
+
+/// [`parse_any`] with report positions in a given layout: [`Layout::Struct`] for configs upstream
+/// marshalled itself (rendered configs), [`Layout::Sorted`] for stored MachineConfigs.
+pub fn parse_any_in(raw: &Value, layout: Layout) -> Result<ParsedConfig, ConfigError> {
     let detected = match parse::detect_version(raw) {
         Ok(d) => d,
         Err(ParseError::InvalidVersion) => {
@@ -60,7 +67,7 @@ pub fn parse_any(raw: &Value) -> Result<ParsedConfig, ConfigError> {
         Err(e) => return Err(v3_failure(&e)),
     };
     match detected {
-        DetectedVersion::Known(v) if v.is_v3() => match parse::parse_value(raw) {
+        DetectedVersion::Known(v) if v.is_v3() => match parse::parse_value_in(raw, layout) {
             Ok(p) => Ok(ParsedConfig::V3(p.config.to_latest())),
             Err(e) => Err(v3_failure(&e)),
         },
@@ -77,22 +84,28 @@ pub enum ParsedConfig {
     /// Written as 3.x.
     V3(Config),
     /// Written as 2.2; already checked by the spec 2 rules.
-    V2(Config),
+    V2 {
+        /// The converted config.
+        config: Config,
+        /// The normalised spec 2.2 config, for upstream's spec 2 mode check.
+        v2: Value,
+    },
 }
 
 impl ParsedConfig {
     /// The config as spec 3.5.
     pub fn into_config(self) -> Config {
         match self {
-            ParsedConfig::V3(c) | ParsedConfig::V2(c) => c,
+            ParsedConfig::V3(c) | ParsedConfig::V2 { config: c, .. } => c,
         }
     }
 }
 
 /// Upstream's ValidateIgnition on a parsed config: validation without positions, then file modes.
 pub fn validate_config(parsed: &ParsedConfig) -> Result<(), ConfigError> {
-    let ParsedConfig::V3(config) = parsed else {
-        return Ok(());
+    let config = match parsed {
+        ParsedConfig::V3(c) => c,
+        ParsedConfig::V2 { v2, .. } => return crate::v2_bridge::check_v2_modes(v2),
     };
     let report = mco_ignition::validate::validate_without_source(config);
     if report.is_fatal() {

@@ -1,7 +1,9 @@
 //! Every render case of the conformance corpus: error or success, source order, rendered
 //! spec and rendered name must be upstream's.
 
+use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::serve;
 use mco_render::{render_pool, RenderOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -54,6 +56,23 @@ pub fn run_case(case: &Value) -> Result<(), String> {
                     truncate(&r.spec.to_string()),
                     truncate(&expected["spec"].to_string())
                 ));
+            }
+            if let Some(served) = expected["served"].as_object() {
+                for (version, want) in served {
+                    let v = SpecVersion::parse(version).ok_or("bad version in corpus")?;
+                    let got = serve::convert(&r.spec["config"], v);
+                    match (got, want["error"].as_str()) {
+                        (Ok(c), None) if c == want["config"] => {}
+                        (Err(e), Some(w)) if e == w => {}
+                        (got, _) => {
+                            return Err(format!(
+                                "served {version} differs: got {}\nwant {}",
+                                truncate(&format!("{got:?}")),
+                                truncate(&want.to_string())
+                            ))
+                        }
+                    }
+                }
             }
             let name = r.machine_config.metadata.name.clone();
             if Some(name.as_str()) != expected["renderedName"].as_str() {

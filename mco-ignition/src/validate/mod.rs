@@ -192,6 +192,11 @@ fn unused_walk(
 /// Adds positions to report entries: each entry is placed at the deepest part of its path that
 /// exists in the raw input, in the Go-style serialisation of that input.
 pub fn correlate(report: &mut Report, raw: &Value) {
+    correlate_in(report, raw, emit::Layout::Sorted)
+}
+
+/// [`correlate`] for a given serialisation layout.
+pub fn correlate_in(report: &mut Report, raw: &Value, layout: emit::Layout) {
     if report.entries.is_empty() {
         return;
     }
@@ -203,7 +208,7 @@ pub fn correlate(report: &mut Report, raw: &Value) {
             }
         }
     }
-    let found = emit::go_offsets(raw, &targets);
+    let found = emit::go_offsets_in(raw, &targets, layout);
     let mut at = 0;
     for e in &mut report.entries {
         let Some(p) = &e.path else { continue };

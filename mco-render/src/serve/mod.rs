@@ -9,10 +9,8 @@ use serde_json::Value;
 /// Converts a rendered spec 3.5 config to `target`, as the server does before answering.
 /// The error is upstream's message.
 pub fn convert(config: &Value, target: SpecVersion) -> Result<Value, String> {
-    let parsed = crate::source_config::parse_any(config).map_err(|e| e.message)?;
-    let config = parsed.into_config();
-    if target == SpecVersion::V3_5 {
-        return Ok(config.into_value());
-    }
-    Err(format!("conversion to {target} is not available yet"))
+    let parsed = crate::source_config::parse_any_in(config, crate::source_config::Layout::Struct)
+        .map_err(|e| e.message)?;
+    let config = parsed.into_config().into_value();
+    mco_ignition::translate::down(&config, target).map_err(|e| e.to_string())
 }
