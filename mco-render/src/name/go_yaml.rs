@@ -260,7 +260,7 @@ impl<'s> Emitter<'s> {
                 if breaks {
                     self.write_indent();
                 }
-                self.write_char(v, &mut i);
+                self.write_run(v, &mut i, ends_plain_run);
                 self.indention = false;
                 spaces = false;
                 breaks = false;
@@ -381,7 +381,11 @@ impl<'s> Emitter<'s> {
                 }
                 spaces = true;
             } else {
-                self.write_char(v, &mut i);
+                if starts_with_bom {
+                    self.write_char(v, &mut i);
+                } else {
+                    self.write_run(v, &mut i, ends_double_quoted_run);
+                }
                 spaces = false;
             }
         }
@@ -407,7 +411,7 @@ impl<'s> Emitter<'s> {
                 if breaks {
                     self.write_indent();
                 }
-                self.write_char(v, &mut i);
+                self.write_run(v, &mut i, ends_literal_run);
                 self.indention = false;
                 breaks = false;
             }
@@ -462,6 +466,29 @@ impl<'s> Emitter<'s> {
         *i = end;
     }
 
+    /// Copies the character at `*i` and the characters after it up to the
+    /// first byte for which `ends` holds. `ends` must hold for every byte
+    /// that needs per-character treatment, and never for a UTF-8
+    /// continuation byte, so the run ends on a character boundary. Every
+    /// character counts as one column.
+    fn write_run<F: Fn(u8) -> bool>(&mut self, v: &[u8], i: &mut usize, ends: F) {
+        self.write_char(v, i);
+        let start = *i;
+        let mut end = start;
+        let mut chars = 0;
+        while end < v.len() {
+            let b = v[end];
+            if ends(b) {
+                break;
+            }
+            chars += usize::from(b & 0xC0 != 0x80);
+            end += 1;
+        }
+        self.buf.extend_from_slice(&v[start..end]);
+        self.column += chars;
+        *i = end;
+    }
+
     fn write_break(&mut self, v: &[u8], i: &mut usize) {
         if v[*i] == b'\n' {
             self.put_break();
@@ -500,6 +527,28 @@ impl<'s> Emitter<'s> {
         self.whitespace = is_whitespace;
         self.indention = self.indention && is_indention;
     }
+}
+
+/// Bytes that may start a line break (CR, LF, NEL, LS, PS).
+fn may_start_break(b: u8) -> bool {
+    matches!(b, b'\n' | b'\r' | 0xC2 | 0xE2)
+}
+
+/// Where a run of ordinary characters in a plain scalar stops: spaces and
+/// possible breaks.
+fn ends_plain_run(b: u8) -> bool {
+    b == b' ' || may_start_break(b)
+}
+
+/// Where a run of ordinary characters in a literal block stops.
+fn ends_literal_run(b: u8) -> bool {
+    may_start_break(b)
+}
+
+/// Where a run of characters that a double-quoted scalar copies unchanged
+/// stops: anything but printable ASCII other than space, `"` and `\`.
+fn ends_double_quoted_run(b: u8) -> bool {
+    !(0x21..=0x7E).contains(&b) || b == b'"' || b == b'\\'
 }
 
 /// Start of the UTF-8 character that ends right before byte `end`.
@@ -725,6 +774,33 @@ mod tests {
     fn no_folding_without_spaces() {
         let s = "x".repeat(300);
         assert_eq!(scalar_value(&s), format!(" {s}\n"));
+    }
+
+    #[test]
+    fn folding_double_quoted_exact() {
+        // `k: "\t` takes 6 columns; each "x " adds 2. The space after the
+        // 38th x is the first one seen past column 80, so the line breaks
+        // there; the final space is never a fold point.
+        let s = format!("\t{}", "x ".repeat(45));
+        let first = format!("k: \"\\t{}", ["x"; 38].join(" "));
+        let second = format!("  {} \"", ["x"; 7].join(" "));
+        assert_eq!(
+            to_go_yaml(&json!({ "k": s })),
+            format!("{first}\n{second}\n")
+        );
+    }
+
+    #[test]
+    fn folding_single_quoted_exact() {
+        // A leading space forces single quotes; `k: ' ` takes 5 columns, so
+        // after the n-th y the column is 4 + 2n, past 80 from n = 39 on.
+        let s = format!(" {}", "y ".repeat(40).trim_end());
+        let first = format!("k: ' {}", ["y"; 39].join(" "));
+        let second = "  y'";
+        assert_eq!(
+            to_go_yaml(&json!({ "k": s })),
+            format!("{first}\n{second}\n")
+        );
     }
 
     #[test]

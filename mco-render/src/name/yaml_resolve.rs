@@ -378,9 +378,18 @@ fn zone(rest: &[u8]) -> bool {
     matches!((two(&rest[1..3]), two(&rest[4..6])), (Some(h), Some(m)) if h <= 24 && m <= 60)
 }
 
+fn is_leap(year: u32) -> bool {
+    match (year % 4, year % 100, year % 400) {
+        (_, _, 0) => true,
+        (_, 0, _) => false,
+        (0, _, _) => true,
+        _ => false,
+    }
+}
+
 fn days_in(month: u32, year: u32) -> u32 {
     match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if is_leap(year) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,

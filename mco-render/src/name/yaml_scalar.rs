@@ -98,9 +98,18 @@ pub(crate) fn analyze(value: &[u8]) -> Analysis {
 
     let mut i = 0;
     while i < value.len() {
+        let c = value[i];
+        // Fast path: an ordinary printable ASCII character after the first
+        // affects nothing but the neighbour flags.
+        if i > 0 && (0x21..=0x7E).contains(&c) && c != b':' && c != b'#' {
+            previous_space = false;
+            previous_break = false;
+            preceded_by_whitespace = false;
+            i += 1;
+            continue;
+        }
         let w = width(value[i]);
         let followed_by_whitespace = i + w >= value.len() || is_blank(value, i + w);
-        let c = value[i];
         if i == 0 {
             match c {
                 b'#' | b',' | b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>'
