@@ -39,15 +39,7 @@ pub const SUPPORTED_EXTENSIONS: [(&str, &[&str]); 7] = [
     ("sysstat", &["sysstat"]),
 ];
 
-/// How the rendered name is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NameScheme {
-    /// Upstream's md5 over the YAML form of the spec.
-    #[default]
-    Upstream,
-    /// sha256 over the same bytes.
-    ContentSha256,
-}
+pub use crate::name::NameScheme;
 
 /// Options for a render.
 #[derive(Debug, Clone)]
@@ -299,10 +291,7 @@ pub fn render_pool(
     let spec = merge_specs(&ordered, &mut configs, controller)
         .map_err(|e| RenderFailure::single(e, source.clone()))?;
     let spec_value = spec_to_value(&spec.0, &spec.1);
-    let name = match opts.name_scheme {
-        NameScheme::Upstream => crate::name::rendered_name(pool.name(), &spec_value),
-        NameScheme::ContentSha256 => crate::name::rendered_name(pool.name(), &spec_value),
-    };
+    let name = crate::name::name_for(opts.name_scheme, pool.name(), &spec_value);
 
     let mut annotations = BTreeMap::new();
     annotations.insert(

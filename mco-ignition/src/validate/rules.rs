@@ -120,7 +120,7 @@ pub(super) fn check(
                 r.error(path.key("value"), "unable to parse HTTP header");
             }
         }
-        "Storage" => storage_rules(m, path, r),
+        "Storage" => storage_rules(m, path, minor, r),
         "Directory" => {
             node_path(m, path, r);
             mode_rules(m, path, r);
@@ -315,7 +315,7 @@ fn config_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     }
 }
 
-fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
+fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Report) {
     let links = list(m, "links");
     let link_paths: Vec<&str> = links
         .iter()
@@ -355,14 +355,14 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
                 "link path includes link in config",
             );
         }
-        let target = l.get("target").and_then(Value::as_str);
-        let Some(target) = target.filter(|t| !t.is_empty()) else {
-            r.error(
-                path.key("links").index(idx).key("target"),
-                "link target is required",
-            );
+        let target = l.get("target").and_then(Value::as_str).unwrap_or("");
+        // Before 3.3 the target is a plain string and its absence is not checked.
+        if target.is_empty() {
+            if minor >= 3 {
+                r.error(path.key("links").index(idx).key("target"), "link target is required");
+            }
             continue;
-        };
+        }
         if l.get("hard").and_then(Value::as_bool) != Some(true) {
             continue;
         }

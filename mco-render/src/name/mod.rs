@@ -1,8 +1,45 @@
-//! Rendered MachineConfig names (interim).
+//! Rendered MachineConfig names.
+//!
+//! Upstream names a rendered MachineConfig `rendered-<pool>-<hex>`, where
+//! `<hex>` is the MD5 of a fixed salt followed by the spec's YAML as
+//! upstream's YAML library writes it. [`to_go_yaml`] reproduces those YAML
+//! bytes exactly; [`rendered_name`] builds the name.
 
-/// The rendered name.
-pub fn rendered_name(pool: &str, spec: &serde_json::Value) -> String {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(serde_json::to_vec(spec).unwrap_or_default());
-    format!("rendered-{pool}-{}", &hex::encode(d)[..32])
+mod go_float;
+mod go_yaml;
+mod hash;
+mod key_order;
+mod yaml_resolve;
+mod yaml_scalar;
+
+use serde_json::Value;
+
+pub use go_yaml::{to_go_yaml, write_go_yaml};
+pub use hash::{content_sha256_hash, upstream_hash, UPSTREAM_SALT};
+
+/// How the hash part of a rendered name is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NameScheme {
+    /// Identical to upstream: salted MD5 of the spec's YAML.
+    #[default]
+    Upstream,
+    /// SHA-256 of the same YAML, first 32 hex digits; for users who do not
+    /// need names that match upstream's.
+    ContentSha256,
+}
+
+/// Upstream's name for the rendered MachineConfig of `pool` with `spec`
+/// (the spec as a JSON object: osImageURL, baseOSExtensionsContainerImage,
+/// config, kernelArguments, extensions, fips, kernelType).
+pub fn rendered_name(pool: &str, spec: &Value) -> String {
+    name_for(NameScheme::Upstream, pool, spec)
+}
+
+/// The rendered name of `pool` with `spec` under `scheme`.
+pub fn name_for(scheme: NameScheme, pool: &str, spec: &Value) -> String {
+    let hash = match scheme {
+        NameScheme::Upstream => upstream_hash(spec),
+        NameScheme::ContentSha256 => content_sha256_hash(spec),
+    };
+    format!("rendered-{pool}-{hash}")
 }
