@@ -9,6 +9,7 @@ mod go_float;
 mod go_yaml;
 mod hash;
 mod key_order;
+mod marshal_check;
 mod yaml_resolve;
 mod yaml_scalar;
 
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 pub use go_yaml::{to_go_yaml, write_go_yaml};
 pub use hash::{content_sha256_hash, upstream_hash, UPSTREAM_SALT};
+pub use marshal_check::{check_upstream_marshal, NameError};
 
 /// How the hash part of a rendered name is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,7 +37,15 @@ pub fn rendered_name(pool: &str, spec: &Value) -> String {
     name_for(NameScheme::Upstream, pool, spec)
 }
 
-/// The rendered name of `pool` with `spec` under `scheme`.
+/// Like [`rendered_name`], but first reports the error upstream returns for
+/// a spec it cannot convert to YAML (see [`check_upstream_marshal`]).
+pub fn try_rendered_name(pool: &str, spec: &Value) -> Result<String, NameError> {
+    check_upstream_marshal(spec)?;
+    Ok(rendered_name(pool, spec))
+}
+
+/// The rendered name of `pool` with `spec` under `scheme`. It does not
+/// check whether upstream could name the spec (see [`try_rendered_name`]).
 pub fn name_for(scheme: NameScheme, pool: &str, spec: &Value) -> String {
     let hash = match scheme {
         NameScheme::Upstream => upstream_hash(spec),

@@ -318,7 +318,10 @@ fn is_timestamp(b: &[u8]) -> bool {
             zone(&b[i..])
         }
         Some(b' ') => {
-            i += 1;
+            // A layout space matches any run of spaces.
+            while b.get(i) == Some(&b' ') {
+                i += 1;
+            }
             time_of_day(b, &mut i) && i == b.len()
         }
         Some(_) => false,
