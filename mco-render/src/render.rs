@@ -291,6 +291,12 @@ pub fn render_pool(
     let spec = merge_specs(&ordered, &mut configs, controller)
         .map_err(|e| RenderFailure::single(e, source.clone()))?;
     let spec_value = spec_to_value(&spec.0, &spec.1);
+    if let Err(e) = crate::name::check_upstream_marshal(&spec_value) {
+        return Err(RenderFailure::single(
+            RenderError::pool(K::Conflict, e.to_string()),
+            source,
+        ));
+    }
     let name = crate::name::name_for(opts.name_scheme, pool.name(), &spec_value);
 
     let mut annotations = BTreeMap::new();

@@ -124,3 +124,42 @@ fn render_corpus_matches_upstream() {
         cases.len()
     );
 }
+
+/// The real-content cases (upstream template MachineConfigs) live only in ../shared; they are
+/// read from there when present and skipped otherwise.
+#[test]
+fn real_content_corpus_matches_upstream() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/real");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("skipping: {} not present", dir.display());
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    files.sort();
+    let mut failures = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(f).expect("real case");
+        let mut text = String::new();
+        use std::io::Read;
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .expect("gzip");
+        let case: Value = serde_json::from_str(&text).expect("case JSON");
+        if let Err(e) = run_case(&case) {
+            failures.push(format!("{}: {e}", case["name"]));
+        }
+    }
+    eprintln!(
+        "real conformance: {}/{} cases pass",
+        files.len() - failures.len(),
+        files.len()
+    );
+    for f in failures.iter().take(10) {
+        eprintln!("FAIL {f}\n");
+    }
+    assert!(failures.is_empty(), "{} real cases differ", failures.len());
+}

@@ -359,7 +359,10 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
         // Before 3.3 the target is a plain string and its absence is not checked.
         if target.is_empty() {
             if minor >= 3 {
-                r.error(path.key("links").index(idx).key("target"), "link target is required");
+                r.error(
+                    path.key("links").index(idx).key("target"),
+                    "link target is required",
+                );
             }
             continue;
         }
