@@ -270,12 +270,8 @@ fn render_all(
                         .and_then(|mc| m.file_of(mc))
                         .map(|f| format!("{f}: "))
                         .unwrap_or_default();
-                    for (i, l) in e.describe().lines().enumerate() {
-                        if i == 0 {
-                            lines.push(format!("  {file}{l}"));
-                        } else {
-                            lines.push(format!("    {l}"));
-                        }
+                    for l in e.describe().lines() {
+                        lines.push(format!("  {file}{l}"));
                     }
                 }
             }
@@ -364,8 +360,10 @@ fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
             Ok(_) => {}
             Err(es) => {
                 for e in es {
-                    errors += 1;
-                    lines.push(format!("error: {file}: {}", e.describe()));
+                    for l in e.describe().lines() {
+                        errors += 1;
+                        lines.push(format!("error: {file}: {l}"));
+                    }
                 }
             }
         }
@@ -530,7 +528,19 @@ fn cmd_diff(
     let report = plan::report::PlanReport::new(&plan, &old_in, &new_in);
     match output {
         DiffFormat::Json => println!("{}", to_json(&report)?),
-        DiffFormat::Text => print!("{}", report.human()),
+        DiffFormat::Text => {
+            println!("{} -> {}", old_in.name, new_in.name);
+            print!("{}", report.details());
+            if !report.reconcilable {
+                return Err(Failure {
+                    code: 1,
+                    lines: vec![
+                        "error: this update is not reconcilable: a pool moving to it would degrade"
+                            .into(),
+                    ],
+                });
+            }
+        }
     }
     Ok(())
 }

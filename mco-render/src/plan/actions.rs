@@ -84,16 +84,11 @@ pub struct Step {
 
 /// Packages an extension name installs.
 pub fn extension_packages(ext: &str) -> Vec<&'static str> {
-    match ext {
-        "two-node-ha" => vec!["pacemaker", "pcs", "fence-agents-all"],
-        "ipsec" => vec!["NetworkManager-libreswan", "libreswan"],
-        "usbguard" => vec!["usbguard"],
-        "kerberos" => vec!["krb5-workstation", "libkadm5"],
-        "kernel-devel" => vec!["kernel-devel", "kernel-headers"],
-        "sandboxed-containers" => vec!["kata-containers"],
-        "sysstat" => vec!["sysstat"],
-        _ => vec![],
-    }
+    crate::render::SUPPORTED_EXTENSIONS
+        .iter()
+        .find(|(name, _)| *name == ext)
+        .map(|(_, pkgs)| pkgs.to_vec())
+        .unwrap_or_default()
 }
 
 /// Orders the plan into steps: drain (when required), file and unit writes, passwd, OS changes,
@@ -238,4 +233,57 @@ pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step>
         });
     }
     out
+}
+
+impl std::fmt::Display for StepKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepKind::Drain => f.write_str("cordon and drain the node"),
+            StepKind::WriteFile { path, change } => write!(f, "write {path} ({change})"),
+            StepKind::WriteUnit { name, change } => write!(f, "write unit {name} ({change})"),
+            StepKind::UpdatePasswd => f.write_str("update core's SSH keys and password"),
+            StepKind::Rebase { image } => write!(f, "rpm-ostree rebase to {image}"),
+            StepKind::Kargs { args } => write!(f, "rpm-ostree kargs {}", args.join(" ")),
+            StepKind::KernelType { from, to } => write!(f, "switch kernel {from} -> {to}"),
+            StepKind::Extensions { install, remove } => {
+                write!(f, "extensions: install [{}]", install.join(" "))?;
+                if !remove.is_empty() {
+                    write!(f, ", remove [{}]", remove.join(" "))?;
+                }
+                Ok(())
+            }
+            StepKind::DaemonReload => f.write_str("systemctl daemon-reload"),
+            StepKind::Reload { unit } => write!(f, "systemctl reload {unit}"),
+            StepKind::Restart { unit } => write!(f, "systemctl restart {unit}"),
+            StepKind::Special => f.write_str("reload crio.service (registries.conf)"),
+            StepKind::NoAction => f.write_str("nothing more to do"),
+            StepKind::Reboot => f.write_str("reboot"),
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.kind)?;
+        let why: Vec<String> = self
+            .triggers
+            .iter()
+            .filter_map(|t| match t {
+                crate::plan::policy::Trigger::File(p) => Some(p.clone()),
+                crate::plan::policy::Trigger::Unit(u) => Some(u.clone()),
+                crate::plan::policy::Trigger::SshKeys => Some("ssh keys".into()),
+                crate::plan::policy::Trigger::Spec(s) => Some(format!("spec.{s}")),
+                crate::plan::policy::Trigger::NoChange => None,
+            })
+            .collect();
+        let own = match &self.kind {
+            StepKind::WriteFile { path, .. } => why.len() == 1 && why[0] == *path,
+            StepKind::WriteUnit { name, .. } => why.len() == 1 && why[0] == *name,
+            _ => false,
+        };
+        if !why.is_empty() && !own {
+            write!(f, "  [because: {}]", why.join(", "))?;
+        }
+        Ok(())
+    }
 }

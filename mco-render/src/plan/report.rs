@@ -102,6 +102,19 @@ impl PlanReport {
     }
 
     /// One line, for example `3 files change; action: reload crio.service; no drain, no reboot`.
+    /// The summary line, then the plan's steps numbered, one per line.
+    pub fn details(&self) -> String {
+        let mut out = self.human();
+        out.push('\n');
+        if !self.steps.is_empty() {
+            out.push_str("plan:\n");
+            for (i, s) in self.steps.iter().enumerate() {
+                out.push_str(&format!("  {}. {s}\n", i + 1));
+            }
+        }
+        out
+    }
+
     pub fn human(&self) -> String {
         if let Some(r) = &self.reason {
             return format!("not reconcilable: {r}");
