@@ -483,23 +483,7 @@ fn rendered_input(
 }
 
 fn input_from_mc(mc: &MachineConfig) -> Result<RenderedInput, String> {
-    let config = match mc.ignition() {
-        Some(raw) => mco_render::source_config::parse_any(raw)
-            .map_err(|e| format!("{}: {}", mc.name(), e.message))?
-            .into_config(),
-        None => mco_ignition::Config::empty(SpecVersion::LATEST),
-    };
-    let typed = config.typed().map_err(|e| format!("{}: {e}", mc.name()))?;
-    Ok(RenderedInput {
-        name: mc.name().to_string(),
-        os_image_url: mc.spec.os_image_url.clone(),
-        base_os_extensions_container_image: mc.spec.base_os_extensions_container_image.clone(),
-        fips: mc.spec.fips,
-        kernel_arguments: mc.spec.kernel_arguments.clone(),
-        extensions: mc.spec.extensions.clone(),
-        kernel_type: mc.spec.kernel_type.clone(),
-        config: typed,
-    })
+    plan::input::rendered_input(mc.name(), &mc.spec).map_err(|e| format!("{}: {e}", mc.name()))
 }
 
 fn cmd_diff(

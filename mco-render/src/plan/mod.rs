@@ -5,6 +5,7 @@
 //! an ordered list of steps for users and [`report::PlanReport`] renders it.
 
 pub mod actions;
+pub mod input;
 pub mod kargs;
 pub mod policy;
 pub mod registries;
