@@ -50,33 +50,7 @@ pub enum FromV2Error {
     Networkd,
 }
 
-/// Go's `path.Clean`.
-pub(crate) fn clean(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let body = parts.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".into(),
-        (false, false) => body,
-    }
-}
+pub(crate) use crate::path::clean;
 
 /// Go's `path.Join` (empty elements skipped; empty result stays empty).
 pub(crate) fn join(parts: &[&str]) -> String {

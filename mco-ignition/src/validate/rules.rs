@@ -34,33 +34,7 @@ fn nil_or_empty(v: Option<&str>) -> bool {
     v.is_none_or(str::is_empty)
 }
 
-/// Go's `path.Clean`.
-pub fn clean_path(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
-}
+pub use crate::path::clean as clean_path;
 
 /// Upstream's path rule for nodes and devices.
 pub fn path_error(p: &str) -> Option<&'static str> {

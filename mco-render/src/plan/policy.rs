@@ -284,33 +284,8 @@ pub fn merge_cluster_policies(user: &Policies) -> Policies {
     merged
 }
 
-/// Lexical path cleaning with Go's `path/filepath.Clean` rules (Unix).
-pub fn clean_path(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_string();
-    }
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let body = parts.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".to_string(),
-        (false, false) => body,
-    }
-}
+/// Go's `filepath.Clean` (Unix), shared with the Ignition engine.
+pub use mco_ignition::path::clean as clean_path;
 
 /// Go's `filepath.Dir`: everything before the last separator, cleaned.
 pub fn dir_of(path: &str) -> String {
