@@ -329,10 +329,15 @@ fn handle(
     scheme: &str,
 ) -> hyper::Response<Full<Bytes>> {
     let h = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    // Upstream reads the header as raw bytes; non-ASCII bytes must not hide it.
+    let accept = req
+        .headers()
+        .get("accept")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()));
     let view = Request {
         method: req.method().as_str(),
         path: req.uri().path(),
-        accept: h("accept"),
+        accept: accept.as_deref(),
         if_none_match: h("if-none-match"),
         authorization: h("authorization"),
         client: Some(peer.ip()),

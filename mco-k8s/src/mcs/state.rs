@@ -10,15 +10,9 @@ use mco_render::serve::{self, EncapsulatedVersion, ServeInput};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// The versions a machine can be served.
-pub const SERVED_VERSIONS: [SpecVersion; 6] = [
-    SpecVersion::V2_2,
-    SpecVersion::V3_1,
-    SpecVersion::V3_2,
-    SpecVersion::V3_3,
-    SpecVersion::V3_4,
-    SpecVersion::V3_5,
-];
+/// The versions Accept negotiation can pick, each encoded ahead of time (a version the
+/// conversion cannot reach is kept as its error and answered with 500, as upstream does).
+pub const SERVED_VERSIONS: [SpecVersion; 7] = SpecVersion::ALL;
 
 /// One encoded response body with its entity tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
