@@ -132,6 +132,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_max_level(tracing::Level::INFO)
         .with_target(true)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let cfg = match config(Cli::parse()) {
         Ok(c) => c,
