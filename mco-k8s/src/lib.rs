@@ -1,1 +1,3 @@
 //! Adapters to the Kubernetes API server and HTTP.
+
+pub mod mcs;

@@ -2,6 +2,12 @@
 //! machine asks for.
 
 pub mod accept;
+pub mod gojson;
+pub mod kubeconfig;
+pub mod served;
+
+pub use kubeconfig::bootstrap_kubeconfig;
+pub use served::{served_bytes, served_config, EncapsulatedVersion, ServeError, ServeInput};
 
 use mco_ignition::SpecVersion;
 use serde_json::Value;

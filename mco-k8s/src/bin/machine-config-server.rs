@@ -1,0 +1,170 @@
+//! `machine-config-server`: serves each pool's Ignition config to machines that boot.
+
+use clap::Parser;
+use mco_k8s::mcs::access::{AccessPolicy, Cidr};
+use mco_k8s::mcs::server::{self, Config};
+use mco_k8s::mcs::state::BuildOptions;
+use mco_render::render::RenderOptions;
+use mco_render::serve::bootstrap_kubeconfig;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Serve rendered Ignition configs for the pools in a folder of manifests, re-rendering when
+/// the folder changes.
+#[derive(Parser)]
+#[command(name = "machine-config-server", version, about, long_about = None)]
+struct Cli {
+    /// Folder of YAML/JSON manifests (the same inputs as `mco-render render`).
+    #[arg(long)]
+    dir: PathBuf,
+    /// TLS port (needs --cert and --key; 0 picks a free port).
+    #[arg(long, default_value_t = 22623)]
+    secure_port: u16,
+    /// Plain HTTP port (0 picks a free port).
+    #[arg(long, default_value_t = 22624)]
+    insecure_port: u16,
+    /// Serve no TLS port.
+    #[arg(long)]
+    no_secure: bool,
+    /// Serve no plain HTTP port.
+    #[arg(long)]
+    no_insecure: bool,
+    /// Serving certificate (PEM), reloaded when it changes.
+    #[arg(long)]
+    cert: Option<PathBuf>,
+    /// Serving key (PEM), reloaded when it changes.
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// File holding the kubelet bootstrap token; with it, machines get /etc/kubernetes/kubeconfig.
+    #[arg(long)]
+    bootstrap_token: Option<PathBuf>,
+    /// API server URL written in the bootstrap kubeconfig.
+    #[arg(long, default_value = "https://api-int.cluster.local:6443")]
+    apiserver_url: String,
+    /// CA bundle (PEM) for the bootstrap kubeconfig; default: the ControllerConfig's
+    /// kubeAPIServerServingCAData.
+    #[arg(long)]
+    kubeconfig_ca: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: IpAddr,
+    /// Controller version stamped on rendered configs; generated inputs must carry it.
+    #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+    controller_version: String,
+    /// File holding a bearer token required on /config and /metrics requests.
+    #[arg(long)]
+    require_token: Option<PathBuf>,
+    /// Client address block allowed on /config and /metrics (repeatable; default: all).
+    #[arg(long = "allow-cidr")]
+    allow_cidr: Vec<Cidr>,
+    /// Seconds between scans of the folder and the certificate files.
+    #[arg(long, default_value_t = 1)]
+    poll_seconds: u64,
+    /// Largest request head in bytes; larger ones get 431.
+    #[arg(long, default_value_t = 16384)]
+    max_header_bytes: usize,
+}
+
+fn read_trimmed(p: &PathBuf) -> Result<String, String> {
+    std::fs::read_to_string(p)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn config(cli: Cli) -> Result<Config, String> {
+    let kubeconfig = match &cli.bootstrap_token {
+        None => None,
+        Some(tok) => {
+            let token = read_trimmed(tok)?;
+            let ca = match &cli.kubeconfig_ca {
+                Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
+                None => controller_ca(&cli.dir)?,
+            };
+            Some(bootstrap_kubeconfig(&cli.apiserver_url, &ca, &token))
+        }
+    };
+    let token = cli.require_token.as_ref().map(read_trimmed).transpose()?;
+    let tls = match (cli.cert, cli.key) {
+        (Some(c), Some(k)) => Some((c, k)),
+        (None, None) => None,
+        _ => return Err("--cert and --key go together".into()),
+    };
+    Ok(Config {
+        dir: cli.dir,
+        listen: cli.listen,
+        secure_port: (!cli.no_secure).then_some(cli.secure_port),
+        insecure_port: (!cli.no_insecure).then_some(cli.insecure_port),
+        tls,
+        build: BuildOptions {
+            render: RenderOptions {
+                controller_version: cli.controller_version,
+                ..RenderOptions::default()
+            },
+            kubeconfig,
+        },
+        access: AccessPolicy {
+            token,
+            allow: cli.allow_cidr,
+        },
+        poll_interval: Duration::from_secs(cli.poll_seconds.max(1)),
+        max_header_bytes: cli.max_header_bytes,
+    })
+}
+
+/// The ControllerConfig's kube-apiserver serving CA, decoded, or nothing.
+fn controller_ca(dir: &std::path::Path) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    let m = mco_k8s::mcs::source::load(dir).map_err(|e| e.to_string())?;
+    let data = m
+        .controller_config
+        .as_ref()
+        .and_then(|(_, c)| c.spec.extra.get("kubeAPIServerServingCAData"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| format!("ControllerConfig kubeAPIServerServingCAData: {e}"))
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_target(true)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .init();
+    let cfg = match config(Cli::parse()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        let running = match server::start(cfg).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("interrupted; stopping");
+                running.stop().await;
+            }
+        }
+        ExitCode::SUCCESS
+    })
+}

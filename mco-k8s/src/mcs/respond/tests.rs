@@ -1,0 +1,175 @@
+use super::*;
+use crate::mcs::access::Cidr;
+use crate::mcs::state::{Encoded, PoolEntry};
+use mco_ignition::SpecVersion;
+use std::collections::BTreeMap;
+
+fn state() -> ServedState {
+    let mut versions = BTreeMap::new();
+    versions.insert(
+        SpecVersion::V3_5,
+        Ok(Encoded::new(
+            br#"{"ignition":{"version":"3.5.0"}}"#.to_vec(),
+        )),
+    );
+    versions.insert(
+        SpecVersion::V2_2,
+        Ok(Encoded::new(
+            br#"{"ignition":{"version":"2.2.0"}}"#.to_vec(),
+        )),
+    );
+    versions.insert(SpecVersion::V3_1, Err("can't serve".to_string()));
+    let mut pools = BTreeMap::new();
+    pools.insert(
+        "worker".to_string(),
+        Ok(PoolEntry {
+            rendered_name: "rendered-worker-1".into(),
+            versions,
+        }),
+    );
+    pools.insert("broken".to_string(), Err("render failed".to_string()));
+    ServedState { pools }
+}
+
+fn get(path: &str) -> Request<'_> {
+    Request {
+        method: "GET",
+        path,
+        ..Request::default()
+    }
+}
+
+const V35: &str = "application/vnd.coreos.ignition+json;version=3.5.0, */*;q=0.1";
+
+fn run(req: &Request<'_>) -> Response {
+    respond(req, &state(), &AccessPolicy::default(), &Metrics::default())
+}
+
+fn header<'a>(r: &'a Response, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn serves_the_negotiated_version() {
+    let mut req = get("/config/worker");
+    req.accept = Some(V35);
+    let r = run(&req);
+    assert_eq!(r.status, 200);
+    assert_eq!(&r.body[..], br#"{"ignition":{"version":"3.5.0"}}"#);
+    assert_eq!(header(&r, "content-type"), Some("application/json"));
+    assert_eq!(header(&r, "content-length"), Some("32"));
+    assert!(r.cache_hit);
+    assert_eq!(r.note.rendered.as_deref(), Some("rendered-worker-1"));
+}
+
+#[test]
+fn no_accept_serves_2_2() {
+    let r = run(&get("/config/worker"));
+    assert_eq!(r.status, 200);
+    assert_eq!(&r.body[..], br#"{"ignition":{"version":"2.2.0"}}"#);
+}
+
+#[test]
+fn head_has_headers_without_body() {
+    let mut req = get("/config/worker");
+    req.method = "HEAD";
+    req.accept = Some(V35);
+    let r = run(&req);
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty());
+    assert_eq!(header(&r, "content-length"), Some("32"));
+}
+
+#[test]
+fn unsupported_version_is_400() {
+    let mut req = get("/config/worker");
+    req.accept = Some("application/vnd.coreos.ignition+json;version=1.0.0");
+    let r = run(&req);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.note.error.as_deref(),
+        Some("unsupported Ignition version in Accept header: application/vnd.coreos.ignition+json;version=1.0.0")
+    );
+    assert_eq!(header(&r, "content-length"), Some("0"));
+}
+
+#[test]
+fn routes_and_methods() {
+    assert_eq!(run(&get("/healthz")).status, 200);
+    assert_eq!(run(&get("/")).status, 404);
+    assert_eq!(run(&get("/config")).status, 404);
+    assert_eq!(run(&get("/config/")).status, 404);
+    assert_eq!(run(&get("/config/a/b")).status, 404);
+    assert_eq!(run(&get("/config/nope")).status, 404);
+    assert_eq!(run(&get("/config/..")).status, 400);
+    assert_eq!(run(&get("/config/Worker")).status, 400);
+    assert_eq!(run(&get("/config/a.b")).status, 400);
+    for m in ["POST", "PUT", "DELETE", "OPTIONS"] {
+        for p in ["/config/worker", "/healthz", "/other"] {
+            let mut req = get(p);
+            req.method = m;
+            assert_eq!(run(&req).status, 405, "{m} {p}");
+        }
+    }
+}
+
+#[test]
+fn failures_are_500() {
+    assert_eq!(run(&get("/config/broken")).status, 500);
+    let mut req = get("/config/worker");
+    req.accept = Some("application/vnd.coreos.ignition+json;version=3.1.0");
+    let r = run(&req);
+    assert_eq!(r.status, 500);
+    assert!(r.note.error.is_some_and(|e| e.contains("can't serve")));
+}
+
+#[test]
+fn etag_gives_304() {
+    let mut req = get("/config/worker");
+    req.accept = Some(V35);
+    let first = run(&req);
+    let tag = header(&first, "etag").unwrap_or("").to_string();
+    assert!(tag.starts_with('"') && tag.len() == 34);
+    let list = format!("\"x\", W/{tag}");
+    req.if_none_match = Some(&list);
+    let r = run(&req);
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty());
+    req.if_none_match = Some("\"other\"");
+    assert_eq!(run(&req).status, 200);
+}
+
+#[test]
+fn token_and_cidr_rules() {
+    let policy = AccessPolicy {
+        token: Some("s3cret".into()),
+        allow: vec!["10.0.0.0/8".parse::<Cidr>().expect("valid CIDR")],
+    };
+    let m = Metrics::default();
+    let mut req = get("/config/worker");
+    req.client = Some("10.1.2.3".parse().unwrap_or(IpAddr::from([0, 0, 0, 0])));
+    assert_eq!(respond(&req, &state(), &policy, &m).status, 401);
+    req.authorization = Some("Bearer wrong");
+    assert_eq!(respond(&req, &state(), &policy, &m).status, 401);
+    req.authorization = Some("Bearer s3cret");
+    assert_eq!(respond(&req, &state(), &policy, &m).status, 200);
+    req.client = Some("192.0.2.1".parse().unwrap_or(IpAddr::from([0, 0, 0, 0])));
+    assert_eq!(respond(&req, &state(), &policy, &m).status, 403);
+    let mut health = get("/healthz");
+    health.client = req.client;
+    assert_eq!(respond(&health, &state(), &policy, &m).status, 200);
+}
+
+#[test]
+fn metrics_are_prometheus_text() {
+    let m = Metrics::default();
+    m.record(200, true);
+    let r = respond(&get("/metrics"), &state(), &AccessPolicy::default(), &m);
+    assert_eq!(r.status, 200);
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(text.contains("mcs_requests_total{code=\"200\"} 1"));
+    assert!(text.contains("mcs_pools 2"));
+}

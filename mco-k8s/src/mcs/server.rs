@@ -1,0 +1,373 @@
+//! The I/O around [`respond`](super::respond::respond): listeners, TLS, HTTP/1.1 connections,
+//! access logs, and the loop that re-renders when the manifests change and reloads the
+//! certificate when its files change.
+
+use super::access::AccessPolicy;
+use super::metrics::Metrics;
+use super::respond::{respond, Request};
+use super::source;
+use super::state::{BuildOptions, ServedState};
+use super::tls::{self, ReloadingCert, TlsError};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The folder of manifests.
+    pub dir: PathBuf,
+    /// The address to listen on.
+    pub listen: IpAddr,
+    /// The TLS port (0 picks one); `None` disables it.
+    pub secure_port: Option<u16>,
+    /// The plain HTTP port (0 picks one); `None` disables it.
+    pub insecure_port: Option<u16>,
+    /// Certificate and key PEM files for the TLS port.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Rendering and serving options.
+    pub build: BuildOptions,
+    /// Who may fetch configs.
+    pub access: AccessPolicy,
+    /// How often to look for changed manifests and certificates.
+    pub poll_interval: Duration,
+    /// The largest request head accepted (larger ones get 431).
+    pub max_header_bytes: usize,
+}
+
+/// Starting the server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The manifests could not be read.
+    #[error(transparent)]
+    Source(#[from] source::SourceError),
+    /// The certificate could not be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// A port could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The TLS port needs a certificate and key.
+    #[error("the secure port needs --cert and --key")]
+    NoCertificate,
+}
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub struct Shared {
+    state: RwLock<Arc<ServedState>>,
+    access: AccessPolicy,
+    /// The counters.
+    pub metrics: Metrics,
+}
+
+impl Shared {
+    /// The state currently served.
+    pub fn state(&self) -> Arc<ServedState> {
+        self.state
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    fn set_state(&self, s: ServedState) {
+        match self.state.write() {
+            Ok(mut cur) => *cur = Arc::new(s),
+            Err(e) => *e.into_inner() = Arc::new(s),
+        }
+    }
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct Running {
+    /// Where the TLS port listens.
+    pub secure_addr: Option<SocketAddr>,
+    /// Where the plain port listens.
+    pub insecure_addr: Option<SocketAddr>,
+    /// The shared state and counters.
+    pub shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops accepting, stops the reload loop and waits for the tasks to end.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+
+    /// Waits until the server stops (it only does on [`Running::stop`] or a fatal error).
+    pub async fn wait(self) {
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+fn build_state(
+    cfg: &Config,
+    previous: Option<&ServedState>,
+) -> Result<ServedState, source::SourceError> {
+    let m = source::load(&cfg.dir)?;
+    Ok(ServedState::build(&m, &cfg.build, previous))
+}
+
+fn log_state(state: &ServedState) {
+    for (pool, entry) in &state.pools {
+        match entry {
+            Ok(e) => tracing::info!(pool = %pool, rendered = %e.rendered_name, "serving"),
+            Err(err) => tracing::error!(pool = %pool, error = %err, "pool cannot be served"),
+        }
+    }
+}
+
+/// Loads the manifests, binds the ports and starts serving.
+pub async fn start(cfg: Config) -> Result<Running, StartError> {
+    let fp = source::fingerprint(&cfg.dir)?;
+    let state = build_state(&cfg, None)?;
+    log_state(&state);
+    let shared = Arc::new(Shared {
+        state: RwLock::new(Arc::new(state)),
+        access: cfg.access.clone(),
+        metrics: Metrics::default(),
+    });
+    let (tx, rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+
+    let cert = match (&cfg.tls, cfg.secure_port) {
+        (Some((c, k)), Some(_)) => Some(Arc::new(ReloadingCert::new(c.clone(), k.clone())?)),
+        (None, Some(_)) => return Err(StartError::NoCertificate),
+        _ => None,
+    };
+
+    let mut secure_addr = None;
+    if let (Some(port), Some(cert)) = (cfg.secure_port, &cert) {
+        let acceptor = TlsAcceptor::from(Arc::new(tls::server_config(cert.clone())?));
+        let (listener, addr) = bind(cfg.listen, port).await?;
+        tracing::info!(%addr, "serving TLS");
+        secure_addr = Some(addr);
+        tasks.push(tokio::spawn(accept_loop(
+            listener,
+            Some(acceptor),
+            shared.clone(),
+            cfg.max_header_bytes,
+            rx.clone(),
+        )));
+    }
+    let mut insecure_addr = None;
+    if let Some(port) = cfg.insecure_port {
+        let (listener, addr) = bind(cfg.listen, port).await?;
+        tracing::info!(%addr, "serving plain HTTP");
+        insecure_addr = Some(addr);
+        tasks.push(tokio::spawn(accept_loop(
+            listener,
+            None,
+            shared.clone(),
+            cfg.max_header_bytes,
+            rx.clone(),
+        )));
+    }
+    tasks.push(tokio::spawn(reload_loop(cfg, fp, cert, shared.clone(), rx)));
+    Ok(Running {
+        secure_addr,
+        insecure_addr,
+        shared,
+        shutdown: tx,
+        tasks,
+    })
+}
+
+async fn bind(ip: IpAddr, port: u16) -> Result<(TcpListener, SocketAddr), StartError> {
+    let addr = SocketAddr::new(ip, port);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { addr, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| StartError::Bind { addr, source })?;
+    Ok((listener, local))
+}
+
+async fn reload_loop(
+    cfg: Config,
+    mut fp: source::Fingerprint,
+    cert: Option<Arc<ReloadingCert>>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(cfg.poll_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        if let Some(c) = &cert {
+            match c.reload_if_changed() {
+                Ok(true) => {
+                    tracing::info!("serving certificate reloaded");
+                    shared.metrics.cert_reloaded();
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "serving certificate not reloaded"),
+            }
+        }
+        let now = match source::fingerprint(&cfg.dir) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot scan the manifests folder");
+                continue;
+            }
+        };
+        if now == fp {
+            continue;
+        }
+        fp = now;
+        let prev = shared.state();
+        let cfg2 = cfg.clone();
+        let built = tokio::task::spawn_blocking(move || build_state(&cfg2, Some(&prev))).await;
+        match built {
+            Ok(Ok(state)) => {
+                log_state(&state);
+                shared.set_state(state);
+                shared.metrics.reloaded(true);
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "manifests not reloaded; serving the previous configs");
+                shared.metrics.reloaded(false);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reload task failed");
+                shared.metrics.reloaded(false);
+            }
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    max_header_bytes: usize,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => return,
+        };
+        let shared = shared.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            match tls {
+                None => serve_conn(stream, peer, "http", shared, max_header_bytes).await,
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(s) => serve_conn(s, peer, "https", shared, max_header_bytes).await,
+                    Err(e) => tracing::debug!(client = %peer, error = %e, "TLS handshake failed"),
+                },
+            }
+        });
+    }
+}
+
+async fn serve_conn<S>(
+    io: S,
+    peer: SocketAddr,
+    scheme: &'static str,
+    shared: Arc<Shared>,
+    max_header_bytes: usize,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(handle(&shared, &req, peer, scheme)) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30))
+        .max_buf_size(max_header_bytes.max(8192))
+        .serve_connection(TokioIo::new(io), svc);
+    if let Err(e) = conn.await {
+        tracing::debug!(client = %peer, error = %e, "connection ended with an error");
+    }
+}
+
+fn handle(
+    shared: &Shared,
+    req: &hyper::Request<Incoming>,
+    peer: SocketAddr,
+    scheme: &str,
+) -> hyper::Response<Full<Bytes>> {
+    let h = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    // Upstream reads the header as raw bytes; non-ASCII bytes must not hide it.
+    let accept = req
+        .headers()
+        .get("accept")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let view = Request {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        accept: accept.as_deref(),
+        if_none_match: h("if-none-match"),
+        authorization: h("authorization"),
+        client: Some(peer.ip()),
+    };
+    let state = shared.state();
+    let r = respond(&view, &state, &shared.access, &shared.metrics);
+    shared.metrics.record(r.status, r.cache_hit);
+    tracing::info!(
+        target: "mcs::access",
+        scheme,
+        client = %peer,
+        method = view.method,
+        path = view.path,
+        status = r.status,
+        pool = r.note.pool.as_deref().unwrap_or(""),
+        version = r.note.version.as_deref().unwrap_or(""),
+        rendered = r.note.rendered.as_deref().unwrap_or(""),
+        accept = view.accept.unwrap_or(""),
+        user_agent = h("user-agent").unwrap_or(""),
+        bytes = r.body.len(),
+        error = r.note.error.as_deref().unwrap_or(""),
+        "request"
+    );
+    let mut resp = hyper::Response::new(Full::new(r.body));
+    *resp.status_mut() =
+        hyper::StatusCode::from_u16(r.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    for (k, v) in r.headers {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&v) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
+    resp
+}

@@ -1,0 +1,80 @@
+//! File mode: the pools come from a folder of manifests, re-read when its files change.
+
+use mco_render::manifests::Manifests;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Reading the manifests failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// A file or folder could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A manifest does not decode.
+    #[error(transparent)]
+    Manifest(#[from] mco_render::manifests::ManifestError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SourceError + '_ {
+    move |source| SourceError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The manifest files under a folder (YAML and JSON), sorted, recursively.
+pub fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    let mut out = Vec::new();
+    collect(dir, &mut out)?;
+    Ok(out)
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect(&p, out)?;
+        } else if p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+        {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// What identifies a folder's state: each manifest file with its size and modification time.
+pub type Fingerprint = Vec<(PathBuf, u64, Option<SystemTime>)>;
+
+/// The folder's current fingerprint.
+pub fn fingerprint(dir: &Path) -> Result<Fingerprint, SourceError> {
+    manifest_files(dir)?
+        .into_iter()
+        .map(|p| {
+            let meta = std::fs::metadata(&p).map_err(io(&p))?;
+            Ok((p, meta.len(), meta.modified().ok()))
+        })
+        .collect()
+}
+
+/// Reads and decodes every manifest under a folder.
+pub fn load(dir: &Path) -> Result<Manifests, SourceError> {
+    let mut m = Manifests::default();
+    for f in manifest_files(dir)? {
+        let text = std::fs::read_to_string(&f).map_err(io(&f))?;
+        m.add_file(&f.display().to_string(), &text)?;
+    }
+    Ok(m)
+}

@@ -1,0 +1,123 @@
+//! What the server holds between requests: every pool's served config, already encoded for
+//! every spec version, so requests never render or encode.
+
+use bytes::Bytes;
+use mco_ignition::SpecVersion;
+use mco_render::api::{ControllerConfigSpec, MachineConfig};
+use mco_render::manifests::Manifests;
+use mco_render::render::{render_pool, RenderOptions};
+use mco_render::serve::{self, EncapsulatedVersion, ServeInput};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The versions Accept negotiation can pick, each encoded ahead of time (a version the
+/// conversion cannot reach is kept as its error and answered with 500, as upstream does).
+pub const SERVED_VERSIONS: [SpecVersion; 7] = SpecVersion::ALL;
+
+/// One encoded response body with its entity tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    /// The body bytes.
+    pub body: Bytes,
+    /// The strong entity tag, quoted.
+    pub etag: String,
+}
+
+impl Encoded {
+    /// Wraps a body and computes its tag.
+    pub fn new(body: Vec<u8>) -> Self {
+        let digest = Sha256::digest(&body);
+        let etag = format!("\"{}\"", hex::encode(&digest[..16]));
+        Encoded {
+            body: Bytes::from(body),
+            etag,
+        }
+    }
+}
+
+/// A pool's served configs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolEntry {
+    /// The rendered MachineConfig name served.
+    pub rendered_name: String,
+    /// The encoded body per version, or why that version cannot be served.
+    pub versions: BTreeMap<SpecVersion, Result<Encoded, String>>,
+}
+
+/// What every pool serves, or why it cannot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServedState {
+    /// Pools by name.
+    pub pools: BTreeMap<String, Result<PoolEntry, String>>,
+}
+
+/// Inputs besides the manifests.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Render options (controller version, naming).
+    pub render: RenderOptions,
+    /// The bootstrap kubeconfig handed to machines, if any.
+    pub kubeconfig: Option<String>,
+}
+
+impl PoolEntry {
+    /// Encodes a rendered config for every served version.
+    pub fn encode(
+        mc: &MachineConfig,
+        cc: Option<&ControllerConfigSpec>,
+        kubeconfig: Option<&str>,
+    ) -> Self {
+        let input = ServeInput {
+            machine_config: mc,
+            controller_config: cc,
+            kubeconfig,
+            encapsulated: EncapsulatedVersion::Requested,
+        };
+        let versions = SERVED_VERSIONS
+            .iter()
+            .map(|v| {
+                let r = serve::served_bytes(&input, *v)
+                    .map(Encoded::new)
+                    .map_err(|e| e.to_string());
+                (*v, r)
+            })
+            .collect();
+        PoolEntry {
+            rendered_name: mc.name().to_string(),
+            versions,
+        }
+    }
+}
+
+impl ServedState {
+    /// Renders every pool in the manifests and encodes its configs. A pool that fails to render
+    /// keeps what `previous` served for it, if anything.
+    pub fn build(m: &Manifests, opts: &BuildOptions, previous: Option<&ServedState>) -> Self {
+        let cc = m.controller_config.as_ref().map(|(_, c)| c.spec.clone());
+        let cc_default = cc.clone().unwrap_or_default();
+        let configs = m.configs();
+        let mut pools = BTreeMap::new();
+        for (_, pool) in &m.pools {
+            let name = pool.name().to_string();
+            let entry = match render_pool(pool, &configs, &cc_default, &opts.render) {
+                Ok(r) => Ok(PoolEntry::encode(
+                    &r.machine_config,
+                    cc.as_ref(),
+                    opts.kubeconfig.as_deref(),
+                )),
+                Err(f) => {
+                    let msg = format!("pool {name} failed to render: {f}");
+                    match previous.and_then(|p| p.pools.get(&name)) {
+                        Some(Ok(prev)) => {
+                            tracing::warn!(pool = %name, error = %f, "render failed; keeping the previous config");
+                            Ok(prev.clone())
+                        }
+                        _ => Err(msg),
+                    }
+                }
+            };
+            pools.insert(name, entry);
+        }
+        ServedState { pools }
+    }
+}

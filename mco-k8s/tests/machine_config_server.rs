@@ -1,0 +1,400 @@
+//! The machine-config-server over real sockets: file mode on a temporary copy of the example
+//! cluster, ephemeral ports on 127.0.0.1, a hyper client (with rustls for the TLS port).
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::header::HeaderMap;
+use hyper_util::rt::TokioIo;
+use mco_ignition::SpecVersion;
+use mco_k8s::mcs::access::AccessPolicy;
+use mco_k8s::mcs::server::{self, Config, Running};
+use mco_k8s::mcs::state::BuildOptions;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::{self, pki_types::ServerName};
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/conformance");
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster");
+/// Upper bound for each test.
+const TEST_LIMIT: Duration = Duration::from_secs(60);
+
+/// A fresh folder holding a copy of the example cluster.
+fn cluster_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcs-it-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    for e in std::fs::read_dir(EXAMPLE).expect("example cluster") {
+        let p = e.expect("entry").path();
+        if let Some(n) = p.file_name() {
+            std::fs::copy(&p, dir.join(n)).expect("copy manifest");
+        }
+    }
+    dir
+}
+
+fn config(dir: &Path, tls: Option<(PathBuf, PathBuf)>) -> Config {
+    Config {
+        dir: dir.to_path_buf(),
+        listen: "127.0.0.1".parse().expect("loopback"),
+        secure_port: tls.as_ref().map(|_| 0),
+        insecure_port: Some(0),
+        tls,
+        build: BuildOptions::default(),
+        access: AccessPolicy::default(),
+        poll_interval: Duration::from_millis(100),
+        max_header_bytes: 16384,
+    }
+}
+
+async fn start(cfg: Config) -> Running {
+    server::start(cfg).await.expect("server starts")
+}
+
+struct Reply {
+    status: u16,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// One request on a new connection.
+async fn send(
+    addr: SocketAddr,
+    tls: Option<&rustls::ClientConfig>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &[u8])],
+) -> Reply {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let mut req = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost");
+    for (k, v) in headers {
+        req = req.header(
+            *k,
+            hyper::header::HeaderValue::from_bytes(v).expect("header value"),
+        );
+    }
+    let req = req.body(Empty::<Bytes>::new()).expect("request");
+    let resp = match tls {
+        None => {
+            let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+                .await
+                .expect("handshake");
+            tokio::spawn(conn);
+            s.send_request(req).await.expect("response")
+        }
+        Some(cfg) => {
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(cfg.clone()));
+            let name = ServerName::try_from("localhost").expect("name");
+            let stream = connector.connect(name, tcp).await.expect("tls handshake");
+            let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .expect("handshake");
+            tokio::spawn(conn);
+            s.send_request(req).await.expect("response")
+        }
+    };
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn get(addr: SocketAddr, path: &str, accept: Option<&str>) -> Reply {
+    match accept {
+        Some(a) => send(addr, None, "GET", path, &[("accept", a.as_bytes())]).await,
+        None => send(addr, None, "GET", path, &[]).await,
+    }
+}
+
+fn ignition_version(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.pointer("/ignition/version")?.as_str().map(str::to_string)
+}
+
+/// Whether the conversion to `v` is available in this build (the down-translation may lag).
+fn convertible(v: SpecVersion) -> bool {
+    let empty = serde_json::json!({"ignition": {"version": "3.5.0"}});
+    mco_render::serve::convert(&empty, v).is_ok()
+}
+
+#[tokio::test]
+async fn accept_header_corpus() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("accept");
+        let srv = start(config(&dir, None)).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let text = std::fs::read_to_string(format!("{CORPUS}/accept-headers.json")).expect("corpus");
+        let cases: Vec<Value> = serde_json::from_str(&text).expect("corpus json");
+        assert_eq!(cases.len(), 200);
+        let (mut ok, mut refused, mut unconvertible) = (0, 0, 0);
+        for case in &cases {
+            let header = case["header"].as_str().unwrap_or("");
+            let r = send(addr, None, "GET", "/config/worker", &[("accept", header.as_bytes())]).await;
+            let expected = &case["expected"];
+            if expected["error"].is_string() {
+                assert_eq!(r.status, 400, "{header:?}");
+                assert!(r.body.is_empty());
+                refused += 1;
+                continue;
+            }
+            let want = expected["version"].as_str().unwrap_or("");
+            let v = SpecVersion::parse(want).expect("known version");
+            if convertible(v) {
+                assert_eq!(r.status, 200, "{header:?}");
+                assert_eq!(ignition_version(&r.body).as_deref(), Some(want), "{header:?}");
+                assert_eq!(
+                    r.headers.get("content-type").and_then(|v| v.to_str().ok()),
+                    Some("application/json")
+                );
+                ok += 1;
+            } else {
+                assert_eq!(r.status, 500, "{header:?}: {want} is not convertible yet");
+                unconvertible += 1;
+            }
+        }
+        eprintln!("accept corpus: {ok} served, {refused} refused, {unconvertible} not convertible in this build");
+        assert_eq!(ok + refused + unconvertible, 200);
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test]
+async fn routes_methods_head_and_etag() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("routes");
+        let srv = start(config(&dir, None)).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let v35 = Some("application/vnd.coreos.ignition+json;version=3.5.0");
+
+        assert_eq!(get(addr, "/healthz", None).await.status, 200);
+        assert_eq!(get(addr, "/nope", None).await.status, 404);
+        assert_eq!(get(addr, "/config/nope", v35).await.status, 404);
+        assert_eq!(get(addr, "/config/a/b", v35).await.status, 404);
+        assert_eq!(get(addr, "/config/a.b", v35).await.status, 400);
+        assert_eq!(
+            send(addr, None, "POST", "/config/worker", &[]).await.status,
+            405
+        );
+        assert_eq!(
+            send(addr, None, "DELETE", "/healthz", &[]).await.status,
+            405
+        );
+
+        let full = get(addr, "/config/worker?x=1", v35).await;
+        assert_eq!(full.status, 200);
+        let served: Value = serde_json::from_slice(&full.body).expect("json body");
+        let paths: Vec<&str> = served["storage"]["files"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|f| f["path"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            paths.last(),
+            Some(&"/etc/ignition-machine-config-encapsulated.json")
+        );
+        assert!(paths.contains(&"/etc/machine-config-daemon/node-annotations.json"));
+
+        let head = send(
+            addr,
+            None,
+            "HEAD",
+            "/config/worker",
+            &[(
+                "accept",
+                b"application/vnd.coreos.ignition+json;version=3.5.0",
+            )],
+        )
+        .await;
+        assert_eq!(head.status, 200);
+        assert!(head.body.is_empty());
+        assert_eq!(
+            head.headers
+                .get("content-length")
+                .and_then(|v| v.to_str().ok()),
+            Some(full.body.len().to_string().as_str())
+        );
+
+        let etag = full
+            .headers
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .expect("etag")
+            .to_string();
+        let cached = send(
+            addr,
+            None,
+            "GET",
+            "/config/worker",
+            &[
+                (
+                    "accept",
+                    b"application/vnd.coreos.ignition+json;version=3.5.0",
+                ),
+                ("if-none-match", etag.as_bytes()),
+            ],
+        )
+        .await;
+        assert_eq!(cached.status, 304);
+        assert!(cached.body.is_empty());
+
+        let big = vec![b'a'; 32 * 1024];
+        let r = send(addr, None, "GET", "/healthz", &[("x-big", &big)]).await;
+        assert_eq!(r.status, 431);
+
+        let metrics = get(addr, "/metrics", None).await;
+        let text = String::from_utf8_lossy(&metrics.body);
+        assert!(
+            text.contains("mcs_requests_total{code=\"304\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("mcs_cache_hits_total"));
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test]
+async fn rerenders_when_a_manifest_changes() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("reload");
+        let srv = start(config(&dir, None)).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let v35 = Some("application/vnd.coreos.ignition+json;version=3.5.0");
+        let before = get(addr, "/config/worker", v35).await;
+        assert_eq!(before.status, 200);
+        let tag_before = before.headers.get("etag").cloned();
+
+        let mc = r#"apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-test-reload
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.5.0
+    storage:
+      files:
+      - path: /etc/reload-marker
+        mode: 420
+        contents:
+          source: data:,reloaded
+"#;
+        std::fs::write(dir.join("99-worker-test-reload.yaml"), mc).expect("write manifest");
+
+        let mut changed = None;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let r = get(addr, "/config/worker", v35).await;
+            if r.status == 200 && r.headers.get("etag").cloned() != tag_before {
+                changed = Some(r);
+                break;
+            }
+        }
+        let r = changed.expect("the served config changed after the manifest was added");
+        assert!(String::from_utf8_lossy(&r.body).contains("/etc/reload-marker"));
+
+        // A manifest that breaks the pool keeps the last good config served.
+        std::fs::write(
+            dir.join("99-worker-test-reload.yaml"),
+            mc.replace("3.5.0", "9.9.9"),
+        )
+        .expect("write");
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let m = get(addr, "/metrics", None).await;
+            if String::from_utf8_lossy(&m.body).contains("mcs_reloads_total 2") {
+                break;
+            }
+        }
+        let still = get(addr, "/config/worker", v35).await;
+        assert_eq!(still.status, 200);
+        assert_eq!(still.headers.get("etag"), r.headers.get("etag"));
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+fn self_signed(dir: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    let cert = dir.join("tls.crt");
+    let key = dir.join("tls.key");
+    std::fs::write(&cert, ck.cert.pem()).expect("write cert");
+    std::fs::write(&key, ck.key_pair.serialize_pem()).expect("write key");
+    (cert, key, ck.cert.der().to_vec())
+}
+
+fn client_trusting(ders: &[&[u8]]) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for d in ders {
+        roots
+            .add(rustls::pki_types::CertificateDer::from(d.to_vec()))
+            .expect("root");
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+#[tokio::test]
+async fn tls_port_and_certificate_reload() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("tls");
+        let certs = dir.join("certs-outside-manifests");
+        std::fs::create_dir_all(&certs).expect("certs dir");
+        let (cert, key, der1) = self_signed(&certs);
+        let srv = start(config(&dir, Some((cert.clone(), key.clone())))).await;
+        let addr = srv.secure_addr.expect("tls port");
+        let c1 = client_trusting(&[&der1]);
+        let accept: &[(&str, &[u8])] = &[(
+            "accept",
+            b"application/vnd.coreos.ignition+json;version=3.5.0",
+        )];
+        let r = send(addr, Some(&c1), "GET", "/config/worker", accept).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(ignition_version(&r.body).as_deref(), Some("3.5.0"));
+
+        let (_, _, der2) = self_signed(&certs);
+        let c2 = client_trusting(&[&der2]);
+        let mut reloaded = false;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let tcp = TcpStream::connect(addr).await.expect("connect");
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(c2.clone()));
+            let name = ServerName::try_from("localhost").expect("name");
+            if connector.connect(name, tcp).await.is_ok() {
+                reloaded = true;
+                break;
+            }
+        }
+        assert!(
+            reloaded,
+            "the new certificate is served after its files change"
+        );
+        let r = send(addr, Some(&c2), "GET", "/healthz", &[]).await;
+        assert_eq!(r.status, 200);
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
