@@ -1,6 +1,7 @@
 //! `machine-config-daemon`: applies a rendered MachineConfig or Ignition config to a host root
 //! without a cluster.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
@@ -152,6 +153,7 @@ fn run_health(root: &HostRoot, cmd: &str, timeout: Duration) -> Result<(), Strin
         .arg("-c")
         .arg(cmd)
         .env("MCD_ROOT", root.base())
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("starting {cmd:?}: {e}"))?;
     let start = Instant::now();
@@ -160,6 +162,11 @@ fn run_health(root: &HostRoot, cmd: &str, timeout: Duration) -> Result<(), Strin
             Ok(Some(st)) if st.success() => return Ok(()),
             Ok(Some(st)) => return Err(format!("{cmd:?} exited with {st}")),
             Ok(None) if start.elapsed() >= timeout => {
+                // The command runs in its own process group: end all of it, not just the shell.
+                if let Ok(pgid) = i32::try_from(child.id()) {
+                    // SAFETY: kill(2) with a negative pid signals only that process group.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!("{cmd:?} timed out after {}s", timeout.as_secs()));
