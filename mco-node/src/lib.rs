@@ -1,1 +1,24 @@
-//! The node agent: applies a rendered MachineConfig to a host root.
+//! The node agent: applies a rendered MachineConfig to a host root and never leaves the node
+//! half-updated.
+//!
+//! - [`root`]: every path resolved under a host root, escapes and symlinks refused.
+//! - [`host`]: systemctl, rpm-ostree and reboot behind the [`host::Host`] trait.
+//! - [`apply`]: plans and runs an update (files, units, SSH keys, OS, post-config actions).
+//! - [`journal`]: crash safety (journal, staged backups, roll-back recovery).
+//! - [`state`]: `currentconfig` and the agent's state.
+//! - [`drift`]: on-disk differences from the current config.
+//! - [`config`]: reading MachineConfigs and bare Ignition configs.
+
+pub mod apply;
+pub mod config;
+pub mod drift;
+pub mod host;
+pub mod journal;
+pub mod root;
+pub mod state;
+
+pub use apply::{plan_update, run_update, ApplyError, ApplyOptions, Outcome, UpdatePlan};
+pub use config::DesiredConfig;
+pub use host::{Host, HostCall, RecordingHost, SystemHost};
+pub use root::HostRoot;
+pub use state::{NodeState, NodeStatus};

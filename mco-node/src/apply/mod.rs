@@ -1,0 +1,434 @@
+//! Applying a rendered config: plan the changes, journal them, apply them, act.
+//!
+//! Order (as upstream): files, units and their enablement, stale files and units, SSH keys, OS
+//! changes, `currentconfig`; then the post-config actions (reload, restart, reboot). Everything
+//! up to `currentconfig` runs inside one [`Transaction`]: a failing step rolls all of it back and
+//! leaves the node Degraded with a reason naming the path and the cause.
+
+pub mod files;
+pub mod orig;
+pub mod owner;
+pub mod ssh;
+pub mod units;
+
+use std::collections::BTreeSet;
+
+use mco_render::plan::actions::{extension_packages, steps, Step};
+use mco_render::plan::{self, ActionType, Plan};
+
+use crate::config::DesiredConfig;
+use crate::drift::{self, Drift};
+use crate::host::{Host, HostCall, HostError};
+use crate::journal::{self, FsOp, JournalError, RollbackReport, Transaction};
+use crate::root::{HostRoot, RootError};
+use crate::state::{write_status, NodeState, NodeStatus, CURRENT_CONFIG};
+
+/// Why an update could not be planned or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// A config file could not be prepared.
+    #[error("file {path:?}: {cause}")]
+    File {
+        /// Host path.
+        path: String,
+        /// Cause.
+        cause: String,
+    },
+    /// A path could not be touched.
+    #[error(transparent)]
+    Root(#[from] RootError),
+    /// The journal failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A host command failed.
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+/// One thing the update does, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A filesystem change (journaled).
+    Fs(FsOp),
+    /// A host call inside the transaction.
+    Host(HostCall),
+}
+
+impl Action {
+    /// One line for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Fs(op) => op.describe(),
+            Action::Host(c) => format!("run {}", c.command_line()),
+        }
+    }
+}
+
+/// Everything an update will do.
+#[derive(Debug, Clone)]
+pub struct UpdatePlan {
+    /// Upstream's decisions (reconcilability, diff, actions, drain).
+    pub plan: Plan,
+    /// The decisions as ordered steps.
+    pub steps: Vec<Step>,
+    /// Changes and host calls inside the transaction (ending with the `currentconfig` write).
+    pub actions: Vec<Action>,
+    /// Host calls that undo the transaction's host calls.
+    pub host_undo: Vec<HostCall>,
+    /// Post-config host calls (after the commit).
+    pub post: Vec<HostCall>,
+    /// Whether upstream would drain the node first (there is no cluster here to drain).
+    pub drain: bool,
+}
+
+impl UpdatePlan {
+    /// The filesystem changes, in order.
+    pub fn fs_ops(&self) -> Vec<FsOp> {
+        self.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Fs(op) => Some(op.clone()),
+                Action::Host(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Plans the update from `old` (on disk) to `new`. Reads the root, changes nothing.
+pub fn plan_update(
+    root: &HostRoot,
+    old: &DesiredConfig,
+    new: &DesiredConfig,
+) -> Result<UpdatePlan, ApplyError> {
+    let (o, n) = (&old.input, &new.input);
+    let p = plan::compute(o, n, None);
+    let st = steps(&p, o, n);
+    let d = &p.diff;
+    let mut actions = Vec::new();
+    let fs = |ops: Vec<FsOp>| ops.into_iter().map(Action::Fs);
+
+    let mut ops = Vec::new();
+    files::plan_writes(root, &o.config, &n.config, &mut ops)?;
+    let changed: BTreeSet<&str> = d
+        .units_added
+        .iter()
+        .chain(&d.units_updated)
+        .map(String::as_str)
+        .collect();
+    let unit_calls = units::plan_writes(root, &n.config, &changed, &mut ops)?;
+    actions.extend(fs(std::mem::take(&mut ops)));
+    actions.extend(unit_calls.into_iter().map(Action::Host));
+
+    files::plan_removals(root, &o.config, &n.config, &mut ops)?;
+    let preset_calls = units::plan_removals(root, &o.config, &n.config, &mut ops)?;
+    actions.extend(preset_calls.into_iter().map(Action::Host));
+    actions.extend(fs(std::mem::take(&mut ops)));
+
+    if d.passwd {
+        ssh::plan(root, &n.config, &mut ops)?;
+        actions.extend(fs(std::mem::take(&mut ops)));
+    }
+
+    let os = os_calls(&p, old, new);
+    let mut host_undo = units::undo_calls(&o.config, &d.changed_units);
+    if !os.is_empty() {
+        host_undo.push(HostCall::CleanupPending);
+    }
+    if !d.changed_units.is_empty() {
+        host_undo.push(HostCall::DaemonReload);
+    }
+    actions.extend(os.into_iter().map(Action::Host));
+
+    actions.push(Action::Fs(FsOp::Write {
+        path: CURRENT_CONFIG.into(),
+        data: new.to_bytes(),
+        mode: 0o644,
+        owner: None,
+        dir_mode: 0o755,
+        replace_link: false,
+    }));
+
+    let post = post_calls(&p);
+    let drain = matches!(p.drain, Ok(true) | Err(_));
+    Ok(UpdatePlan {
+        plan: p,
+        steps: st,
+        actions,
+        host_undo,
+        post,
+        drain,
+    })
+}
+
+fn os_calls(p: &Plan, old: &DesiredConfig, new: &DesiredConfig) -> Vec<HostCall> {
+    let (o, n) = (&old.input, &new.input);
+    let d = &p.diff;
+    let mut out = Vec::new();
+    if d.os_update && !n.os_image_url.is_empty() {
+        out.push(HostCall::Rebase {
+            image: n.os_image_url.clone(),
+        });
+    }
+    if let Some(args) = &p.kargs_args {
+        out.push(HostCall::Kargs { args: args.clone() });
+    }
+    if d.kernel_type {
+        out.push(HostCall::KernelType {
+            from: mco_render::diff::canonical_kernel_type(&o.kernel_type).into(),
+            to: mco_render::diff::canonical_kernel_type(&n.kernel_type).into(),
+        });
+    }
+    if d.extensions {
+        let pkgs = |exts: &[String], skip: &[String]| -> Vec<String> {
+            exts.iter()
+                .filter(|e| !skip.contains(e))
+                .flat_map(|e| extension_packages(e))
+                .map(str::to_string)
+                .collect()
+        };
+        out.push(HostCall::Extensions {
+            install: pkgs(&n.extensions, &[]),
+            uninstall: pkgs(&o.extensions, &n.extensions),
+        });
+    }
+    out
+}
+
+/// Post-config host calls from the policy actions (a reboot collapses everything).
+fn post_calls(p: &Plan) -> Vec<HostCall> {
+    let mut out = Vec::new();
+    for a in &p.node_disruption.actions {
+        let call = match a.kind {
+            ActionType::Reboot => HostCall::Reboot,
+            ActionType::DaemonReload => HostCall::DaemonReload,
+            ActionType::Reload => HostCall::Reload {
+                unit: a.service().unwrap_or_default().to_string(),
+            },
+            ActionType::Restart => HostCall::Restart {
+                unit: a.service().unwrap_or_default().to_string(),
+            },
+            ActionType::Special => HostCall::Reload {
+                unit: "crio.service".into(),
+            },
+            ActionType::None | ActionType::Drain => continue,
+        };
+        out.push(call);
+    }
+    out
+}
+
+/// How an update is run.
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOptions {
+    /// Refuse to update when the disk drifted from the current config (upstream's behaviour).
+    pub check_drift: bool,
+    /// Run the reboot post-config action (otherwise a reboot is only reported as pending).
+    pub allow_reboot: bool,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            check_drift: true,
+            allow_reboot: true,
+        }
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Resulting state.
+    pub status: NodeStatus,
+    /// What ran, in order.
+    pub log: Vec<String>,
+    /// Drift found before updating (the update did not run).
+    pub drift: Vec<Drift>,
+    /// Rollback performed, if any.
+    pub rollback: Option<RollbackReport>,
+    /// A reboot is required and was not performed.
+    pub reboot_pending: bool,
+}
+
+/// A health check run before the update commits (`try` mode): `Err` reverts the update.
+pub type HealthCheck<'a> = &'a mut dyn FnMut() -> Result<(), String>;
+
+/// Updates the node from its current config to `new`. Recovers an interrupted transaction
+/// first. Never returns with the node half-updated: either the whole update is in place and the
+/// state is Done, or every change was rolled back and the state says why.
+pub fn run_update(
+    root: &HostRoot,
+    host: &mut dyn Host,
+    old: &DesiredConfig,
+    new: &DesiredConfig,
+    opts: ApplyOptions,
+    health: Option<HealthCheck<'_>>,
+) -> Outcome {
+    let mut out = Outcome {
+        status: NodeStatus::new(NodeState::Working, "", old.name(), new.name()),
+        log: Vec::new(),
+        drift: Vec::new(),
+        rollback: None,
+        reboot_pending: false,
+    };
+    let finish = |mut out: Outcome, state: NodeState, reason: String| {
+        out.status = NodeStatus::new(
+            state,
+            &reason,
+            &out.status.current_config,
+            &out.status.desired_config,
+        );
+        if let Err(e) = write_status(root, &out.status) {
+            out.log.push(format!("could not write the state file: {e}"));
+        }
+        out
+    };
+    match journal::recover(root, host) {
+        Ok(Some(r)) => {
+            out.log.push(format!(
+                "rolled back interrupted update {} -> {} ({} paths)",
+                r.old, r.new, r.restored
+            ));
+            out.rollback = Some(r);
+        }
+        Ok(None) => {}
+        Err(e) => return finish(out, NodeState::Degraded, format!("recovering: {e}")),
+    }
+    let up = match plan_update(root, old, new) {
+        Ok(up) => up,
+        Err(e) => return finish(out, NodeState::Degraded, e.to_string()),
+    };
+    if let Err(e) = &up.plan.reconcilable {
+        return finish(out, NodeState::Unreconcilable, e.to_string());
+    }
+    if opts.check_drift {
+        let drift = drift::check(root, &old.input.config);
+        if !drift.is_empty() {
+            let reason = format!(
+                "on-disk state does not match {}: {}",
+                old.name(),
+                drift
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            out.drift = drift;
+            return finish(out, NodeState::Degraded, reason);
+        }
+    }
+    if let Err(e) = write_status(root, &out.status) {
+        return finish(out, NodeState::Degraded, format!("writing state: {e}"));
+    }
+    if up.drain {
+        out.log
+            .push("drain required (no cluster: nothing to drain)".into());
+    }
+    let fs_ops = up.fs_ops();
+    let mut tx =
+        match Transaction::begin(root, old.name(), new.name(), &fs_ops, up.host_undo.clone()) {
+            Ok(tx) => tx,
+            Err(e) => return finish(out, NodeState::Degraded, format!("starting update: {e}")),
+        };
+    let try_mode = health.is_some();
+    let mut failure = None;
+    for a in &up.actions {
+        let r = match a {
+            Action::Fs(op) => tx.apply(op).map_err(ApplyError::from),
+            Action::Host(c) => tx
+                .mark_host_started()
+                .map_err(ApplyError::from)
+                .and_then(|()| match c.run(host) {
+                    Err(e) if !c.best_effort() => Err(ApplyError::from(e)),
+                    _ => Ok(()),
+                }),
+        };
+        match r {
+            Ok(()) => out.log.push(a.describe()),
+            Err(e) => {
+                failure = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    if failure.is_none() {
+        if let Some(check) = health {
+            let (log, reboot) = run_post(host, &up.post, false);
+            out.log.extend(log);
+            out.reboot_pending |= reboot;
+            if let Err(e) = check() {
+                failure = Some(format!("health check failed: {e}"));
+            }
+        }
+    }
+    if let Some(reason) = failure {
+        let was_health = reason.starts_with("health check failed");
+        return match tx.rollback(host) {
+            Ok(r) => {
+                let mut reason = format!("{reason}; rolled back to {}", display_name(old.name()));
+                if !r.host_errors.is_empty() {
+                    reason.push_str(&format!(" (undo errors: {})", r.host_errors.join("; ")));
+                }
+                out.rollback = Some(r);
+                if was_health {
+                    let (log, _) = run_post(host, &up.post, false);
+                    out.log.extend(log);
+                    out.reboot_pending = false;
+                }
+                finish(out, NodeState::Degraded, reason)
+            }
+            Err(e) => finish(
+                out,
+                NodeState::Degraded,
+                format!("{reason}; rollback failed: {e} (the journal is kept for recovery)"),
+            ),
+        };
+    }
+    if let Err(e) = tx.commit() {
+        return finish(out, NodeState::Degraded, format!("committing: {e}"));
+    }
+    out.status.current_config = new.name().to_string();
+    out.log.push(format!("committed {}", new.name()));
+    if out.reboot_pending || up.post.is_empty() {
+        return finish(out, NodeState::Done, String::new());
+    }
+    if !try_mode {
+        let (log, reboot) = run_post(host, &up.post, opts.allow_reboot);
+        out.log.extend(log);
+        out.reboot_pending = reboot;
+        if let Some(err) = out.log.iter().find(|l| l.starts_with("failed: ")) {
+            let reason = format!("post-config action {}", err.trim_start_matches("failed: "));
+            return finish(out, NodeState::Degraded, reason);
+        }
+    }
+    finish(out, NodeState::Done, String::new())
+}
+
+fn display_name(n: &str) -> &str {
+    if n.is_empty() {
+        "the empty config"
+    } else {
+        n
+    }
+}
+
+/// Runs post-config calls; returns the log and whether a reboot is pending (not run).
+fn run_post(host: &mut dyn Host, calls: &[HostCall], allow_reboot: bool) -> (Vec<String>, bool) {
+    let mut log = Vec::new();
+    let mut pending = false;
+    for c in calls {
+        if *c == HostCall::Reboot && !allow_reboot {
+            pending = true;
+            log.push("reboot required (not rebooting)".into());
+            continue;
+        }
+        match c.run(host) {
+            Ok(()) => log.push(format!("run {}", c.command_line())),
+            Err(e) => {
+                log.push(format!("failed: {e}"));
+                break;
+            }
+        }
+    }
+    (log, pending)
+}

@@ -1,0 +1,60 @@
+//! The `core` user's SSH keys in `/home/core/.ssh/authorized_keys.d/ignition`.
+
+use mco_ignition::model::Config;
+use mco_render::reconcile::CORE_USER;
+
+use super::owner::{lookup_gid, lookup_uid};
+use super::ApplyError;
+use crate::journal::FsOp;
+use crate::root::{Entry, HostRoot};
+
+/// The SSH home of `core`.
+pub const SSH_DIR: &str = "/home/core/.ssh";
+/// The key directory.
+pub const KEY_DIR: &str = "/home/core/.ssh/authorized_keys.d";
+/// The key file.
+pub const KEY_FILE: &str = "/home/core/.ssh/authorized_keys.d/ignition";
+
+/// The key file's contents for a config: `core`'s keys joined with newlines (empty when the
+/// config has no `core` user).
+pub fn key_file_contents(config: &Config) -> String {
+    config
+        .passwd
+        .users
+        .iter()
+        .find(|u| u.name == CORE_USER)
+        .map(|u| u.ssh_authorized_keys.join("\n"))
+        .unwrap_or_default()
+}
+
+/// Changes writing the key file (0600, directories 0700, owned by `core`) when it differs.
+pub fn plan(root: &HostRoot, new: &Config, ops: &mut Vec<FsOp>) -> Result<(), ApplyError> {
+    let keys = key_file_contents(new);
+    let fail = |cause: String| ApplyError::File {
+        path: KEY_FILE.into(),
+        cause,
+    };
+    let uid = lookup_uid(root, CORE_USER).map_err(fail)?;
+    let gid = lookup_gid(root, CORE_USER).map_err(fail)?;
+    if matches!(root.entry(KEY_FILE)?, Entry::File { ref data, mode, uid: u, gid: g }
+        if data == keys.as_bytes() && mode == 0o600 && (u, g) == (uid, gid))
+    {
+        return Ok(());
+    }
+    for d in [SSH_DIR, KEY_DIR] {
+        ops.push(FsOp::Dir {
+            path: d.into(),
+            mode: 0o700,
+            owner: Some((uid, gid)),
+        });
+    }
+    ops.push(FsOp::Write {
+        path: KEY_FILE.into(),
+        data: keys.into_bytes(),
+        mode: 0o600,
+        owner: Some((uid, gid)),
+        dir_mode: 0o700,
+        replace_link: false,
+    });
+    Ok(())
+}

@@ -1,0 +1,267 @@
+//! `machine-config-daemon`: applies a rendered MachineConfig or Ignition config to a host root
+//! without a cluster.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use mco_node::apply::{plan_update, run_update, ApplyOptions, Outcome};
+use mco_node::host::{Host, PrintHost, SystemHost};
+use mco_node::state::read_current;
+use mco_node::{drift, journal, DesiredConfig, HostRoot, NodeState};
+
+#[derive(Parser)]
+#[command(
+    name = "machine-config-daemon",
+    about = "Applies rendered configs to a host root"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+/// Which host commands run.
+#[derive(Clone, Copy, ValueEnum)]
+enum HostMode {
+    /// Run systemctl, rpm-ostree and reboot for real.
+    Run,
+    /// Print them instead.
+    Print,
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Host root directory.
+    #[arg(long, default_value = "/")]
+    root: PathBuf,
+    /// Whether host commands run (default: run for /, print otherwise).
+    #[arg(long, value_enum)]
+    host: Option<HostMode>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Apply a rendered MachineConfig (YAML/JSON) or a bare Ignition config once.
+    OnceFrom {
+        /// The config file.
+        file: PathBuf,
+        #[command(flatten)]
+        common: Common,
+        /// Print the plan and every file it would touch; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Apply even when the disk drifted from the current config.
+        #[arg(long)]
+        force: bool,
+        /// Never reboot; report a pending reboot instead.
+        #[arg(long)]
+        no_reboot: bool,
+    },
+    /// Apply, run a health command, and revert automatically when it fails.
+    Try {
+        /// The config file.
+        file: PathBuf,
+        #[command(flatten)]
+        common: Common,
+        /// Shell command that must exit 0 (run with MCD_ROOT set to the root).
+        #[arg(long)]
+        health_cmd: String,
+        /// Seconds the health command may take.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        /// Apply even when the disk drifted from the current config.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Roll back an interrupted update, if any.
+    Recover {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Report how the disk differs from the current config.
+    Drift {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+fn host_for(root: &HostRoot, mode: Option<HostMode>) -> Box<dyn Host> {
+    match mode {
+        Some(HostMode::Run) => Box::new(SystemHost),
+        Some(HostMode::Print) => Box::new(PrintHost),
+        None if root.is_real_root() => Box::new(SystemHost),
+        None => Box::new(PrintHost),
+    }
+}
+
+fn open(common: &Common) -> Result<(HostRoot, Box<dyn Host>), String> {
+    let root = HostRoot::new(&common.root).map_err(|e| e.to_string())?;
+    let host = host_for(&root, common.host);
+    Ok((root, host))
+}
+
+fn report(out: &Outcome) -> ExitCode {
+    for l in &out.log {
+        println!("{l}");
+    }
+    for d in &out.drift {
+        println!("drift: {d}");
+    }
+    if out.reboot_pending {
+        println!("reboot pending");
+    }
+    println!("state: {:?}", out.status.state);
+    if !out.status.reason.is_empty() {
+        println!("reason: {}", out.status.reason);
+    }
+    println!("currentConfig: {}", out.status.current_config);
+    match out.status.state {
+        NodeState::Done => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    }
+}
+
+fn dry_run(root: &HostRoot, old: &DesiredConfig, new: &DesiredConfig) -> Result<(), String> {
+    let up = plan_update(root, old, new).map_err(|e| e.to_string())?;
+    println!("plan: {:?} -> {:?}", old.name(), new.name());
+    if let Err(e) = &up.plan.reconcilable {
+        println!("unreconcilable: {e}");
+        return Ok(());
+    }
+    for s in &up.steps {
+        println!(
+            "step: {}",
+            serde_json::to_string(s).map_err(|e| e.to_string())?
+        );
+    }
+    if up.drain {
+        println!("drain: required");
+    }
+    for a in &up.actions {
+        println!("would {}", a.describe());
+    }
+    for c in &up.post {
+        println!("then {}", c.command_line());
+    }
+    Ok(())
+}
+
+fn run_health(root: &HostRoot, cmd: &str, timeout: Duration) -> Result<(), String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .env("MCD_ROOT", root.base())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting {cmd:?}: {e}"))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) if st.success() => return Ok(()),
+            Ok(Some(st)) => return Err(format!("{cmd:?} exited with {st}")),
+            Ok(None) if start.elapsed() >= timeout => {
+                // The command runs in its own process group: end all of it, not just the shell.
+                if let Ok(pgid) = i32::try_from(child.id()) {
+                    // SAFETY: kill(2) with a negative pid signals only that process group.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{cmd:?} timed out after {}s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("waiting for {cmd:?}: {e}")),
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Cmd::OnceFrom {
+            file,
+            common,
+            dry_run: dry,
+            force,
+            no_reboot,
+        } => {
+            let new = DesiredConfig::from_file(&file).map_err(|e| e.to_string())?;
+            let (root, mut host) = open(&common)?;
+            if dry {
+                if let Some(j) = journal::read_journal(&root).map_err(|e| e.to_string())? {
+                    println!(
+                        "interrupted update {:?} -> {:?} would be rolled back first",
+                        j.old, j.new
+                    );
+                }
+                let old = read_current(&root).map_err(|e| e.to_string())?;
+                dry_run(&root, &old, &new)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            // Recover before reading currentconfig, so it is the committed one.
+            journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
+            let old = read_current(&root).map_err(|e| e.to_string())?;
+            let opts = ApplyOptions {
+                check_drift: !force,
+                allow_reboot: !no_reboot,
+            };
+            let out = run_update(&root, host.as_mut(), &old, &new, opts, None);
+            Ok(report(&out))
+        }
+        Cmd::Try {
+            file,
+            common,
+            health_cmd,
+            timeout,
+            force,
+        } => {
+            let new = DesiredConfig::from_file(&file).map_err(|e| e.to_string())?;
+            let (root, mut host) = open(&common)?;
+            journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
+            let old = read_current(&root).map_err(|e| e.to_string())?;
+            let opts = ApplyOptions {
+                check_drift: !force,
+                allow_reboot: false,
+            };
+            let timeout = Duration::from_secs(timeout);
+            let mut check = || run_health(&root, &health_cmd, timeout);
+            let out = run_update(&root, host.as_mut(), &old, &new, opts, Some(&mut check));
+            Ok(report(&out))
+        }
+        Cmd::Recover { common } => {
+            let (root, mut host) = open(&common)?;
+            match journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())? {
+                Some(r) => println!(
+                    "rolled back {:?} -> {:?}: {} paths restored",
+                    r.old, r.new, r.restored
+                ),
+                None => println!("nothing to recover"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Drift { common } => {
+            let (root, _) = open(&common)?;
+            let cur = read_current(&root).map_err(|e| e.to_string())?;
+            let found = drift::check(&root, &cur.input.config);
+            for d in &found {
+                println!("{d}");
+            }
+            Ok(if found.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Drift: on-disk files and units that no longer match the current config, with what differs.
+
+use std::fmt;
+
+use mco_ignition::model::Config;
+
+use crate::apply::files::desired_file;
+use crate::apply::units::{dropin_path, unit_path, DEV_NULL};
+use crate::root::{Entry, HostRoot};
+
+/// Longest excerpt of a line shown in a report.
+const EXCERPT: usize = 120;
+
+/// What differs at one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriftKind {
+    /// Nothing is there.
+    Missing,
+    /// Something other than a regular file is there.
+    NotAFile {
+        /// What is there.
+        found: String,
+    },
+    /// The bytes differ; the first differing line (1-based) with both versions.
+    Content {
+        /// Line number.
+        line: usize,
+        /// Expected line (or `<end of file>`).
+        expected: String,
+        /// Actual line (or `<end of file>`).
+        actual: String,
+    },
+    /// Permission bits differ.
+    Mode {
+        /// Expected bits.
+        expected: u32,
+        /// Actual bits.
+        actual: u32,
+    },
+    /// Owner or group differ.
+    Owner {
+        /// Expected uid and gid.
+        expected: (u32, u32),
+        /// Actual uid and gid.
+        actual: (u32, u32),
+    },
+    /// A masked unit is not a symlink to /dev/null.
+    NotMasked {
+        /// What is there.
+        found: String,
+    },
+    /// The file could not be checked (undecodable contents, unresolvable owner, I/O error).
+    Unchecked {
+        /// Why.
+        cause: String,
+    },
+}
+
+/// One drifted path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// Host path.
+    pub path: String,
+    /// What differs.
+    pub kind: DriftKind,
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.path;
+        match &self.kind {
+            DriftKind::Missing => write!(f, "{p}: expected a file, found nothing"),
+            DriftKind::NotAFile { found } => write!(f, "{p}: expected a regular file, found {found}"),
+            DriftKind::Content {
+                line,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "content mismatch for file {p}: line {line}: expected {expected:?}, found {actual:?}"
+            ),
+            DriftKind::Mode { expected, actual } => write!(
+                f,
+                "mode mismatch for file {p}: expected {expected:04o}, found {actual:04o}"
+            ),
+            DriftKind::Owner { expected, actual } => write!(
+                f,
+                "owner mismatch for file {p}: expected {}:{}, found {}:{}",
+                expected.0, expected.1, actual.0, actual.1
+            ),
+            DriftKind::NotMasked { found } => {
+                write!(f, "{p}: expected a symlink to {DEV_NULL} (masked), found {found}")
+            }
+            DriftKind::Unchecked { cause } => write!(f, "{p}: could not check: {cause}"),
+        }
+    }
+}
+
+fn excerpt(line: Option<&str>) -> String {
+    match line {
+        None => "<end of file>".into(),
+        Some(l) if l.chars().count() > EXCERPT => {
+            format!("{}…", l.chars().take(EXCERPT).collect::<String>())
+        }
+        Some(l) => l.to_string(),
+    }
+}
+
+/// The first line (1-based) where two byte strings differ, with both lines.
+pub fn first_difference(expected: &[u8], actual: &[u8]) -> Option<DriftKind> {
+    if expected == actual {
+        return None;
+    }
+    let e = String::from_utf8_lossy(expected);
+    let a = String::from_utf8_lossy(actual);
+    let (el, al): (Vec<&str>, Vec<&str>) = (e.split('\n').collect(), a.split('\n').collect());
+    let n = el.len().max(al.len());
+    for i in 0..n {
+        if el.get(i) != al.get(i) {
+            return Some(DriftKind::Content {
+                line: i + 1,
+                expected: excerpt(el.get(i).copied()),
+                actual: excerpt(al.get(i).copied()),
+            });
+        }
+    }
+    // Same text after lossy decoding: the bytes differ in invalid UTF-8.
+    Some(DriftKind::Content {
+        line: 1,
+        expected: "<binary>".into(),
+        actual: "<binary, different>".into(),
+    })
+}
+
+fn describe(e: &Entry) -> String {
+    match e {
+        Entry::Absent => "nothing".into(),
+        Entry::File { .. } => "a regular file".into(),
+        Entry::Symlink { target } => format!("a symlink to {}", target.display()),
+        Entry::Directory => "a directory".into(),
+        Entry::Other => "a special file".into(),
+    }
+}
+
+fn check_bytes(
+    root: &HostRoot,
+    path: &str,
+    want: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Option<DriftKind> {
+    match root.entry(path) {
+        Err(e) => Some(DriftKind::Unchecked {
+            cause: e.to_string(),
+        }),
+        Ok(Entry::Absent) => Some(DriftKind::Missing),
+        Ok(Entry::File {
+            data,
+            mode: m,
+            uid,
+            gid,
+        }) => first_difference(want, &data)
+            .or_else(|| {
+                (m != mode).then_some(DriftKind::Mode {
+                    expected: mode,
+                    actual: m,
+                })
+            })
+            .or_else(|| {
+                owner
+                    .filter(|o| *o != (uid, gid))
+                    .map(|o| DriftKind::Owner {
+                        expected: o,
+                        actual: (uid, gid),
+                    })
+            }),
+        Ok(other) => Some(DriftKind::NotAFile {
+            found: describe(&other),
+        }),
+    }
+}
+
+/// Compares the files and units of `config` with the disk.
+pub fn check(root: &HostRoot, config: &Config) -> Vec<Drift> {
+    let mut out = Vec::new();
+    let mut push = |path: &str, kind: Option<DriftKind>| {
+        if let Some(kind) = kind {
+            out.push(Drift {
+                path: path.into(),
+                kind,
+            });
+        }
+    };
+    for f in &config.storage.files {
+        match desired_file(root, f) {
+            Ok(want) => push(
+                &f.path,
+                check_bytes(root, &f.path, &want.data, want.mode, Some(want.owner)),
+            ),
+            Err(e) => push(
+                &f.path,
+                Some(DriftKind::Unchecked {
+                    cause: e.to_string(),
+                }),
+            ),
+        }
+    }
+    for u in &config.systemd.units {
+        for d in &u.dropins {
+            if let Some(c) = d.contents.as_deref().filter(|c| !c.is_empty()) {
+                let p = dropin_path(&u.name, &d.name);
+                push(&p, check_bytes(root, &p, c.as_bytes(), 0o644, None));
+            }
+        }
+        let p = unit_path(&u.name);
+        if u.mask == Some(true) {
+            match root.entry(&p) {
+                Ok(Entry::Symlink { target }) if target.as_os_str() == DEV_NULL => {}
+                Ok(e) => push(
+                    &p,
+                    Some(DriftKind::NotMasked {
+                        found: describe(&e),
+                    }),
+                ),
+                Err(e) => push(
+                    &p,
+                    Some(DriftKind::Unchecked {
+                        cause: e.to_string(),
+                    }),
+                ),
+            }
+        } else if let Some(c) = u.contents.as_deref().filter(|c| !c.is_empty()) {
+            push(&p, check_bytes(root, &p, c.as_bytes(), 0o644, None));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_line_that_differs() {
+        let d = first_difference(b"a\nb\nc\n", b"a\nB\nc\n").unwrap();
+        assert_eq!(
+            d,
+            DriftKind::Content {
+                line: 2,
+                expected: "b".into(),
+                actual: "B".into()
+            }
+        );
+        let d = first_difference(b"a\n", b"a\nextra").unwrap();
+        assert_eq!(
+            d,
+            DriftKind::Content {
+                line: 2,
+                expected: "".into(),
+                actual: "extra".into()
+            }
+        );
+        assert!(first_difference(b"x", b"x").is_none());
+    }
+}

@@ -1,0 +1,309 @@
+//! The host's service manager and OS updater, behind a trait so tests never touch the machine.
+
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+/// A host command failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{command}: {message}")]
+pub struct HostError {
+    /// The command line.
+    pub command: String,
+    /// What went wrong (exit status and output).
+    pub message: String,
+}
+
+/// The host side effects the agent needs.
+pub trait Host {
+    /// Runs `systemctl ARGS`.
+    fn systemctl(&mut self, args: &[String]) -> Result<(), HostError>;
+    /// Runs `rpm-ostree ARGS`.
+    fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError>;
+    /// Reboots the host.
+    fn reboot(&mut self) -> Result<(), HostError>;
+}
+
+/// Kernel packages replaced by a non-default kernel type.
+const DEFAULT_KERNEL: &[&str] = &[
+    "kernel",
+    "kernel-core",
+    "kernel-modules",
+    "kernel-modules-core",
+    "kernel-modules-extra",
+];
+
+fn kernel_packages(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "realtime" => &[
+            "kernel-rt-core",
+            "kernel-rt-modules",
+            "kernel-rt-modules-extra",
+            "kernel-rt-kvm",
+        ],
+        "64k-pages" => &[
+            "kernel-64k-core",
+            "kernel-64k-modules",
+            "kernel-64k-modules-core",
+            "kernel-64k-modules-extra",
+        ],
+        _ => &[],
+    }
+}
+
+/// One host action, serialisable so a journal can hold the ones that undo an update.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "camelCase")]
+pub enum HostCall {
+    /// `systemctl enable UNITS`.
+    Enable {
+        /// Units.
+        units: Vec<String>,
+    },
+    /// `systemctl disable UNITS`.
+    Disable {
+        /// Units.
+        units: Vec<String>,
+    },
+    /// `systemctl preset UNIT` (failures are not errors).
+    Preset {
+        /// Unit.
+        unit: String,
+    },
+    /// `systemctl daemon-reload`.
+    DaemonReload,
+    /// `systemctl reload UNIT`.
+    Reload {
+        /// Unit.
+        unit: String,
+    },
+    /// `systemctl restart UNIT`.
+    Restart {
+        /// Unit.
+        unit: String,
+    },
+    /// `rpm-ostree kargs ARGS`.
+    Kargs {
+        /// Arguments (`--delete-if-present=...`, `--append=...`).
+        args: Vec<String>,
+    },
+    /// Switch kernel packages with `rpm-ostree override`.
+    KernelType {
+        /// Canonical old type.
+        from: String,
+        /// Canonical new type.
+        to: String,
+    },
+    /// `rpm-ostree update --install ... --uninstall ...`.
+    Extensions {
+        /// Packages to install.
+        install: Vec<String>,
+        /// Packages to remove.
+        uninstall: Vec<String>,
+    },
+    /// `rpm-ostree rebase IMAGE`.
+    Rebase {
+        /// Image reference.
+        image: String,
+    },
+    /// `rpm-ostree cleanup -p`: drop a staged, not yet booted deployment.
+    CleanupPending,
+    /// Reboot.
+    Reboot,
+}
+
+impl HostCall {
+    /// Whether a failure of this call is tolerated (upstream ignores failed presets).
+    pub fn best_effort(&self) -> bool {
+        matches!(self, HostCall::Preset { .. })
+    }
+
+    /// The call as a command line, for reports and dry runs.
+    pub fn command_line(&self) -> String {
+        match self.argv() {
+            Some((prog, args)) => std::iter::once(prog.to_string())
+                .chain(args)
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => "reboot".into(),
+        }
+    }
+
+    /// Program and arguments (`None` for a reboot).
+    pub fn argv(&self) -> Option<(&'static str, Vec<String>)> {
+        let sys = |verb: &str, units: &[String]| {
+            let mut a = vec![verb.to_string()];
+            a.extend(units.iter().cloned());
+            Some(("systemctl", a))
+        };
+        match self {
+            HostCall::Enable { units } => sys("enable", units),
+            HostCall::Disable { units } => sys("disable", units),
+            HostCall::Preset { unit } => sys("preset", std::slice::from_ref(unit)),
+            HostCall::DaemonReload => sys("daemon-reload", &[]),
+            HostCall::Reload { unit } => sys("reload", std::slice::from_ref(unit)),
+            HostCall::Restart { unit } => sys("restart", std::slice::from_ref(unit)),
+            HostCall::Kargs { args } => {
+                let mut a = vec!["kargs".to_string()];
+                a.extend(args.iter().cloned());
+                Some(("rpm-ostree", a))
+            }
+            HostCall::KernelType { from, to } => {
+                let mut a: Vec<String> = vec!["override".into()];
+                if to == "default" {
+                    a.push("reset".into());
+                    a.extend(DEFAULT_KERNEL.iter().map(|s| s.to_string()));
+                    for p in kernel_packages(from) {
+                        a.push(format!("--uninstall={p}"));
+                    }
+                } else {
+                    a.push("remove".into());
+                    if from == "default" {
+                        a.extend(DEFAULT_KERNEL.iter().map(|s| s.to_string()));
+                    } else {
+                        a.extend(kernel_packages(from).iter().map(|s| s.to_string()));
+                    }
+                    for p in kernel_packages(to) {
+                        a.push(format!("--install={p}"));
+                    }
+                }
+                Some(("rpm-ostree", a))
+            }
+            HostCall::Extensions { install, uninstall } => {
+                let mut a = vec!["update".to_string()];
+                a.extend(install.iter().map(|p| format!("--install={p}")));
+                a.extend(uninstall.iter().map(|p| format!("--uninstall={p}")));
+                Some(("rpm-ostree", a))
+            }
+            HostCall::Rebase { image } => Some((
+                "rpm-ostree",
+                vec![
+                    "rebase".into(),
+                    "--experimental".into(),
+                    format!("ostree-unverified-registry:{image}"),
+                ],
+            )),
+            HostCall::CleanupPending => Some(("rpm-ostree", vec!["cleanup".into(), "-p".into()])),
+            HostCall::Reboot => None,
+        }
+    }
+
+    /// Runs the call on a host.
+    pub fn run(&self, host: &mut dyn Host) -> Result<(), HostError> {
+        match self.argv() {
+            Some(("systemctl", args)) => host.systemctl(&args),
+            Some((_, args)) => host.rpm_ostree(&args),
+            None => host.reboot(),
+        }
+    }
+}
+
+/// The real host: runs the commands with [`std::process::Command`].
+#[derive(Debug, Default)]
+pub struct SystemHost;
+
+impl SystemHost {
+    fn run(prog: &str, args: &[String]) -> Result<(), HostError> {
+        let command = std::iter::once(prog.to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let out = Command::new(prog)
+            .args(args)
+            .output()
+            .map_err(|e| HostError {
+                command: command.clone(),
+                message: e.to_string(),
+            })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let mut message = out.status.to_string();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let text = text.trim();
+        if !text.is_empty() {
+            message = format!("{message}: {text}");
+        }
+        Err(HostError { command, message })
+    }
+}
+
+impl Host for SystemHost {
+    fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
+        Self::run("systemctl", args)
+    }
+    fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        Self::run("rpm-ostree", args)
+    }
+    fn reboot(&mut self) -> Result<(), HostError> {
+        Self::run("systemctl", &["reboot".to_string()])
+    }
+}
+
+/// A host that records command lines instead of running them; commands containing one of
+/// `fail_on` fail.
+#[derive(Debug, Default, Clone)]
+pub struct RecordingHost {
+    /// Every command line asked for, in order (failed ones included).
+    pub calls: Vec<String>,
+    /// Substrings that make a command fail.
+    pub fail_on: Vec<String>,
+}
+
+impl RecordingHost {
+    /// A host where every command succeeds.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A host where commands containing `needle` fail.
+    pub fn failing_on(needle: &str) -> Self {
+        RecordingHost {
+            calls: Vec::new(),
+            fail_on: vec![needle.to_string()],
+        }
+    }
+
+    fn record(&mut self, line: String) -> Result<(), HostError> {
+        let fail = self.fail_on.iter().any(|n| line.contains(n.as_str()));
+        self.calls.push(line.clone());
+        if fail {
+            return Err(HostError {
+                command: line,
+                message: "exit status: 1 (injected failure)".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Host for RecordingHost {
+    fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.record(format!("systemctl {}", args.join(" ")))
+    }
+    fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.record(format!("rpm-ostree {}", args.join(" ")))
+    }
+    fn reboot(&mut self) -> Result<(), HostError> {
+        self.record("reboot".into())
+    }
+}
+
+/// A host that prints the commands it would run (used for roots other than `/`).
+#[derive(Debug, Default)]
+pub struct PrintHost;
+
+impl Host for PrintHost {
+    fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
+        eprintln!("host (not run): systemctl {}", args.join(" "));
+        Ok(())
+    }
+    fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        eprintln!("host (not run): rpm-ostree {}", args.join(" "));
+        Ok(())
+    }
+    fn reboot(&mut self) -> Result<(), HostError> {
+        eprintln!("host (not run): reboot");
+        Ok(())
+    }
+}

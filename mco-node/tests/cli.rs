@@ -1,0 +1,107 @@
+//! The binary's `once-from --dry-run` and `try` modes on temporary roots.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_machine-config-daemon");
+
+fn setup(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let root = dir.join("root");
+    common::seed_users(&root);
+    let write = |name: &str, contents: &str| {
+        let ign = json!({"ignition": {"version": "3.2.0"},
+            "storage": {"files": [common::file("/etc/containers/policy.json", contents)]}});
+        let p = dir.join(name);
+        std::fs::write(&p, ign.to_string()).unwrap();
+        p
+    };
+    (root.clone(), write("a.ign", "old"), write("b.ign", "new"))
+}
+
+fn run(args: &[&str]) -> (bool, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn dry_run_lists_every_file_and_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, a, _) = setup(d.path());
+    let r = root.to_str().unwrap();
+    let (ok, out) = run(&["once-from", a.to_str().unwrap(), "--root", r, "--dry-run"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("would write /etc/containers/policy.json (3 bytes, mode 0644, owner 0:0)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("would write /etc/machine-config-daemon/currentconfig"),
+        "{out}"
+    );
+    assert!(out.contains("\"step\":\"writeFile\""), "{out}");
+    assert!(out.contains("then systemctl reload crio.service"), "{out}");
+    assert!(!root.join("etc/containers").exists());
+    assert!(!root.join("etc/machine-config-daemon").exists());
+}
+
+#[test]
+fn try_reverts_when_the_health_command_fails_and_keeps_when_it_passes() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, a, b) = setup(d.path());
+    let r = root.to_str().unwrap();
+    let policy = root.join("etc/containers/policy.json");
+    let (ok, out) = run(&["once-from", a.to_str().unwrap(), "--root", r]);
+    assert!(ok, "{out}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), "old");
+
+    let check = "test \"$(cat \"$MCD_ROOT/etc/containers/policy.json\")\" = new && exit 3";
+    let (ok, out) = run(&[
+        "try",
+        b.to_str().unwrap(),
+        "--root",
+        r,
+        "--health-cmd",
+        check,
+        "--timeout",
+        "10",
+    ]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("state: Degraded"), "{out}");
+    assert!(out.contains("health check failed"), "{out}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), "old");
+
+    let (ok, out) = run(&[
+        "try",
+        b.to_str().unwrap(),
+        "--root",
+        r,
+        "--health-cmd",
+        "true",
+        "--timeout",
+        "10",
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("state: Done"), "{out}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), "new");
+
+    let (ok, out) = run(&[
+        "try",
+        a.to_str().unwrap(),
+        "--root",
+        r,
+        "--health-cmd",
+        "sleep 5",
+        "--timeout",
+        "1",
+    ]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("timed out"), "{out}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), "new");
+}
