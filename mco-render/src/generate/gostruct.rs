@@ -290,11 +290,9 @@ fn decode_into(v: &mut GoVal, ty: Ty, json: &Value, cx: &mut Cx) -> Result<(), D
                 }
                 if let GoVal::Map(m) = v {
                     for (k, item) in obj {
+                        // Map keys are not part of Go's error path.
                         let mut e = inner.zero();
-                        cx.path.push(k.clone());
-                        let r = decode_into(&mut e, *inner, item, cx);
-                        cx.path.pop();
-                        r?;
+                        decode_into(&mut e, *inner, item, cx)?;
                         m.insert(k.clone(), e);
                     }
                 }

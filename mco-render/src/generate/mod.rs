@@ -8,6 +8,7 @@
 //! order, the resource's annotations, finalizers and status conditions afterwards, or the
 //! error it returns.
 
+pub mod cluster;
 pub mod crio;
 mod duration;
 mod gostruct;
@@ -64,7 +65,9 @@ pub struct GenerateInput {
     pub base_machine_configs: Vec<Value>,
     /// The cluster's feature gates.
     pub feature_gates: FeatureGates,
-    /// The `config.openshift.io/v1` APIServer `cluster`, if any.
+    /// The `config.openshift.io/v1` APIServer `cluster`, if any. Upstream renders the role's
+    /// templates again with its TLS profile; here the base files are read from
+    /// `base_machine_configs`, which were rendered with it, so it is not read.
     pub api_server: Option<Value>,
     /// The `config.openshift.io/v1` Node `cluster`, if any.
     pub node_config: Option<Value>,

@@ -139,7 +139,11 @@ pub(crate) fn managed_key(
                 None if *f == prefix => 0,
                 None => continue,
             };
-            if best.is_none_or(|(b, _)| suffix > b) {
+            let better = match best {
+                Some((b, _)) => suffix > b,
+                None => true,
+            };
+            if better {
                 best = Some((suffix, f));
             }
         }
