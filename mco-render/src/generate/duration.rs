@@ -260,4 +260,11 @@ mod tests {
             Err("time: invalid duration \"\"".into())
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn formatted_durations_parse_back(ns in -(1i64 << 62)..(1i64 << 62)) {
+            proptest::prop_assert_eq!(parse_duration(&format_duration(ns)), Ok(ns));
+        }
+    }
 }

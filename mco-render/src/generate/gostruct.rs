@@ -563,3 +563,57 @@ pub(crate) fn go_fmt(v: &GoVal) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::kubelet_types::{KUBELET_CONFIGURATION as KC, KUBELET_TY};
+    use super::*;
+    use serde_json::json;
+
+    fn kc(v: Value) -> GoVal {
+        decode(KUBELET_TY, &v).expect("decodes")
+    }
+
+    #[test]
+    fn decode_matches_names_without_case_and_drops_unknown_fields() {
+        let v = kc(json!({"MaxPods": 5, "notAField": true}));
+        assert_eq!(field(&v, &KC, "maxPods"), Some(&GoVal::Int(5)));
+    }
+
+    #[test]
+    fn decode_errors_read_like_go() {
+        let err = decode(KUBELET_TY, &json!({"maxPods": "x"})).map_err(|e| e.0);
+        assert_eq!(
+            err,
+            Err("json: cannot unmarshal string into Go struct field KubeletConfiguration.maxPods of type int32".into())
+        );
+        let err = decode(KUBELET_TY, &json!({"shutdownGracePeriod": 30})).map_err(|e| e.0);
+        assert_eq!(
+            err,
+            Err("json: cannot unmarshal number into Go value of type string".into())
+        );
+    }
+
+    #[test]
+    fn merge_overrides_only_with_non_zero_values() {
+        let mut dst = kc(json!({
+            "maxPods": 250, "kubeAPIQPS": 50, "clusterDNS": ["a"],
+            "evictionHard": {"a": "1"}, "authentication": {"x509": {"clientCAFile": "ca"}}
+        }));
+        let src = kc(json!({
+            "maxPods": 0, "kubeAPIQPS": 0, "cpuCFSQuota": false, "clusterDNS": [],
+            "evictionHard": {"b": "2"}, "authentication": {"anonymous": {"enabled": false}}
+        }));
+        merge(&mut dst, &src, KUBELET_TY);
+        let out = marshal(&dst, KUBELET_TY);
+        assert_eq!(out["maxPods"], json!(250));
+        assert_eq!(out["kubeAPIQPS"], json!(50));
+        assert_eq!(out["cpuCFSQuota"], json!(false));
+        assert_eq!(out["clusterDNS"], json!(["a"]));
+        assert_eq!(out["evictionHard"], json!({"a": "1", "b": "2"}));
+        assert_eq!(
+            out["authentication"],
+            json!({"x509": {"clientCAFile": "ca"}, "webhook": {"cacheTTL": "0s"}, "anonymous": {"enabled": false}})
+        );
+    }
+}

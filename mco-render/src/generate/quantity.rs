@@ -216,7 +216,10 @@ impl Quantity {
         };
         let mut scale = frac_part.len() as i32;
         if base == 10 {
-            scale -= exponent;
+            scale = scale.checked_sub(exponent).ok_or(QuantityError::Numeric)?;
+            if !(-40..=400).contains(&scale) {
+                return Err(QuantityError::Numeric);
+            }
         } else {
             unscaled = unscaled
                 .checked_mul(1i128 << exponent)
@@ -341,7 +344,10 @@ impl Quantity {
             exp += 1;
         }
         while exp.rem_euclid(3) != 0 {
-            m *= 10;
+            match m.checked_mul(10) {
+                Some(v) => m = v,
+                None => break,
+            }
             exp -= 1;
         }
         let suffix = if self.format == QuantityFormat::DecimalExponent {
@@ -411,5 +417,24 @@ mod tests {
         assert_eq!(Quantity::parse("1e6").map(|q| q.value()), Ok(1_000_000));
         assert_eq!(Quantity::parse("-1").map(|q| q.value()), Ok(-1));
         assert_eq!(Quantity::parse("1.5").map(|q| q.value()), Ok(2));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn text_reparses_to_the_same_amount(
+            int in 0u32..100_000,
+            frac in proptest::option::of(0u32..1000),
+            suffix in proptest::sample::select(vec!["", "m", "k", "M", "G", "Ki", "Mi", "Gi", "e3", "e-2"]),
+            neg in proptest::bool::ANY,
+        ) {
+            let text = match frac {
+                Some(f) => format!("{}{int}.{f}{suffix}", if neg { "-" } else { "" }),
+                None => format!("{}{int}{suffix}", if neg { "-" } else { "" }),
+            };
+            let q = Quantity::parse(&text).expect("parses");
+            let again = Quantity::parse(&q.to_string()).expect("reparses");
+            proptest::prop_assert_eq!(again.value(), q.value());
+            proptest::prop_assert_eq!(again.to_string(), q.to_string());
+        }
     }
 }
