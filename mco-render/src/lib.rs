@@ -5,6 +5,7 @@
 pub mod api;
 pub mod diff;
 pub mod error;
+pub mod generate;
 pub mod manifests;
 pub mod name;
 pub mod plan;

@@ -105,6 +105,20 @@ enum Command {
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
     },
+    /// Print the MachineConfigs the KubeletConfigs and ContainerRuntimeConfigs in the
+    /// manifests generate, as upstream's controllers write them.
+    Generate {
+        /// Output format (JSON: one array).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        output: Format,
+        /// Controller version stamped on generated MachineConfigs.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+        /// Files or folders of YAML/JSON manifests: the resources, pools, the role template
+        /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -162,6 +176,11 @@ fn main() -> ExitCode {
             output,
             &controller_version,
         ),
+        Command::Generate {
+            output,
+            controller_version,
+            paths,
+        } => cmd_generate(&paths, output, &controller_version),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -527,4 +546,85 @@ fn cmd_diff(
         }
     }
     Ok(())
+}
+
+fn cmd_generate(
+    paths: &[PathBuf],
+    output: Format,
+    controller_version: &str,
+) -> Result<(), Failure> {
+    use mco_render::generate::cluster::{
+        feature_gates_from_status, generate_cluster, ClusterInput,
+    };
+    let m = load(paths)?;
+    let mut input = ClusterInput {
+        controller_version: controller_version.to_string(),
+        ..ClusterInput::default()
+    };
+    let mut files = std::collections::BTreeMap::new();
+    for (file, v) in &m.others {
+        let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+        let name = v
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("");
+        match kind {
+            "KubeletConfig" | "ContainerRuntimeConfig" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
+                input.resources.push(v.clone());
+            }
+            "FeatureGate" if name == "cluster" => {
+                input.feature_gates = feature_gates_from_status(v);
+            }
+            "APIServer" if name == "cluster" => input.api_server = Some(v.clone()),
+            "Node" if name == "cluster" => input.node_config = Some(v.clone()),
+            _ => {}
+        }
+    }
+    if input.resources.is_empty() {
+        return Err(Failure::input(
+            "no KubeletConfig or ContainerRuntimeConfig found in the manifests",
+        ));
+    }
+    input.pools = m
+        .pools
+        .iter()
+        .map(|(_, p)| serde_json::to_value(p).unwrap_or_default())
+        .collect();
+    input.machine_configs = m
+        .machine_configs
+        .iter()
+        .map(|(_, mc)| serde_json::to_value(mc).unwrap_or_default())
+        .collect();
+    let results = generate_cluster(&input);
+    let mut generated = Vec::new();
+    let mut lines = Vec::new();
+    for r in &results {
+        match &r.outcome.error {
+            Some(e) => {
+                let file = files
+                    .get(&(r.kind.clone(), r.name.clone()))
+                    .map(|f| format!("{f}: "))
+                    .unwrap_or_default();
+                lines.push(format!("error: {file}{} {:?}: {e}", r.kind, r.name));
+            }
+            None => generated.extend(r.outcome.machine_configs.iter().cloned()),
+        }
+    }
+    match output {
+        Format::Json => println!("{}", to_json(&generated)?),
+        Format::Yaml => {
+            for (i, mc) in generated.iter().enumerate() {
+                if i > 0 {
+                    println!("---");
+                }
+                print!("{}", to_yaml(mc)?);
+            }
+        }
+    }
+    if lines.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure { code: 1, lines })
+    }
 }
