@@ -176,6 +176,16 @@ fn go_unquote(body: &str) -> Result<String, DataUrlError> {
 
 /// Parses a data URL.
 pub fn parse(url: &str) -> Result<DataUrl, DataUrlError> {
+    parse_with(url, true)
+}
+
+/// Checks a data URL as [`parse`] does (same errors), without keeping base64 data.
+pub fn check(url: &str) -> Result<(), DataUrlError> {
+    parse_with(url, false).map(|_| ())
+}
+
+/// Parses a data URL; `keep` false skips storing decoded base64 data.
+fn parse_with(url: &str, keep: bool) -> Result<DataUrl, DataUrlError> {
     let mut du = DataUrl {
         media_type: "text/plain".into(),
         params: BTreeMap::from([("charset".to_string(), "US-ASCII".to_string())]),
@@ -347,10 +357,15 @@ pub fn parse(url: &str) -> Result<DataUrl, DataUrlError> {
     // Data.
     let data = &url[c.pos..];
     if du.base64 {
-        if data.chars().any(|ch| !is_base64_char(ch)) {
+        // Every base64 character is ASCII, so bytes can be checked instead of characters.
+        if data.bytes().any(|b| !is_base64_char(char::from(b))) {
             return err("invalid data character");
         }
-        du.data = go_base64::decode(data.as_bytes()).map_err(DataUrlError)?;
+        if keep {
+            du.data = go_base64::decode(data.as_bytes()).map_err(DataUrlError)?;
+        } else {
+            go_base64::check(data.as_bytes()).map_err(DataUrlError)?;
+        }
     } else {
         if data.chars().any(|ch| !is_url_char(ch)) {
             return err("invalid data character");

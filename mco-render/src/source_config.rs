@@ -61,7 +61,7 @@ pub fn parse_any(raw: &Value) -> Result<ParsedConfig, ConfigError> {
     };
     match detected {
         DetectedVersion::Known(v) if v.is_v3() => match parse::parse_value(raw) {
-            Ok(p) => Ok(ParsedConfig::V3(p.config.to_latest())),
+            Ok(p) => Ok(ParsedConfig::V3(p.config.into_latest())),
             Err(e) => Err(v3_failure(&e)),
         },
         DetectedVersion::Known(SpecVersion::V2_2) => crate::v2_bridge::parse_v2(raw),
