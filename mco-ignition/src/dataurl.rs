@@ -45,9 +45,17 @@ fn is_url_char(c: char) -> bool {
     c.is_ascii() && !c.is_ascii_control() && !" <>#\"{}|\\^[]`".contains(c)
 }
 
-fn is_base64_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '\n')
-}
+/// Bytes allowed in base64 data: ASCII letters and digits, `+`, `/`, `=` and newline.
+const BASE64_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        t[i] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'\n');
+        i += 1;
+    }
+    t
+};
 
 /// A cursor over the input that reads one character at a time.
 struct Cursor<'a> {
@@ -358,7 +366,7 @@ fn parse_with(url: &str, keep: bool) -> Result<DataUrl, DataUrlError> {
     let data = &url[c.pos..];
     if du.base64 {
         // Every base64 character is ASCII, so bytes can be checked instead of characters.
-        if data.bytes().any(|b| !is_base64_char(char::from(b))) {
+        if !data.bytes().all(|b| BASE64_BYTES[b as usize]) {
             return err("invalid data character");
         }
         if keep {
