@@ -57,6 +57,16 @@ impl Config {
         Config::from_normalised(SpecVersion::LATEST, self.root.clone())
     }
 
+    /// Takes the tree out, leaving an empty one; crate-internal, for merging without copying.
+    pub(crate) fn take_root(&mut self) -> Map<String, Value> {
+        std::mem::take(&mut self.root)
+    }
+
+    /// [`Config::to_latest`] without copying the tree.
+    pub fn into_latest(self) -> Config {
+        Config::from_normalised(SpecVersion::LATEST, self.root)
+    }
+
     /// Applies a change to the tree; the closure must keep it normalised.
     pub fn edit(&mut self, f: impl FnOnce(&mut Map<String, Value>)) {
         f(&mut self.root)

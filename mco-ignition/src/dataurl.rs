@@ -45,9 +45,17 @@ fn is_url_char(c: char) -> bool {
     c.is_ascii() && !c.is_ascii_control() && !" <>#\"{}|\\^[]`".contains(c)
 }
 
-fn is_base64_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '\n')
-}
+/// Bytes allowed in base64 data: ASCII letters and digits, `+`, `/`, `=` and newline.
+const BASE64_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        t[i] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'\n');
+        i += 1;
+    }
+    t
+};
 
 /// A cursor over the input that reads one character at a time.
 struct Cursor<'a> {
@@ -176,6 +184,16 @@ fn go_unquote(body: &str) -> Result<String, DataUrlError> {
 
 /// Parses a data URL.
 pub fn parse(url: &str) -> Result<DataUrl, DataUrlError> {
+    parse_with(url, true)
+}
+
+/// Checks a data URL as [`parse`] does (same errors), without keeping base64 data.
+pub fn check(url: &str) -> Result<(), DataUrlError> {
+    parse_with(url, false).map(|_| ())
+}
+
+/// Parses a data URL; `keep` false skips storing decoded base64 data.
+fn parse_with(url: &str, keep: bool) -> Result<DataUrl, DataUrlError> {
     let mut du = DataUrl {
         media_type: "text/plain".into(),
         params: BTreeMap::from([("charset".to_string(), "US-ASCII".to_string())]),
@@ -347,10 +365,15 @@ pub fn parse(url: &str) -> Result<DataUrl, DataUrlError> {
     // Data.
     let data = &url[c.pos..];
     if du.base64 {
-        if data.chars().any(|ch| !is_base64_char(ch)) {
+        // Every base64 character is ASCII, so bytes can be checked instead of characters.
+        if !data.bytes().all(|b| BASE64_BYTES[b as usize]) {
             return err("invalid data character");
         }
-        du.data = go_base64::decode(data.as_bytes()).map_err(DataUrlError)?;
+        if keep {
+            du.data = go_base64::decode(data.as_bytes()).map_err(DataUrlError)?;
+        } else {
+            go_base64::check(data.as_bytes()).map_err(DataUrlError)?;
+        }
     } else {
         if data.chars().any(|ch| !is_url_char(ch)) {
             return err("invalid data character");

@@ -13,6 +13,7 @@ pub mod dataurl;
 pub mod emit;
 pub mod error;
 pub mod merge;
+pub mod merge_fold;
 pub mod model;
 pub mod parse;
 pub mod path;

@@ -8,9 +8,10 @@
 
 use crate::config::Config;
 use crate::schema::{self, Field, Kind, Obj, Presence, StrListRule};
-use crate::validate::entry_key;
+use crate::validate::entry_key_ref;
 use crate::version::SpecVersion;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// Merges `child` onto `parent`. Both must be of the same 3.x version; the result has the
@@ -19,7 +20,7 @@ pub fn merge(parent: &Config, child: &Config) -> Config {
     let version = child.version();
     let root = merge_obj(
         &schema::CONFIG,
-        parent.root(),
+        parent.root().clone(),
         child.root(),
         version.minor(),
     );
@@ -27,26 +28,25 @@ pub fn merge(parent: &Config, child: &Config) -> Config {
 }
 
 /// Merges `child` onto `parent` in place, consuming the child.
+///
+/// The parent's tree is moved, not copied, so merging many small children onto one growing
+/// parent costs the size of each child plus a walk over the parent's keyed lists.
 pub fn merge_into(parent: &mut Config, child: Config) {
     let version: SpecVersion = child.version();
-    let merged = merge_obj(
-        &schema::CONFIG,
-        parent.root(),
-        child.root(),
-        version.minor(),
-    );
+    let root = parent.take_root();
+    let merged = merge_obj(&schema::CONFIG, root, child.root(), version.minor());
     *parent = Config::from_normalised(version, merged);
 }
 
-fn merge_obj(
+pub(crate) fn merge_obj(
     o: &'static Obj,
-    p: &Map<String, Value>,
+    mut p: Map<String, Value>,
     c: &Map<String, Value>,
     minor: u64,
 ) -> Map<String, Value> {
     let mut out = Map::new();
     // Lists of one shared key space need the child's keys of every sibling list.
-    let mut shared_child_keys: HashMap<&str, HashSet<String>> = HashMap::new();
+    let mut shared_child_keys: HashMap<&str, HashSet<Cow<'_, str>>> = HashMap::new();
     for name in o.shared_keys {
         if let Some(f) = o.field(name, minor) {
             let keys = child_keys(f, c.get(*name));
@@ -54,7 +54,7 @@ fn merge_obj(
         }
     }
     for field in o.fields_for(minor) {
-        let pv = p.get(field.name);
+        let pv = p.remove(field.name);
         let cv = c.get(field.name);
         let merged = match (&field.kind, pv, cv) {
             (_, None, None) => None,
@@ -62,8 +62,8 @@ fn merge_obj(
                 let m = merge_obj(s, pm, cm, minor);
                 (!m.is_empty()).then_some(Value::Object(m))
             }
-            (Kind::ObjList(_) | Kind::StrList(_), _, _) => {
-                let siblings: Vec<&HashSet<String>> = if o.shared_keys.contains(&field.name) {
+            (Kind::ObjList(_) | Kind::StrList(_), pv, _) => {
+                let siblings: Vec<&HashSet<Cow<'_, str>>> = if o.shared_keys.contains(&field.name) {
                     o.shared_keys
                         .iter()
                         .filter(|n| **n != field.name)
@@ -76,7 +76,7 @@ fn merge_obj(
             }
             (_, Some(pv), None) => match field.presence {
                 Presence::OmitZero => None,
-                _ => Some(pv.clone()),
+                _ => Some(pv),
             },
             (_, _, Some(cv)) => Some(cv.clone()),
         };
@@ -87,46 +87,55 @@ fn merge_obj(
     out
 }
 
-fn item_key(field: &Field, v: &Value) -> String {
+/// An entry's merge key, borrowed from the entry where it can be.
+pub(crate) fn item_key<'a>(field: &Field, v: &'a Value) -> Cow<'a, str> {
     match field.kind {
-        Kind::ObjList(s) => entry_key(s.key, v),
-        _ => v.as_str().unwrap_or("").to_string(),
+        Kind::ObjList(s) => entry_key_ref(s.key, v),
+        _ => Cow::Borrowed(v.as_str().unwrap_or("")),
     }
 }
 
-fn child_keys(field: &Field, v: Option<&Value>) -> HashSet<String> {
+pub(crate) fn child_keys<'a>(field: &Field, v: Option<&'a Value>) -> HashSet<Cow<'a, str>> {
     v.and_then(Value::as_array)
         .map(|items| items.iter().map(|i| item_key(field, i)).collect())
         .unwrap_or_default()
 }
 
-fn merge_list(
+pub(crate) fn merge_list(
     owner: &'static Obj,
     field: &'static Field,
-    pv: Option<&Value>,
+    pv: Option<Value>,
     cv: Option<&Value>,
-    siblings: &[&HashSet<String>],
+    siblings: &[&HashSet<Cow<'_, str>>],
     minor: u64,
 ) -> Option<Value> {
     let empty = Vec::new();
-    let p = pv.and_then(Value::as_array).unwrap_or(&empty);
+    let p = match pv {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
     let c = cv.and_then(Value::as_array).unwrap_or(&empty);
     let concat = owner.no_dups.contains(&field.name)
         || matches!(field.kind, Kind::StrList(StrListRule::Concat));
     let mut out: Vec<Value> = Vec::with_capacity(p.len() + c.len());
     if concat {
-        out.extend(p.iter().cloned());
+        out.extend(p);
         out.extend(c.iter().cloned());
     } else {
         let headers = field.name == "httpHeaders";
-        let mut child_index: HashMap<String, usize> = HashMap::with_capacity(c.len());
+        let mut child_index: HashMap<Cow<'_, str>, usize> = HashMap::with_capacity(c.len());
         for (i, item) in c.iter().enumerate() {
             child_index.entry(item_key(field, item)).or_insert(i);
         }
         let mut used = vec![false; c.len()];
         for item in p {
-            let key = item_key(field, item);
-            if let Some(&ci) = child_index.get(&key) {
+            let (found, dropped) = {
+                let key = item_key(field, &item);
+                let found = child_index.get(&key).copied();
+                let dropped = found.is_none() && siblings.iter().any(|s| s.contains(&key));
+                (found, dropped)
+            };
+            if let Some(ci) = found {
                 used[ci] = true;
                 let child = &c[ci];
                 if headers && child.get("value").is_none() {
@@ -138,13 +147,10 @@ fn merge_list(
                     }
                     _ => child.clone(),
                 });
-            } else if siblings.iter().any(|s| s.contains(&key)) {
-                continue;
-            } else {
-                out.push(item.clone());
+            } else if !dropped {
+                out.push(item);
             }
         }
-        let mut appended: HashSet<String> = HashSet::new();
         for (i, item) in c.iter().enumerate() {
             if used[i] {
                 continue;
@@ -153,20 +159,19 @@ fn merge_list(
             if child_index.get(&key) != Some(&i) {
                 // A repeated key inside the child: upstream merges it onto the first.
                 if let Some(pos) = out.iter().rposition(|o| item_key(field, o) == key) {
-                    if let (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) =
-                        (field.kind, &out[pos], item)
-                    {
-                        out[pos] = Value::Object(merge_obj(s, pm, cm, minor));
-                    } else {
-                        out[pos] = item.clone();
-                    }
+                    let slot = std::mem::take(&mut out[pos]);
+                    out[pos] = match (field.kind, slot, item) {
+                        (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
+                            Value::Object(merge_obj(s, pm, cm, minor))
+                        }
+                        _ => item.clone(),
+                    };
                     continue;
                 }
             }
             if headers && item.get("value").is_none() {
                 continue;
             }
-            appended.insert(key);
             out.push(item.clone());
         }
     }

@@ -14,6 +14,7 @@ use crate::api::{
 };
 use crate::error::{RenderError, RenderErrorKind as K};
 use crate::source_config::{self, ConfigError};
+use mco_ignition::merge_fold::MergeFold;
 use mco_ignition::{Config, JsonPath, SpecVersion};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -414,22 +415,26 @@ fn set_default_compression(config: &mut Config) {
     });
 }
 
-fn unset_default_compression(config: &mut Config) {
-    config.edit(|root| {
-        for_each_file(root, |f| {
-            let mut drop_contents = false;
-            if let Some(Value::Object(c)) = f.get_mut("contents") {
-                if c.get("compression").and_then(Value::as_str) == Some("") {
-                    c.remove("compression");
-                }
-                drop_contents = c.is_empty();
-            }
-            if drop_contents {
-                f.remove("contents");
-            }
-        })
-    });
+fn unset_default_compression(root: &mut Map<String, Value>) {
+    for_each_file(root, unset_file_compression)
 }
+
+/// Drops a file's `compression: ""` and then its `contents` if nothing is left in them.
+fn unset_file_compression(f: &mut Map<String, Value>) {
+    let mut drop_contents = false;
+    if let Some(Value::Object(c)) = f.get_mut("contents") {
+        if c.get("compression").and_then(Value::as_str) == Some("") {
+            c.remove("compression");
+        }
+        drop_contents = c.is_empty();
+    }
+    if drop_contents {
+        f.remove("contents");
+    }
+}
+
+/// The dotted path of the file list, as [`MergeFold::merge_with`] names it.
+const FILES: &str = "storage.files";
 
 fn for_each_file(root: &mut Map<String, Value>, mut f: impl FnMut(&mut Map<String, Value>)) {
     if let Some(Value::Object(storage)) = root.get_mut("storage") {
@@ -448,23 +453,36 @@ fn merge_specs(
     configs: &mut BTreeMap<&str, Option<Config>>,
     controller: &ControllerConfigSpec,
 ) -> Result<(MachineConfigSpec, Config), RenderError> {
-    let mut out: Option<Config> = None;
+    // Children are folded one by one onto the result so far; after each step upstream strips
+    // the default compression from every file. Files a step leaves alone were stripped by the
+    // step before, so after the first step only the files a step touches need it.
+    let mut out: Option<MergeFold> = None;
+    let mut stripped = false;
     for (i, mc) in ordered.iter().enumerate() {
         let cfg = configs.get_mut(mc.name()).and_then(Option::take);
         match (i, cfg) {
-            (0, None) => out = Some(Config::empty(SpecVersion::LATEST)),
+            (0, None) => out = Some(MergeFold::new(Config::empty(SpecVersion::LATEST))),
             (_, None) => {}
             (_, Some(mut child)) => match out.as_mut() {
-                None => out = Some(child),
+                None => out = Some(MergeFold::new(child)),
                 Some(parent) => {
                     set_default_compression(&mut child);
-                    mco_ignition::merge::merge_into(parent, child);
-                    unset_default_compression(parent);
+                    parent.merge_with(child, |list, entry| {
+                        if let (FILES, Value::Object(f)) = (list, entry) {
+                            unset_file_compression(f);
+                        }
+                    });
+                    if !stripped {
+                        parent.edit(unset_default_compression);
+                        stripped = true;
+                    }
                 }
             },
         }
     }
-    let mut config = out.unwrap_or_else(|| Config::empty(SpecVersion::LATEST));
+    let mut config = out
+        .map(MergeFold::finish)
+        .unwrap_or_else(|| Config::empty(SpecVersion::LATEST));
     config.edit(|root| {
         for_each_file(root, |f| {
             f.entry("overwrite").or_insert(Value::Bool(true));

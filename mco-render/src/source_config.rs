@@ -68,7 +68,7 @@ pub fn parse_any_in(raw: &Value, layout: Layout) -> Result<ParsedConfig, ConfigE
     };
     match detected {
         DetectedVersion::Known(v) if v.is_v3() => match parse::parse_value_in(raw, layout) {
-            Ok(p) => Ok(ParsedConfig::V3(p.config.to_latest())),
+            Ok(p) => Ok(ParsedConfig::V3(p.config.into_latest())),
             Err(e) => Err(v3_failure(&e)),
         },
         DetectedVersion::Known(SpecVersion::V2_2) => crate::v2_bridge::parse_v2(raw),

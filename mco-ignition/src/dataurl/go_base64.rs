@@ -2,15 +2,31 @@
 //! `\n` and `\r` are skipped anywhere, padding must be complete, nothing but newlines may follow
 //! it, and unused trailing bits are ignored (not strict).
 
-fn value(c: u8) -> Option<u8> {
-    match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
+/// Marks a byte that is not in the standard alphabet.
+const INVALID: u8 = 0xff;
+
+/// Sextet value of every byte, [`INVALID`] outside the alphabet.
+const VALUES: [u8; 256] = {
+    let mut t = [INVALID; 256];
+    let mut i = 0;
+    while i < 26 {
+        t[b'A' as usize + i] = i as u8;
+        t[b'a' as usize + i] = 26 + i as u8;
+        i += 1;
     }
+    let mut d = 0;
+    while d < 10 {
+        t[b'0' as usize + d] = 52 + d as u8;
+        d += 1;
+    }
+    t[b'+' as usize] = 62;
+    t[b'/' as usize] = 63;
+    t
+};
+
+fn value(c: u8) -> Option<u8> {
+    let v = VALUES[c as usize];
+    (v != INVALID).then_some(v)
 }
 
 fn corrupt(at: usize) -> String {
@@ -27,8 +43,37 @@ fn skip_newlines(src: &[u8], mut i: usize) -> usize {
 /// Decodes `src`; the error text is Go's `illegal base64 data at input byte N`.
 pub(super) fn decode(src: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(src.len() / 4 * 3);
+    decode_with(src, |bytes| out.extend_from_slice(bytes))?;
+    Ok(out)
+}
+
+/// Checks `src` as [`decode`] does, without keeping the bytes.
+pub(super) fn check(src: &[u8]) -> Result<(), String> {
+    decode_with(src, |_| {})
+}
+
+/// Decodes `src`, handing each decoded group of bytes to `emit`.
+fn decode_with(src: &[u8], mut emit: impl FnMut(&[u8])) -> Result<(), String> {
     let mut si = 0;
     while si < src.len() {
+        // Fast path: four alphabet bytes in a row make a full quantum, nothing else to check.
+        if let Some(q) = src.get(si..si + 4) {
+            let v = [
+                VALUES[q[0] as usize],
+                VALUES[q[1] as usize],
+                VALUES[q[2] as usize],
+                VALUES[q[3] as usize],
+            ];
+            if v.iter().all(|x| *x != INVALID) {
+                let n = (u32::from(v[0]) << 18)
+                    | (u32::from(v[1]) << 12)
+                    | (u32::from(v[2]) << 6)
+                    | u32::from(v[3]);
+                emit(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
+                si += 4;
+                continue;
+            }
+        }
         // One quantum: up to four sextets.
         let mut quad = [0u8; 4];
         let mut len = 4;
@@ -37,7 +82,7 @@ pub(super) fn decode(src: &[u8]) -> Result<Vec<u8>, String> {
         while j < 4 {
             if si == src.len() {
                 if j == 0 {
-                    return Ok(out);
+                    return Ok(());
                 }
                 // Padding is required, so a short final quantum is an error.
                 return Err(corrupt(si - j));
@@ -79,12 +124,12 @@ pub(super) fn decode(src: &[u8]) -> Result<Vec<u8>, String> {
             | (u32::from(quad[2]) << 6)
             | u32::from(quad[3]);
         let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
-        out.extend_from_slice(&bytes[..len - 1]);
+        emit(&bytes[..len - 1]);
         if done {
             break;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Validation of a Resource `source` in spec 3.x, as Ignition does it: Go `url.Parse`, the
 //! scheme allow-list of the spec version, S3 `versionId`, S3 ARNs and data URL decoding.
 
-use super::{parse, DataUrlError};
+use super::{check, DataUrlError};
 
 /// Why a source URL is refused; the texts are Ignition's (or the data URL library's).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -266,7 +266,7 @@ pub fn validate_source_url(url: &str, minor: u64) -> Result<(), UrlError> {
             }
             check_version_id(u.raw_query)
         }
-        "data" => parse(url).map(|_| ()).map_err(UrlError::from),
+        "data" => check(url).map_err(UrlError::from),
         _ => Err(UrlError::Scheme),
     }
 }

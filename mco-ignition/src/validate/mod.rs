@@ -13,6 +13,7 @@ use crate::path::{JsonPath, Step};
 use crate::report::{Position, Report};
 use crate::schema::{self, KeyRule, Kind, Obj};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// Runs the per-type rules over a config.
@@ -67,17 +68,22 @@ fn walk(
 
 /// The key of a list entry, as upstream computes it for merging and duplicate checks.
 pub fn entry_key(rule: KeyRule, v: &Value) -> String {
+    entry_key_ref(rule, v).into_owned()
+}
+
+/// [`entry_key`] borrowing from the entry when the key is one of its fields.
+pub fn entry_key_ref(rule: KeyRule, v: &Value) -> Cow<'_, str> {
     match rule {
-        KeyRule::None => String::new(),
-        KeyRule::Field(f) => v.get(f).and_then(Value::as_str).unwrap_or("").to_string(),
+        KeyRule::None => Cow::Borrowed(""),
+        KeyRule::Field(f) => Cow::Borrowed(v.get(f).and_then(Value::as_str).unwrap_or("")),
         KeyRule::Partition => {
             let n = v.get("number").and_then(Value::as_i64).unwrap_or(0);
             if n != 0 {
-                format!("number:{n}")
+                Cow::Owned(format!("number:{n}"))
             } else if let Some(l) = v.get("label").and_then(Value::as_str) {
-                format!("label:{l}")
+                Cow::Owned(format!("label:{l}"))
             } else {
-                String::new()
+                Cow::Borrowed("")
             }
         }
     }
