@@ -7,7 +7,9 @@
 //! plan between two renders).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mco_benches::{baseline, decode, generate, options, render_bytes, rendered_input, Variant, SIZES};
+use mco_benches::{
+    baseline, decode, generate, options, render_bytes, rendered_input, Variant, SIZES,
+};
 use mco_ignition::SpecVersion;
 use mco_render::render::{render_pool, validate_machine_config};
 use mco_render::{plan, serve};
@@ -78,7 +80,10 @@ fn pipeline(c: &mut Criterion) {
                     &cluster.controller,
                     &options(),
                 );
-                black_box(r.map(|r| r.machine_config.metadata.name).map_err(|e| e.to_string()))
+                black_box(
+                    r.map(|r| r.machine_config.metadata.name)
+                        .map_err(|e| e.to_string()),
+                )
             })
         });
         g.finish();

@@ -34,6 +34,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    println!("{}: {} manifests, {total} bytes", w.label(), w.configs.len() + 2);
+    println!(
+        "{}: {} manifests, {total} bytes",
+        w.label(),
+        w.configs.len() + 2
+    );
     ExitCode::SUCCESS
 }

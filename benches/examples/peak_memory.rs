@@ -66,7 +66,10 @@ fn mb(n: usize) -> f64 {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let sizes: Vec<(usize, usize)> = match args.as_slice() {
         [m, f] => vec![(*m, *f)],
         _ => SIZES.to_vec(),

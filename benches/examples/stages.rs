@@ -8,7 +8,10 @@ use mco_render::render::{render_pool, validate_machine_config};
 use std::time::Instant;
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let (mcs, files, repeat) = match args.as_slice() {
         [m, f] => (*m, *f, 1),
         [m, f, r, ..] => (*m, *f, (*r).max(1)),
@@ -34,9 +37,17 @@ fn main() {
             .filter(|m| validate_machine_config(m).is_ok())
             .count();
     }
-    println!("validate {ok} MachineConfigs: {:?}", t.elapsed() / repeat as u32);
+    println!(
+        "validate {ok} MachineConfigs: {:?}",
+        t.elapsed() / repeat as u32
+    );
     let t = Instant::now();
-    let r = render_pool(&cluster.pool, &cluster.machine_configs, &cluster.controller, &options());
+    let r = render_pool(
+        &cluster.pool,
+        &cluster.machine_configs,
+        &cluster.controller,
+        &options(),
+    );
     println!("render_pool: {:?}", t.elapsed());
     match r {
         Ok(r) => println!("rendered {}", r.machine_config.metadata.name),

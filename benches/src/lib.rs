@@ -73,8 +73,22 @@ pub struct Workload {
 }
 
 const WORDS: [&str; 16] = [
-    "enabled", "timeout", "listen", "address", "retries", "log-level", "socket", "driver",
-    "registry", "mirror", "insecure", "limit", "memory", "cpu", "interval", "path",
+    "enabled",
+    "timeout",
+    "listen",
+    "address",
+    "retries",
+    "log-level",
+    "socket",
+    "driver",
+    "registry",
+    "mirror",
+    "insecure",
+    "limit",
+    "memory",
+    "cpu",
+    "interval",
+    "path",
 ];
 
 fn text(rng: &mut XorShift, len: usize) -> String {
@@ -126,6 +140,8 @@ pub fn generate(machine_configs: usize, files: usize, variant: Variant) -> Workl
             };
             let len = rng.range(100, 1_200);
             let mut body = text(&mut rng, len);
+            // `is_multiple_of` is newer than the workspace's minimum Rust version.
+            #[allow(clippy::manual_is_multiple_of)]
             let changed = change.next_u64() % 7 == 0;
             if variant == Variant::Updated && changed {
                 body.push_str("updated = true\n");
@@ -239,7 +255,10 @@ impl Workload {
         let mut out = Vec::with_capacity(self.configs.len() + 2);
         let enc = |v: &Value| serde_json::to_vec(v).unwrap_or_default();
         out.push(("00-pool.json".to_string(), enc(&self.pool)));
-        out.push(("01-controllerconfig.json".to_string(), enc(&self.controller_config)));
+        out.push((
+            "01-controllerconfig.json".to_string(),
+            enc(&self.controller_config),
+        ));
         for (i, c) in self.configs.iter().enumerate() {
             out.push((format!("50-worker-bench-{i:04}.json"), enc(c)));
         }
@@ -346,7 +365,11 @@ mod tests {
         // One file in ten overrides an earlier path, so nine distinct paths remain.
         assert_eq!(r.config.list("storage.files").len(), 9);
         assert_eq!(r.machine_config.spec.kernel_arguments.len(), 5);
-        assert!(r.machine_config.metadata.name.starts_with("rendered-worker-"));
+        assert!(r
+            .machine_config
+            .metadata
+            .name
+            .starts_with("rendered-worker-"));
     }
 
     #[test]

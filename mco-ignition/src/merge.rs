@@ -63,16 +63,15 @@ pub(crate) fn merge_obj(
                 (!m.is_empty()).then_some(Value::Object(m))
             }
             (Kind::ObjList(_) | Kind::StrList(_), pv, _) => {
-                let siblings: Vec<&HashSet<Cow<'_, str>>> =
-                    if o.shared_keys.contains(&field.name) {
-                        o.shared_keys
-                            .iter()
-                            .filter(|n| **n != field.name)
-                            .filter_map(|n| shared_child_keys.get(n))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    };
+                let siblings: Vec<&HashSet<Cow<'_, str>>> = if o.shared_keys.contains(&field.name) {
+                    o.shared_keys
+                        .iter()
+                        .filter(|n| **n != field.name)
+                        .filter_map(|n| shared_child_keys.get(n))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 merge_list(o, field, pv, cv, &siblings, minor)
             }
             (_, Some(pv), None) => match field.presence {

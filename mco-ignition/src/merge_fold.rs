@@ -182,7 +182,9 @@ impl MergeFold {
             || matches!(field.kind, Kind::StrList(StrListRule::Concat));
         let mut p = match pv {
             Some(Value::Array(items)) if !concat => items,
-            other => return self.plain_list(owner, field, other, cv, siblings, minor, path, touched),
+            other => {
+                return self.plain_list(owner, field, other, cv, siblings, minor, path, touched)
+            }
         };
         let mut child_index: HashMap<Cow<'_, str>, usize> = HashMap::with_capacity(c.len());
         for (i, item) in c.iter().enumerate() {
@@ -287,7 +289,10 @@ impl MergeFold {
 fn build_index(field: &Field, items: &[Value]) -> Option<Index> {
     let mut index = Index::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        if index.insert(item_key(field, item).into_owned(), i).is_some() {
+        if index
+            .insert(item_key(field, item).into_owned(), i)
+            .is_some()
+        {
             return None;
         }
     }
@@ -379,7 +384,10 @@ mod tests {
         fold.merge(child.clone());
         let mut seen = Vec::new();
         fold.merge_with(child, |p, e| {
-            seen.push(format!("{p}:{}", e.get("path").and_then(Value::as_str).unwrap_or("")))
+            seen.push(format!(
+                "{p}:{}",
+                e.get("path").and_then(Value::as_str).unwrap_or("")
+            ))
         });
         seen.sort();
         assert_eq!(seen, vec!["storage.files:/a", "storage.files:/c"]);
