@@ -5,7 +5,7 @@
 //! heap held above it while rendering (decode, select, validate, merge, name) and while the
 //! baseline parses into `serde_json::Value` and serialises back.
 
-use mco_benches::{baseline, generate, render_bytes, Variant, SIZES};
+use mco_benches::{baseline, decode, generate, render_bytes, Variant, SIZES};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -74,12 +74,14 @@ fn main() {
         [m, f] => vec![(*m, *f)],
         _ => SIZES.to_vec(),
     };
-    println!("| workload | input | render peak | ratio | render time | baseline peak | ratio |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| workload | input | decode peak | render peak | ratio | render time | baseline peak | ratio |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (mcs, files) in sizes {
         let w = generate(mcs, files, Variant::Base);
         let bytes = w.to_json_bytes();
         drop(w);
+        let (decoded, decode_peak) = peak_of(|| decode(&bytes).map(|c| c.machine_configs.len()));
+        drop(decoded);
         let start = Instant::now();
         let (rendered, peak) = peak_of(|| render_bytes(&bytes));
         let took = start.elapsed();
@@ -91,8 +93,9 @@ fn main() {
         let (_, base_peak) = peak_of(|| baseline(&bytes));
         let n = bytes.len();
         println!(
-            "| {mcs} MCs / {files} files | {:.2} MB | {:.2} MB | {:.2}x | {:.1} ms | {:.2} MB | {:.2}x |",
+            "| {mcs} MCs / {files} files | {:.2} MB | {:.2} MB | {:.2} MB | {:.2}x | {:.1} ms | {:.2} MB | {:.2}x |",
             mb(n),
+            mb(decode_peak),
             mb(peak),
             peak as f64 / n as f64,
             took.as_secs_f64() * 1e3,

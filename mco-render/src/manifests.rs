@@ -81,8 +81,9 @@ impl Manifests {
         };
         match kind.as_str() {
             "List" | "MachineConfigList" | "MachineConfigPoolList" => {
-                if let Some(Value::Array(items)) = v.get("items") {
-                    for item in items.clone() {
+                let mut v = v;
+                if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
+                    for item in items {
                         self.add_object(file, doc, item)?;
                     }
                 }
