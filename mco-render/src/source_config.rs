@@ -68,7 +68,10 @@ pub fn parse_any_in(raw: &Value, layout: Layout) -> Result<ParsedConfig, ConfigE
     };
     match detected {
         DetectedVersion::Known(v) if v.is_v3() => match parse::parse_value_in(raw, layout) {
-            Ok(p) => Ok(ParsedConfig::V3(p.config.into_latest())),
+            Ok(p) => Ok(ParsedConfig::V3 {
+                source_minor: v.minor(),
+                config: p.config.into_latest(),
+            }),
             Err(e) => Err(v3_failure(&e)),
         },
         DetectedVersion::Known(SpecVersion::V2_2) => crate::v2_bridge::parse_v2(raw),
@@ -82,7 +85,12 @@ pub fn parse_any_in(raw: &Value, layout: Layout) -> Result<ParsedConfig, ConfigE
 #[derive(Debug, Clone)]
 pub enum ParsedConfig {
     /// Written as 3.x.
-    V3(Config),
+    V3 {
+        /// The config as 3.5.
+        config: Config,
+        /// The 3.x minor version it was written in.
+        source_minor: u64,
+    },
     /// Written as 2.2; already checked by the spec 2 rules.
     V2 {
         /// The converted config.
@@ -96,7 +104,7 @@ impl ParsedConfig {
     /// The config as spec 3.5.
     pub fn into_config(self) -> Config {
         match self {
-            ParsedConfig::V3(c) | ParsedConfig::V2 { config: c, .. } => c,
+            ParsedConfig::V3 { config: c, .. } | ParsedConfig::V2 { config: c, .. } => c,
         }
     }
 }
@@ -104,7 +112,25 @@ impl ParsedConfig {
 /// Upstream's ValidateIgnition on a parsed config: validation without positions, then file modes.
 pub fn validate_config(parsed: &ParsedConfig) -> Result<(), ConfigError> {
     let config = match parsed {
-        ParsedConfig::V3(c) => c,
+        // Parsing already ran every rule at the source minor. The only rule that differs
+        // between minors is the link target check (from 3.3 on), so the full re-validation
+        // upstream does on the 3.5 form can only fail when a 3.0-3.2 config has a link without
+        // target: run it (for upstream's exact report) only then.
+        ParsedConfig::V3 {
+            config,
+            source_minor,
+        } => {
+            let targetless = config.list("storage.links").iter().any(|l| {
+                l.get("target")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+            });
+            if *source_minor >= 3 || !targetless {
+                return check_modes(config);
+            }
+            config
+        }
         ParsedConfig::V2 { v2, .. } => return crate::v2_bridge::check_v2_modes(v2),
     };
     let report = mco_ignition::validate::validate_without_source(config);
