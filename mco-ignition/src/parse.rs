@@ -215,11 +215,14 @@ fn normalise_obj(
     for field in schema.fields_for(minor) {
         let key = raw_key(obj, field.name);
         let raw = key.and_then(|k| obj.get(k)).filter(|v| !v.is_null());
-        path.push(crate::path::Step::Key(
-            key.unwrap_or(field.name).to_string(),
-        ));
-        let value = raw.and_then(|v| normalise_field(v, schema, field, minor, path, errors));
-        path.pop();
+        let value = raw.and_then(|v| {
+            path.push(crate::path::Step::Key(
+                key.unwrap_or(field.name).to_string(),
+            ));
+            let n = normalise_field(v, schema, field, minor, path, errors);
+            path.pop();
+            n
+        });
         match value {
             Some(v) => {
                 if field.presence == Presence::OmitZero && is_zero(&v) {

@@ -23,7 +23,7 @@ pub fn validate(config: &Config) -> Report {
     walk(
         &schema::CONFIG,
         config.root(),
-        &JsonPath::root(),
+        &mut JsonPath::root(),
         minor,
         config.root(),
         &mut r,
@@ -39,10 +39,11 @@ pub fn validate_without_source(config: &Config) -> Report {
     r
 }
 
+/// Walks with one path buffer, pushed and popped, so a node costs no allocation.
 fn walk(
     obj: &'static Obj,
     m: &Map<String, Value>,
-    path: &JsonPath,
+    path: &mut JsonPath,
     minor: u64,
     root: &Map<String, Value>,
     r: &mut Report,
@@ -51,15 +52,20 @@ fn walk(
     for field in obj.fields_for(minor) {
         match (&field.kind, m.get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
-                walk(s, cm, &path.key(field.name), minor, root, r)
+                path.0.push(Step::Key(field.name.to_string()));
+                walk(s, cm, path, minor, root, r);
+                path.0.pop();
             }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
-                let lp = path.key(field.name);
+                path.0.push(Step::Key(field.name.to_string()));
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
-                        walk(s, cm, &lp.index(i), minor, root, r);
+                        path.0.push(Step::Index(i));
+                        walk(s, cm, path, minor, root, r);
+                        path.0.pop();
                     }
                 }
+                path.0.pop();
             }
             _ => {}
         }
@@ -95,7 +101,7 @@ pub fn duplicates(config: &Config) -> Report {
     dups_walk(
         &schema::CONFIG,
         config.root(),
-        &JsonPath::root(),
+        &mut JsonPath::root(),
         config.version().minor(),
         &mut r,
     );
@@ -105,11 +111,11 @@ pub fn duplicates(config: &Config) -> Report {
 fn dups_walk(
     obj: &'static Obj,
     m: &Map<String, Value>,
-    path: &JsonPath,
+    path: &mut JsonPath,
     minor: u64,
     r: &mut Report,
 ) {
-    let mut spaces: HashMap<&str, HashSet<String>> = HashMap::new();
+    let mut spaces: HashMap<&str, HashSet<std::borrow::Cow<'_, str>>> = HashMap::new();
     for field in obj.fields_for(minor) {
         let items = match m.get(field.name) {
             Some(Value::Array(items)) => items,
@@ -130,8 +136,8 @@ fn dups_walk(
         let seen = spaces.entry(space).or_default();
         for (i, item) in items.iter().enumerate() {
             let key = match &field.kind {
-                Kind::ObjList(s) => entry_key(s.key, item),
-                _ => item.as_str().unwrap_or("").to_string(),
+                Kind::ObjList(s) => entry_key_ref(s.key, item),
+                _ => std::borrow::Cow::Borrowed(item.as_str().unwrap_or("")),
             };
             if !seen.insert(key) {
                 r.error(path.key(field.name).index(i), "duplicate entry defined");
@@ -141,14 +147,20 @@ fn dups_walk(
     for field in obj.fields_for(minor) {
         match (&field.kind, m.get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
-                dups_walk(s, cm, &path.key(field.name), minor, r)
+                path.0.push(Step::Key(field.name.to_string()));
+                dups_walk(s, cm, path, minor, r);
+                path.0.pop();
             }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
+                path.0.push(Step::Key(field.name.to_string()));
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
-                        dups_walk(s, cm, &path.key(field.name).index(i), minor, r);
+                        path.0.push(Step::Index(i));
+                        dups_walk(s, cm, path, minor, r);
+                        path.0.pop();
                     }
                 }
+                path.0.pop();
             }
             _ => {}
         }
@@ -159,7 +171,7 @@ fn dups_walk(
 pub fn unused_keys(raw: &Value, minor: u64) -> Report {
     let mut r = Report::default();
     if let Value::Object(m) = raw {
-        unused_walk(&schema::CONFIG, m, &JsonPath::root(), minor, &mut r);
+        unused_walk(&schema::CONFIG, m, &mut JsonPath::root(), minor, &mut r);
     }
     r
 }
@@ -167,28 +179,36 @@ pub fn unused_keys(raw: &Value, minor: u64) -> Report {
 fn unused_walk(
     obj: &'static Obj,
     m: &Map<String, Value>,
-    path: &JsonPath,
+    path: &mut JsonPath,
     minor: u64,
     r: &mut Report,
 ) {
-    let mut keys: Vec<&String> = m.keys().collect();
-    keys.sort_unstable();
-    for k in keys {
-        if obj.field(k, minor).is_none() {
-            r.warn(path.key(k), format!("unused key {k}"));
+    if m.keys().any(|k| obj.field(k, minor).is_none()) {
+        let mut keys: Vec<&String> = m.keys().collect();
+        keys.sort_unstable();
+        for k in keys {
+            if obj.field(k, minor).is_none() {
+                r.warn(path.key(k), format!("unused key {k}"));
+            }
         }
     }
     for field in obj.fields_for(minor) {
         match (&field.kind, m.get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
-                unused_walk(s, cm, &path.key(field.name), minor, r)
+                path.0.push(Step::Key(field.name.to_string()));
+                unused_walk(s, cm, path, minor, r);
+                path.0.pop();
             }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
+                path.0.push(Step::Key(field.name.to_string()));
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
-                        unused_walk(s, cm, &path.key(field.name).index(i), minor, r);
+                        path.0.push(Step::Index(i));
+                        unused_walk(s, cm, path, minor, r);
+                        path.0.pop();
                     }
                 }
+                path.0.pop();
             }
             _ => {}
         }
