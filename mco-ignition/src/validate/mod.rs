@@ -49,11 +49,25 @@ fn walk(
     r: &mut Report,
 ) {
     rules::check(obj, m, path, minor, root, r);
+    descend(obj, m, minor, path, |s, cm, path| {
+        walk(s, cm, path, minor, root, r)
+    });
+}
+
+/// Calls `f` on every child object (nested objects and entries of lists of objects) in schema
+/// order, with `path` extended to the child for the call.
+fn descend(
+    obj: &'static Obj,
+    m: &Map<String, Value>,
+    minor: u64,
+    path: &mut JsonPath,
+    mut f: impl FnMut(&'static Obj, &Map<String, Value>, &mut JsonPath),
+) {
     for field in obj.fields_for(minor) {
         match (&field.kind, m.get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
                 path.0.push(Step::Key(field.name.to_string()));
-                walk(s, cm, path, minor, root, r);
+                f(s, cm, path);
                 path.0.pop();
             }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
@@ -61,7 +75,7 @@ fn walk(
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
                         path.0.push(Step::Index(i));
-                        walk(s, cm, path, minor, root, r);
+                        f(s, cm, path);
                         path.0.pop();
                     }
                 }
@@ -144,27 +158,9 @@ fn dups_walk(
             }
         }
     }
-    for field in obj.fields_for(minor) {
-        match (&field.kind, m.get(field.name)) {
-            (Kind::Obj(s), Some(Value::Object(cm))) => {
-                path.0.push(Step::Key(field.name.to_string()));
-                dups_walk(s, cm, path, minor, r);
-                path.0.pop();
-            }
-            (Kind::ObjList(s), Some(Value::Array(items))) => {
-                path.0.push(Step::Key(field.name.to_string()));
-                for (i, item) in items.iter().enumerate() {
-                    if let Value::Object(cm) = item {
-                        path.0.push(Step::Index(i));
-                        dups_walk(s, cm, path, minor, r);
-                        path.0.pop();
-                    }
-                }
-                path.0.pop();
-            }
-            _ => {}
-        }
-    }
+    descend(obj, m, minor, path, |s, cm, path| {
+        dups_walk(s, cm, path, minor, r)
+    });
 }
 
 /// Warns about keys of the raw input that the version's schema does not know.
@@ -192,27 +188,9 @@ fn unused_walk(
             }
         }
     }
-    for field in obj.fields_for(minor) {
-        match (&field.kind, m.get(field.name)) {
-            (Kind::Obj(s), Some(Value::Object(cm))) => {
-                path.0.push(Step::Key(field.name.to_string()));
-                unused_walk(s, cm, path, minor, r);
-                path.0.pop();
-            }
-            (Kind::ObjList(s), Some(Value::Array(items))) => {
-                path.0.push(Step::Key(field.name.to_string()));
-                for (i, item) in items.iter().enumerate() {
-                    if let Value::Object(cm) = item {
-                        path.0.push(Step::Index(i));
-                        unused_walk(s, cm, path, minor, r);
-                        path.0.pop();
-                    }
-                }
-                path.0.pop();
-            }
-            _ => {}
-        }
-    }
+    descend(obj, m, minor, path, |s, cm, path| {
+        unused_walk(s, cm, path, minor, r)
+    });
 }
 
 /// Adds positions to report entries: each entry is placed at the deepest part of its path that
