@@ -244,6 +244,14 @@ pub fn validate_source_url(url: &str, minor: u64) -> Result<(), UrlError> {
     if url.is_empty() {
         return Ok(());
     }
+    match plain_base64_data_url(url) {
+        Some(result) => result,
+        None => validate_general(url, minor),
+    }
+}
+
+/// [`validate_source_url`] without the data URL fast path.
+fn validate_general(url: &str, minor: u64) -> Result<(), UrlError> {
     let u = go_url_parse(url).ok_or(UrlError::Unparsable)?;
     match u.scheme.as_str() {
         "http" | "https" | "tftp" => Ok(()),
@@ -268,5 +276,116 @@ pub fn validate_source_url(url: &str, minor: u64) -> Result<(), UrlError> {
         }
         "data" => check(url).map_err(UrlError::from),
         _ => Err(UrlError::Scheme),
+    }
+}
+
+/// ASCII graphic characters other than `,`, `#`, `%`, `?`, `"` and `\`: a data URL header made
+/// of these ends at the first comma and has no fragment, query, escape or quoted value.
+const PLAIN_HEADER: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x21;
+    while c <= 0x7E {
+        t[c] = !matches!(c as u8, b',' | b'#' | b'%' | b'?' | b'"' | b'\\');
+        c += 1;
+    }
+    t
+};
+
+/// The base64 alphabet without padding.
+const ALPHABET: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = (c as u8).is_ascii_alphanumeric() || c == b'+' as usize || c == b'/' as usize;
+        c += 1;
+    }
+    t
+};
+
+/// Fast path for the common data URL: `data:`, a header of [`PLAIN_HEADER`] characters not
+/// starting with `/`, a comma, then complete padded base64. Such a URL parses as Go's `url.Parse`
+/// does (an opaque `data` URL), and its data cannot fail the data URL checks whether or not the
+/// header says base64, so its result is that of its header alone; that result is returned.
+/// `None` when the URL is not of this shape.
+fn plain_base64_data_url(url: &str) -> Option<Result<(), UrlError>> {
+    let rest = url.strip_prefix("data:")?;
+    let comma = rest.bytes().position(|b| !PLAIN_HEADER[usize::from(b)])?;
+    if rest.as_bytes()[comma] != b',' || rest.starts_with('/') {
+        return None;
+    }
+    let body = &rest.as_bytes()[comma + 1..];
+    if body.len() % 4 != 0 {
+        return None;
+    }
+    let pad = body
+        .iter()
+        .rev()
+        .take(2)
+        .take_while(|&&b| b == b'=')
+        .count();
+    if !body[..body.len() - pad]
+        .iter()
+        .all(|&b| ALPHABET[usize::from(b)])
+    {
+        return None;
+    }
+    let header = &url[..url.len() - body.len()];
+    Some(check(header).map_err(UrlError::from))
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn agree(url: &str) {
+        assert_eq!(
+            validate_source_url(url, 4),
+            validate_general(url, 4),
+            "{url:?}"
+        );
+    }
+
+    #[test]
+    fn fast_path_agrees_on_edge_cases() {
+        for url in [
+            "data:,",
+            "data:;base64,",
+            "data:;base64,QQ==",
+            "data:;base64,QUI=",
+            "data:;base64,QUJD",
+            "data:;base64,Q===",
+            "data:;base64,QQ=",
+            "data:text/plain;base64,QUJD",
+            "data:text/plain;charset=utf-8;base64,QUJD",
+            "data:foo/bar;base64,QUJD",
+            "data:x-foo/bar;base64,QUJD",
+            "data:text/plain;base65,QUJD",
+            "data:text/plain;a=b,QUJD",
+            "data:/plain;base64,QUJD",
+            "data:text/;base64,QUJD",
+            "data:text;base64,QUJD",
+            "data:;base64;base64,QUJD",
+            "data:text/plain;=x;base64,QUJD",
+            "data:text/plain;a=;base64,QUJD",
+            "data:text/plain;a=b=c;base64,QUJD",
+            "data:text/plain;;base64,QUJD",
+            "data:text/plain,QUJD",
+            "data:,QUJD+/==",
+            "DATA:;base64,QUJD",
+        ] {
+            agree(url);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fast_path_agrees(
+            header in "[a-zA-Z0-9/;=+._~!$&'()*<>@:\\[\\]{}|^`-]{0,24}",
+            body in "[A-Za-z0-9+/]{0,16}={0,3}",
+        ) {
+            agree(&format!("data:{header},{body}"));
+            agree(&format!("data:{header};base64,{body}"));
+        }
     }
 }

@@ -474,18 +474,16 @@ impl<'s> Emitter<'s> {
     fn write_run<F: Fn(u8) -> bool>(&mut self, v: &[u8], i: &mut usize, ends: F) {
         self.write_char(v, i);
         let start = *i;
-        let mut end = start;
-        let mut chars = 0;
-        while end < v.len() {
-            let b = v[end];
-            if ends(b) {
-                break;
-            }
-            chars += usize::from(b & 0xC0 != 0x80);
-            end += 1;
-        }
-        self.buf.extend_from_slice(&v[start..end]);
-        self.column += chars;
+        let rest = &v[start..];
+        let end = start + rest.iter().position(|&b| ends(b)).unwrap_or(rest.len());
+        let run = &v[start..end];
+        self.buf.extend_from_slice(run);
+        // Columns count characters: every byte but UTF-8 continuation bytes.
+        self.column += if run.is_ascii() {
+            run.len()
+        } else {
+            run.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+        };
         *i = end;
     }
 
@@ -530,25 +528,51 @@ impl<'s> Emitter<'s> {
 }
 
 /// Bytes that may start a line break (CR, LF, NEL, LS, PS).
-fn may_start_break(b: u8) -> bool {
+const fn may_start_break(b: u8) -> bool {
     matches!(b, b'\n' | b'\r' | 0xC2 | 0xE2)
 }
+
+/// A 256-entry table of a `const fn(u8) -> bool`, so that run scans are one
+/// lookup per byte.
+macro_rules! byte_table {
+    ($f:ident) => {{
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = $f(b as u8);
+            b += 1;
+        }
+        t
+    }};
+}
+
+const fn plain_run_end(b: u8) -> bool {
+    b == b' ' || may_start_break(b)
+}
+
+const fn double_quoted_run_end(b: u8) -> bool {
+    !(b >= 0x21 && b <= 0x7E) || b == b'"' || b == b'\\'
+}
+
+const PLAIN_RUN_ENDS: [bool; 256] = byte_table!(plain_run_end);
+const LITERAL_RUN_ENDS: [bool; 256] = byte_table!(may_start_break);
+const DOUBLE_QUOTED_RUN_ENDS: [bool; 256] = byte_table!(double_quoted_run_end);
 
 /// Where a run of ordinary characters in a plain scalar stops: spaces and
 /// possible breaks.
 fn ends_plain_run(b: u8) -> bool {
-    b == b' ' || may_start_break(b)
+    PLAIN_RUN_ENDS[usize::from(b)]
 }
 
 /// Where a run of ordinary characters in a literal block stops.
 fn ends_literal_run(b: u8) -> bool {
-    may_start_break(b)
+    LITERAL_RUN_ENDS[usize::from(b)]
 }
 
 /// Where a run of characters that a double-quoted scalar copies unchanged
 /// stops: anything but printable ASCII other than space, `"` and `\`.
 fn ends_double_quoted_run(b: u8) -> bool {
-    !(0x21..=0x7E).contains(&b) || b == b'"' || b == b'\\'
+    DOUBLE_QUOTED_RUN_ENDS[usize::from(b)]
 }
 
 /// Start of the UTF-8 character that ends right before byte `end`.

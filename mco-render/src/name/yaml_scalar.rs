@@ -64,6 +64,18 @@ pub(crate) fn is_blankz(v: &[u8], i: usize) -> bool {
     is_blank(v, i) || is_break(v, i) || at(v, i) == 0
 }
 
+/// Printable ASCII other than space, `:` and `#`: after the first position
+/// such a character only resets the neighbour flags of [`analyze`].
+const ORDINARY: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x21;
+    while c <= 0x7E {
+        t[c] = c != b':' as usize && c != b'#' as usize;
+        c += 1;
+    }
+    t
+};
+
 /// Which styles the emitter allows for one scalar.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Analysis {
@@ -99,13 +111,17 @@ pub(crate) fn analyze(value: &[u8]) -> Analysis {
     let mut i = 0;
     while i < value.len() {
         let c = value[i];
-        // Fast path: an ordinary printable ASCII character after the first
-        // affects nothing but the neighbour flags.
-        if i > 0 && (0x21..=0x7E).contains(&c) && c != b':' && c != b'#' {
+        // Fast path: a run of ordinary printable ASCII characters after the
+        // first affects nothing but the neighbour flags.
+        if i > 0 && ORDINARY[usize::from(c)] {
+            let run = value[i..]
+                .iter()
+                .position(|&b| !ORDINARY[usize::from(b)])
+                .unwrap_or(value.len() - i);
             previous_space = false;
             previous_break = false;
             preceded_by_whitespace = false;
-            i += 1;
+            i += run;
             continue;
         }
         let w = width(value[i]);
