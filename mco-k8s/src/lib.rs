@@ -1,3 +1,4 @@
 //! Adapters to the Kubernetes API server and HTTP.
 
+pub mod crd;
 pub mod mcs;
