@@ -1,3 +1,5 @@
 //! Adapters to the Kubernetes API server and HTTP.
 
+pub mod controller;
+pub mod crd;
 pub mod mcs;

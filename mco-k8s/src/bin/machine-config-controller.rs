@@ -1,0 +1,62 @@
+//! machine-config-controller: renders pools and rolls nodes out on a Kubernetes cluster.
+
+use clap::Parser;
+use mco_k8s::controller::{run, Options};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "machine-config-controller", version, about, long_about = None)]
+struct Cli {
+    /// Controller version stamped on rendered configs.
+    #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+    controller_version: String,
+    /// Release image version annotation on rendered configs.
+    #[arg(long, default_value = "")]
+    release_image_version: String,
+    /// Unused rendered configs kept per pool (garbage collection); negative disables it.
+    #[arg(long, default_value_t = 5)]
+    keep_rendered: i64,
+    /// Milliseconds to wait after a change before syncing.
+    #[arg(long, default_value_t = 200)]
+    debounce_ms: u64,
+    /// Seconds between full resyncs.
+    #[arg(long, default_value_t = 60)]
+    resync_seconds: u64,
+    /// Seconds a drain may stay blocked before it is reported failed.
+    #[arg(long, default_value_t = 600)]
+    drain_timeout_seconds: u64,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let opts = Options {
+        render: mco_render::RenderOptions {
+            controller_version: cli.controller_version,
+            release_image_version: cli.release_image_version,
+            ..Default::default()
+        },
+        debounce: Duration::from_millis(cli.debounce_ms),
+        resync: Duration::from_secs(cli.resync_seconds),
+        gc_keep: usize::try_from(cli.keep_rendered).ok(),
+        drain_timeout: Duration::from_secs(cli.drain_timeout_seconds),
+    };
+    let client = match kube::Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("machine-config-controller: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(client, opts).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("machine-config-controller: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! One sync pass over the cluster: read everything, decide with the pure functions, write.
+
+use super::drain::Drainer;
+use super::Options;
+use crate::crd;
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::{Api, Client};
+use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use mco_render::controller::gc::collect_garbage;
+use mco_render::controller::node::DESIRED_CONFIG;
+use mco_render::controller::node_pool::{nodes_for_pool, MASTER};
+use mco_render::controller::render_sync::sync_pool;
+use mco_render::controller::rollout::plan_rollout;
+use mco_render::controller::status::{calculate_status, PoolStatus};
+use mco_render::controller::Node;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// The name of the ControllerConfig the controller renders with.
+pub const CONTROLLER_CONFIG_NAME: &str = "machine-config-controller";
+
+/// Why a sync pass stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The API server refused or failed a request.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// An object did not decode into this project's model.
+    #[error("decoding {kind} {name}: {source}")]
+    Decode {
+        /// The object kind.
+        kind: &'static str,
+        /// The object name.
+        name: String,
+        /// The decode error.
+        source: serde_json::Error,
+    },
+}
+
+fn decode<T: DeserializeOwned, S: serde::Serialize + kube::ResourceExt>(
+    kind: &'static str,
+    obj: &S,
+) -> Result<T, SyncError> {
+    let err = |source| SyncError::Decode {
+        kind,
+        name: obj.name_any(),
+        source,
+    };
+    serde_json::to_value(obj)
+        .and_then(serde_json::from_value)
+        .map_err(err)
+}
+
+/// RFC 3339 UTC time with seconds, as Kubernetes writes it.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The controller's handle on the cluster.
+pub struct Cluster {
+    mcs: Api<DynamicObject>,
+    pools: Api<DynamicObject>,
+    ccs: Api<DynamicObject>,
+    nodes: Api<KubeNode>,
+    mc_resource: ApiResource,
+    drainer: Drainer,
+    opts: Options,
+}
+
+impl Cluster {
+    /// A handle using `client`.
+    pub fn new(client: Client, opts: Options) -> Self {
+        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
+        let pool_ar = ApiResource::erase::<crd::MachineConfigPool>(&());
+        let cc_ar = ApiResource::erase::<crd::ControllerConfig>(&());
+        Cluster {
+            mcs: Api::all_with(client.clone(), &mc_resource),
+            pools: Api::all_with(client.clone(), &pool_ar),
+            ccs: Api::all_with(client.clone(), &cc_ar),
+            nodes: Api::all(client.clone()),
+            mc_resource,
+            drainer: Drainer::new(client, opts.drain_timeout),
+            opts,
+        }
+    }
+
+    async fn read(
+        &self,
+    ) -> Result<
+        (
+            Vec<MachineConfig>,
+            Vec<MachineConfigPool>,
+            Option<ControllerConfig>,
+            Vec<Node>,
+        ),
+        SyncError,
+    > {
+        let lp = ListParams::default();
+        let mut mcs = Vec::new();
+        for o in self.mcs.list(&lp).await? {
+            mcs.push(decode("MachineConfig", &o)?);
+        }
+        let mut pools = Vec::new();
+        for o in self.pools.list(&lp).await? {
+            pools.push(decode("MachineConfigPool", &o)?);
+        }
+        let mut cc = None;
+        for o in self.ccs.list(&lp).await? {
+            if o.metadata.name.as_deref() == Some(CONTROLLER_CONFIG_NAME) {
+                cc = Some(decode("ControllerConfig", &o)?);
+            }
+        }
+        let mut nodes = Vec::new();
+        for o in self.nodes.list(&lp).await? {
+            nodes.push(decode("Node", &o)?);
+        }
+        Ok((mcs, pools, cc, nodes))
+    }
+
+    /// One full pass: render, roll out, status, drains, garbage collection.
+    pub async fn sync_all(&mut self) -> Result<(), SyncError> {
+        let (mut mcs, mut pools, cc, mut nodes) = self.read().await?;
+        let now = now_rfc3339();
+        let merge = PatchParams::default();
+
+        // Render.
+        for pool in pools.iter_mut() {
+            let rs = sync_pool(pool, &mcs, cc.as_ref(), &self.opts.render, &now);
+            if let Some(e) = &rs.error {
+                tracing::warn!(pool = pool.name(), "{e}");
+            }
+            if let Some(mc) = rs.create {
+                let mut obj: DynamicObject =
+                    serde_json::from_value(serde_json::to_value(&mc).map_err(|source| {
+                        SyncError::Decode {
+                            kind: "MachineConfig",
+                            name: mc.name().into(),
+                            source,
+                        }
+                    })?)
+                    .map_err(|source| SyncError::Decode {
+                        kind: "MachineConfig",
+                        name: mc.name().into(),
+                        source,
+                    })?;
+                obj.types = Some(kube::api::TypeMeta {
+                    api_version: self.mc_resource.api_version.clone(),
+                    kind: self.mc_resource.kind.clone(),
+                });
+                match self.mcs.create(&PostParams::default(), &obj).await {
+                    Ok(_) => tracing::info!(pool = pool.name(), "created {}", mc.name()),
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+                mcs.push(mc);
+            }
+            if let Some(conf) = rs.set_configuration {
+                let patch = json!({"spec": {"configuration": conf}});
+                self.pools
+                    .patch(pool.name(), &merge, &Patch::Merge(&patch))
+                    .await?;
+                tracing::info!(pool = pool.name(), "now targeting {}", conf.name);
+                pool.spec.configuration = conf;
+            }
+            if let Some(status) = rs.status {
+                let patch = json!({"status": status.to_value()});
+                self.pools
+                    .patch_status(pool.name(), &merge, &Patch::Merge(&patch))
+                    .await?;
+                pool.status = Some(status.to_value());
+            }
+        }
+
+        // Roll out and compute status.
+        let pool_list = pools.clone();
+        for pool in pools.iter_mut() {
+            let (mine, errors) = nodes_for_pool(pool, &pool_list, &nodes);
+            for (n, e) in errors {
+                tracing::warn!(node = n.name(), "{e}");
+            }
+            let names: Vec<String> = mine.iter().map(|n| n.name().to_string()).collect();
+            let refs: Vec<&Node> = mine;
+            let defer = if pool.name() == MASTER {
+                std::env::var("NODE_NAME").ok()
+            } else {
+                None
+            };
+            match plan_rollout(pool, &refs, defer.as_deref()) {
+                Err(e) => tracing::warn!(pool = pool.name(), "{e}"),
+                Ok(plan) => {
+                    for name in &plan.update {
+                        let patch =
+                            json!({"metadata": {"annotations": {DESIRED_CONFIG: plan.target}}});
+                        self.nodes
+                            .patch(name, &merge, &Patch::Merge(&patch))
+                            .await?;
+                        if let Some(n) = nodes.iter_mut().find(|n| n.name() == name) {
+                            n.metadata
+                                .annotations
+                                .insert(DESIRED_CONFIG.into(), plan.target.clone());
+                        }
+                    }
+                    if !plan.update.is_empty() {
+                        tracing::info!(
+                            pool = pool.name(),
+                            "targeted {:?} to {}",
+                            plan.update,
+                            plan.target
+                        );
+                    }
+                }
+            }
+            let refs: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| names.iter().any(|m| m == n.name()))
+                .collect();
+            let status = calculate_status(pool, &refs, &now);
+            if status != PoolStatus::of(pool) {
+                let patch = json!({"status": status.to_value()});
+                self.pools
+                    .patch_status(pool.name(), &merge, &Patch::Merge(&patch))
+                    .await?;
+                pool.status = Some(status.to_value());
+            }
+        }
+
+        // Drains the agents ask for.
+        self.drainer.sync(&nodes).await?;
+
+        // Garbage collection of unused rendered configs.
+        if let Some(keep) = self.opts.gc_keep {
+            for name in collect_garbage(&mcs, &pools, &nodes, keep) {
+                match self.mcs.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => tracing::info!("deleted unused rendered config {name}"),
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn time_format() {
+        let t = super::now_rfc3339();
+        assert_eq!(t.len(), 20);
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T');
+    }
+}

@@ -1,0 +1,113 @@
+//! Carrying out drain and uncordon requests: cordon, evict (the API server enforces
+//! PodDisruptionBudgets and answers 429 while one blocks), record the request as applied.
+
+use super::cluster::SyncError;
+use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
+use kube::api::{EvictParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+use mco_render::controller::drain::{
+    drain_action, drain_failure_reason, should_evict, DrainAction, Pod,
+};
+use mco_render::controller::node::LAST_APPLIED_DRAIN;
+use mco_render::controller::Node;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Drains nodes on request, remembering when each drain started.
+pub struct Drainer {
+    client: Client,
+    nodes: Api<KubeNode>,
+    started: BTreeMap<String, Instant>,
+    timeout: Duration,
+}
+
+impl Drainer {
+    /// A drainer giving up (and reporting) after `timeout`.
+    pub fn new(client: Client, timeout: Duration) -> Self {
+        Drainer {
+            nodes: Api::all(client.clone()),
+            client,
+            started: BTreeMap::new(),
+            timeout,
+        }
+    }
+
+    async fn set_unschedulable(&self, node: &str, on: bool) -> Result<(), SyncError> {
+        let patch = json!({"spec": {"unschedulable": on}});
+        self.nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(())
+    }
+
+    async fn mark_applied(&self, node: &str, request: &str) -> Result<(), SyncError> {
+        let patch = json!({"metadata": {"annotations": {LAST_APPLIED_DRAIN: request}}});
+        self.nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(())
+    }
+
+    /// Evicts what should go; returns the pods still blocking (namespace, name).
+    async fn evict_all(&self, node: &str) -> Result<Vec<(String, String)>, SyncError> {
+        let pods: Api<KubePod> = Api::all(self.client.clone());
+        let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+        let mut blocking = Vec::new();
+        for p in pods.list(&lp).await? {
+            let pod: Pod = match serde_json::to_value(&p).and_then(serde_json::from_value) {
+                Ok(p) => p,
+                Err(_) => continue,
+            };
+            if !should_evict(&pod) {
+                continue;
+            }
+            let (ns, name) = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
+            let api: Api<KubePod> = Api::namespaced(self.client.clone(), &ns);
+            match api.evict(&name, &EvictParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(kube::Error::Api(s)) if s.code == 429 => blocking.push((ns, name)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(blocking)
+    }
+
+    /// Handles every node's pending request.
+    pub async fn sync(&mut self, nodes: &[Node]) -> Result<(), SyncError> {
+        for n in nodes {
+            match drain_action(n) {
+                DrainAction::None => {
+                    self.started.remove(n.name());
+                }
+                DrainAction::Uncordon { request } => {
+                    self.set_unschedulable(n.name(), false).await?;
+                    self.mark_applied(n.name(), &request).await?;
+                    self.started.remove(n.name());
+                }
+                DrainAction::Drain { request } => {
+                    if !n.spec.unschedulable {
+                        self.set_unschedulable(n.name(), true).await?;
+                    }
+                    let started = *self
+                        .started
+                        .entry(n.name().to_string())
+                        .or_insert_with(Instant::now);
+                    let blocking = self.evict_all(n.name()).await?;
+                    if blocking.is_empty() {
+                        self.mark_applied(n.name(), &request).await?;
+                        self.started.remove(n.name());
+                    } else if started.elapsed() > self.timeout {
+                        tracing::error!(
+                            node = n.name(),
+                            "{}",
+                            drain_failure_reason(n.name(), &blocking)
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

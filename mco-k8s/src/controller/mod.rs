@@ -1,0 +1,101 @@
+//! The machine-config-controller: watches the cluster, calls the pure decisions in
+//! `mco_render::controller`, and carries out their writes with kube-rs.
+//!
+//! One pass syncs every pool: render (create the rendered MachineConfig, point the pool at
+//! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
+//! status, drain requests, and garbage collection of unused rendered configs. Passes run on
+//! any watched change, debounced, and on a resync timer.
+
+pub mod cluster;
+pub mod drain;
+
+use crate::crd;
+use cluster::{Cluster, SyncError};
+use futures::StreamExt;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Controller settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Render options (controller version, release image version).
+    pub render: mco_render::RenderOptions,
+    /// How long to wait after a change for more changes before syncing.
+    pub debounce: Duration,
+    /// Sync at least this often.
+    pub resync: Duration,
+    /// Unused rendered configs kept per pool; `None` disables garbage collection.
+    pub gc_keep: Option<usize>,
+    /// How long a drain may be blocked before it is reported failed.
+    pub drain_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            render: mco_render::RenderOptions::default(),
+            debounce: Duration::from_millis(200),
+            resync: Duration::from_secs(60),
+            gc_keep: Some(5),
+            drain_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        while let Some(ev) = stream.next().await {
+            if let Err(e) = &ev {
+                tracing::warn!("watch error: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            // A full channel already holds a pending trigger.
+            let _ = tx.try_send(());
+        }
+    })
+}
+
+/// Runs the controller until the process stops.
+pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
+    let (tx, mut rx) = mpsc::channel::<()>(1);
+    let dynamic = |ar: ApiResource| Api::<DynamicObject>::all_with(client.clone(), &ar);
+    let watchers = [
+        watch_into(
+            dynamic(ApiResource::erase::<crd::MachineConfig>(&())),
+            tx.clone(),
+        ),
+        watch_into(
+            dynamic(ApiResource::erase::<crd::MachineConfigPool>(&())),
+            tx.clone(),
+        ),
+        watch_into(
+            dynamic(ApiResource::erase::<crd::ControllerConfig>(&())),
+            tx.clone(),
+        ),
+        watch_into(
+            Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
+            tx.clone(),
+        ),
+    ];
+    let mut cluster = Cluster::new(client, opts.clone());
+    loop {
+        let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
+        // Debounce: let a burst of changes settle into one pass.
+        tokio::time::sleep(opts.debounce).await;
+        while rx.try_recv().is_ok() {}
+        if let Err(e) = cluster.sync_all().await {
+            tracing::warn!("sync failed: {e}");
+            let _ = tx.try_send(());
+        }
+        if watchers.iter().all(|w| w.is_finished()) {
+            return Ok(());
+        }
+    }
+}

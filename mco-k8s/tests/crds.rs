@@ -1,0 +1,231 @@
+//! The CRDs are structural, carry the expected printer columns and subresources, and
+//! `manifests/00-crds.yaml` is what the Rust types generate.
+
+use mco_k8s::crd::{crds, crds_yaml};
+use serde_json::Value;
+
+/// Collects every structural-schema violation under `schema`, located by `path`.
+fn check(schema: &Value, path: &str, root: bool, in_value_validation: bool, out: &mut Vec<String>) {
+    let Some(obj) = schema.as_object() else {
+        out.push(format!("{path}: schema is not an object"));
+        return;
+    };
+    for bad in ["$ref", "definitions", "$defs", "$schema"] {
+        if obj.contains_key(bad) {
+            out.push(format!("{path}: has {bad}"));
+        }
+    }
+    let preserve = obj.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    let int_or_string = obj.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true));
+    if in_value_validation {
+        for k in [
+            "type",
+            "description",
+            "default",
+            "additionalProperties",
+            "nullable",
+        ] {
+            if obj.contains_key(k) {
+                out.push(format!("{path}: {k} inside a value validation"));
+            }
+        }
+    } else if !obj.contains_key("type") && !preserve && !int_or_string {
+        out.push(format!("{path}: no type"));
+    }
+    if root && obj.get("type").and_then(Value::as_str) != Some("object") {
+        out.push(format!("{path}: root type is not object"));
+    }
+    if let Some(any) = obj.get("anyOf").or(obj.get("oneOf")).or(obj.get("allOf")) {
+        for (i, s) in any.as_array().into_iter().flatten().enumerate() {
+            check(s, &format!("{path}.anyOf[{i}]"), false, true, out);
+        }
+    }
+    let ty = obj.get("type").and_then(Value::as_str);
+    let props = obj.get("properties").and_then(Value::as_object);
+    let addl = obj.get("additionalProperties");
+    if ty == Some("object") && !in_value_validation {
+        if props.is_none() && addl.is_none() && !preserve {
+            out.push(format!("{path}: object without properties, additionalProperties or preserve-unknown-fields"));
+        }
+        if props.is_some() && addl.is_some_and(|a| a != &Value::Bool(false)) {
+            out.push(format!("{path}: both properties and additionalProperties"));
+        }
+    }
+    if ty == Some("array") && !obj.contains_key("items") {
+        out.push(format!("{path}: array without items"));
+    }
+    for (k, s) in props.into_iter().flatten() {
+        if root && k == "metadata" {
+            // Only name and generateName restrictions are allowed on root metadata.
+            if let Some(mp) = s.get("properties").and_then(Value::as_object) {
+                if mp.keys().any(|k| k != "name" && k != "generateName") {
+                    out.push(format!("{path}.metadata: restricts fields other than name"));
+                }
+            }
+        }
+        check(s, &format!("{path}.{k}"), false, in_value_validation, out);
+    }
+    if let Some(a) = addl.filter(|a| a.is_object()) {
+        check(
+            a,
+            &format!("{path}.additionalProperties"),
+            false,
+            in_value_validation,
+            out,
+        );
+    }
+    if let Some(items) = obj.get("items") {
+        check(
+            items,
+            &format!("{path}.items"),
+            false,
+            in_value_validation,
+            out,
+        );
+    }
+}
+
+#[test]
+fn every_crd_is_structural() {
+    for crd in crds() {
+        let v = serde_json::to_value(&crd).unwrap();
+        for (i, version) in v["spec"]["versions"].as_array().unwrap().iter().enumerate() {
+            let schema = &version["schema"]["openAPIV3Schema"];
+            let mut errs = Vec::new();
+            check(
+                schema,
+                &format!("{}[{i}]", crd.metadata.name.as_deref().unwrap_or("")),
+                true,
+                false,
+                &mut errs,
+            );
+            assert!(errs.is_empty(), "{errs:#?}");
+        }
+    }
+}
+
+#[test]
+fn checker_catches_non_structural() {
+    let mut errs = Vec::new();
+    let bad = serde_json::json!({"type": "object", "properties": {
+        "a": {"description": "no type"},
+        "b": {"type": "object"},
+        "c": {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+        "d": {"type": "array"}
+    }});
+    check(&bad, "x", true, false, &mut errs);
+    assert_eq!(errs.len(), 4, "{errs:#?}");
+}
+
+fn columns(name: &str) -> Vec<(String, String)> {
+    let crd = crds()
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
+        .unwrap();
+    crd.spec.versions[0]
+        .additional_printer_columns
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.name.to_uppercase(), c.json_path))
+        .collect()
+}
+
+#[test]
+fn printer_columns() {
+    let mcp: Vec<String> = columns("machineconfigpools.machineconfiguration.openshift.io")
+        .into_iter()
+        .map(|c| c.0)
+        .collect();
+    assert_eq!(
+        mcp,
+        [
+            "CONFIG",
+            "UPDATED",
+            "UPDATING",
+            "DEGRADED",
+            "MACHINECOUNT",
+            "READYMACHINECOUNT",
+            "UPDATEDMACHINECOUNT",
+            "DEGRADEDMACHINECOUNT",
+            "AGE"
+        ]
+    );
+    let mc = columns("machineconfigs.machineconfiguration.openshift.io");
+    assert_eq!(
+        mc.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
+        ["GENERATEDBYCONTROLLER", "IGNITIONVERSION", "AGE"]
+    );
+    assert_eq!(mc[1].1, ".spec.config.ignition.version");
+}
+
+#[test]
+fn scope_names_and_subresources() {
+    for crd in crds() {
+        assert_eq!(crd.spec.scope, "Cluster");
+        assert_eq!(crd.spec.group, "machineconfiguration.openshift.io");
+        let status = crd.spec.versions[0]
+            .subresources
+            .as_ref()
+            .and_then(|s| s.status.as_ref())
+            .is_some();
+        let kind = crd.spec.names.kind.as_str();
+        assert_eq!(status, kind != "MachineConfig", "{kind}");
+    }
+}
+
+#[test]
+fn manifests_match_the_types() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/00-crds.yaml");
+    let want = crds_yaml().unwrap();
+    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
+        std::fs::write(path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        have == want,
+        "manifests/00-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
+    );
+}
+
+#[test]
+fn manifests_parse() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests");
+    let mut kinds = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "yaml"))
+    {
+        let text = std::fs::read_to_string(f).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+            if v.is_null() {
+                continue;
+            }
+            kinds.push(format!(
+                "{}/{}",
+                v["kind"].as_str().unwrap(),
+                v["metadata"]["name"].as_str().unwrap()
+            ));
+        }
+    }
+    for want in [
+        "CustomResourceDefinition/machineconfigpools.machineconfiguration.openshift.io",
+        "Deployment/machine-config-controller",
+        "Deployment/machine-config-server",
+        "DaemonSet/machine-config-daemon",
+        "MachineConfigPool/master",
+        "MachineConfigPool/worker",
+        "ClusterRole/machine-config-controller",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == want),
+            "{want} missing from {kinds:?}"
+        );
+    }
+}
