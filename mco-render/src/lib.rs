@@ -3,6 +3,7 @@
 //! Pure: no I/O, clocks, randomness or global state. The same inputs give the same bytes.
 
 pub mod api;
+pub mod cluster;
 pub mod diff;
 pub mod error;
 pub mod generate;

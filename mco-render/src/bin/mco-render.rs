@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::cluster::{expand_manifests, ClusterOptions};
 use mco_render::manifests::Manifests;
 use mco_render::plan::{self, MachineConfiguration};
 use mco_render::reconcile::RenderedInput;
@@ -239,6 +240,24 @@ fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
     Ok(m)
 }
 
+/// Loads the manifests and adds the MachineConfigs the cluster's controllers would generate
+/// from them; a resource whose generation fails is an error.
+fn load_cluster(paths: &[PathBuf], controller_version: &str) -> Result<Manifests, Failure> {
+    let mut m = load(paths)?;
+    let opts = ClusterOptions {
+        controller_version: controller_version.to_string(),
+    };
+    let errors = expand_manifests(&mut m, &opts);
+    if errors.is_empty() {
+        Ok(m)
+    } else {
+        Err(Failure {
+            code: 1,
+            lines: errors.iter().map(|e| format!("error: {e}")).collect(),
+        })
+    }
+}
+
 fn controller_spec(m: &Manifests) -> ControllerConfigSpec {
     m.controller_config
         .as_ref()
@@ -319,7 +338,7 @@ fn cmd_render(
     controller_version: &str,
     scheme: Scheme,
 ) -> Result<(), Failure> {
-    let m = load(paths)?;
+    let m = load_cluster(paths, controller_version)?;
     let opts = RenderOptions {
         controller_version: controller_version.to_string(),
         name_scheme: match scheme {
@@ -440,7 +459,7 @@ fn cmd_ignition(
     let target = SpecVersion::parse(version)
         .filter(|v| *v != SpecVersion::V3_0)
         .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
-    let m = load(paths)?;
+    let m = load_cluster(paths, controller_version)?;
     if pool.is_none() && m.pools.len() > 1 {
         return Err(Failure::input(
             "the manifests hold several pools: choose one with --pool",
@@ -467,7 +486,7 @@ fn rendered_input(
     pool: Option<&str>,
     controller_version: &str,
 ) -> Result<RenderedInput, Failure> {
-    let m = load(&[path.to_path_buf()])?;
+    let m = load_cluster(&[path.to_path_buf()], controller_version)?;
     if m.pools.is_empty() {
         let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
         let [mc] = rendered.as_slice() else {
@@ -553,49 +572,14 @@ fn cmd_generate(
     output: Format,
     controller_version: &str,
 ) -> Result<(), Failure> {
-    use mco_render::generate::cluster::{
-        feature_gates_from_status, generate_cluster, ClusterInput,
-    };
+    use mco_render::generate::cluster::generate_cluster;
     let m = load(paths)?;
-    let mut input = ClusterInput {
-        controller_version: controller_version.to_string(),
-        ..ClusterInput::default()
-    };
-    let mut files = std::collections::BTreeMap::new();
-    for (file, v) in &m.others {
-        let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-        let name = v
-            .pointer("/metadata/name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("");
-        match kind {
-            "KubeletConfig" | "ContainerRuntimeConfig" => {
-                files.insert((kind.to_string(), name.to_string()), file.clone());
-                input.resources.push(v.clone());
-            }
-            "FeatureGate" if name == "cluster" => {
-                input.feature_gates = feature_gates_from_status(v);
-            }
-            "APIServer" if name == "cluster" => input.api_server = Some(v.clone()),
-            "Node" if name == "cluster" => input.node_config = Some(v.clone()),
-            _ => {}
-        }
-    }
+    let (input, files) = mco_render::cluster::cluster_input(&m, controller_version);
     if input.resources.is_empty() {
         return Err(Failure::input(
             "no KubeletConfig or ContainerRuntimeConfig found in the manifests",
         ));
     }
-    input.pools = m
-        .pools
-        .iter()
-        .map(|(_, p)| serde_json::to_value(p).unwrap_or_default())
-        .collect();
-    input.machine_configs = m
-        .machine_configs
-        .iter()
-        .map(|(_, mc)| serde_json::to_value(mc).unwrap_or_default())
-        .collect();
     let results = generate_cluster(&input);
     let mut generated = Vec::new();
     let mut lines = Vec::new();
