@@ -3,7 +3,9 @@
 //! Manifests describe what a user applies; a cluster then adds what its controllers write:
 //! the MachineConfigs generated from KubeletConfigs and ContainerRuntimeConfigs (see
 //! [`crate::generate`]). [`cluster_machine_configs`] runs those syncs over the manifests and
-//! returns the resulting MachineConfig set, ready for [`crate::render::render_pool`].
+//! returns the resulting MachineConfig set, ready for [`crate::render::render_pool`]. Given a
+//! templates folder, the template controller's role MachineConfigs ([`crate::templates`]) are
+//! rendered from the manifests' ControllerConfig first, and the syncs read their base files.
 
 use std::collections::BTreeMap;
 
@@ -12,20 +14,77 @@ use serde_json::Value;
 use crate::api::MachineConfig;
 use crate::generate::cluster::{feature_gates_from_status, generate_cluster_state, ClusterInput};
 use crate::manifests::Manifests;
+use crate::templates::{generate_template_machine_configs, TemplateOptions, TemplateTree};
 
 /// How to turn manifests into a cluster's MachineConfigs.
 #[derive(Debug, Clone)]
 pub struct ClusterOptions {
     /// The controller version stamped on generated MachineConfigs.
     pub controller_version: String,
+    /// The role templates to render with the ControllerConfig, if any.
+    pub templates: Option<TemplateTree>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
         ClusterOptions {
             controller_version: crate::CONTROLLER_VERSION.to_string(),
+            templates: None,
         }
     }
+}
+
+/// The origin given to the template controller's MachineConfigs.
+pub const TEMPLATES_ORIGIN: &str = "generated from templates";
+
+/// The template options a cluster described by these manifests renders with: the controller
+/// version, and the TLS profile of the APIServer `cluster` (Intermediate without one). The
+/// pull secret is left empty: manifests do not carry Secrets.
+pub fn template_options(m: &Manifests, controller_version: &str) -> TemplateOptions {
+    let profile = m
+        .others
+        .iter()
+        .map(|(_, v)| v)
+        .find(|v| str_at(v, "/kind") == "APIServer" && str_at(v, "/metadata/name") == "cluster")
+        .and_then(|v| v.pointer("/spec/tlsSecurityProfile"))
+        .filter(|p| !p.is_null());
+    let (tls_min_version, tls_cipher_suites) =
+        crate::generate::tls::security_profile_ciphers(profile);
+    TemplateOptions {
+        controller_version: controller_version.to_string(),
+        pull_secret: String::new(),
+        tls_min_version,
+        tls_cipher_suites,
+    }
+}
+
+/// Renders the templates with the manifests' ControllerConfig and puts the results in place
+/// of same-named MachineConfigs.
+fn apply_templates(
+    m: &mut Manifests,
+    tree: &TemplateTree,
+    controller_version: &str,
+) -> Result<(), ClusterError> {
+    let Some((file, cc)) = m.controller_config.clone() else {
+        return Err(ClusterError {
+            file: String::new(),
+            kind: "ControllerConfig".into(),
+            name: String::new(),
+            message: "rendering templates needs a ControllerConfig in the manifests".into(),
+        });
+    };
+    let opts = template_options(m, controller_version);
+    let mcs = generate_template_machine_configs(tree, &cc, &opts).map_err(|e| ClusterError {
+        file,
+        kind: "ControllerConfig".into(),
+        name: cc.metadata.name.clone(),
+        message: e.to_string(),
+    })?;
+    for mc in mcs {
+        m.machine_configs.retain(|(_, old)| old.name() != mc.name());
+        m.machine_configs.push((TEMPLATES_ORIGIN.to_string(), mc));
+    }
+    Ok(())
 }
 
 /// A custom resource whose sync failed: the cluster keeps going without its MachineConfig.
@@ -102,6 +161,21 @@ pub fn cluster_input(
 /// version that a sync cleans up. Resources whose sync fails are reported in `errors` and
 /// contribute nothing, as on a cluster.
 pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterConfigs {
+    let templated;
+    let m = match &opts.templates {
+        None => m,
+        Some(tree) => {
+            let mut copy = m.clone();
+            if let Err(e) = apply_templates(&mut copy, tree, &opts.controller_version) {
+                return ClusterConfigs {
+                    machine_configs: m.machine_configs.clone(),
+                    errors: vec![e],
+                };
+            }
+            templated = copy;
+            &templated
+        }
+    };
     let (input, files) = cluster_input(m, &opts.controller_version);
     if input.resources.is_empty() {
         return ClusterConfigs {

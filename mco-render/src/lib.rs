@@ -14,6 +14,7 @@ pub mod reconcile;
 pub mod render;
 pub mod serve;
 pub mod source_config;
+pub mod templates;
 mod v2_bridge;
 
 /// The controller version this build stamps on rendered configs by default.

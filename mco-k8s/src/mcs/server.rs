@@ -132,6 +132,7 @@ fn build_state(
 ) -> Result<ServedState, source::SourceError> {
     let opts = mco_render::cluster::ClusterOptions {
         controller_version: cfg.build.render.controller_version.clone(),
+        templates: None,
     };
     let (m, errors) = source::load_cluster(&cfg.dir, &opts)?;
     for e in &errors {

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
-use mco_render::cluster::{expand_manifests, ClusterOptions};
+use mco_render::cluster::{expand_manifests, template_options, ClusterOptions};
 use mco_render::manifests::Manifests;
 use mco_render::plan::{self, MachineConfiguration};
 use mco_render::reconcile::RenderedInput;
@@ -11,6 +11,7 @@ use mco_render::render::{
     render_pool, validate_machine_config, NameScheme, RenderOptions, Rendered,
 };
 use mco_render::serve;
+use mco_render::templates::{generate_template_machine_configs, TemplateTree};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -62,9 +63,30 @@ enum Command {
         /// How to name rendered configs.
         #[arg(long, value_enum, default_value = "upstream")]
         name_scheme: Scheme,
+        /// A folder of role templates: render the template controller's MachineConfigs from
+        /// the manifests' ControllerConfig and include them.
+        #[arg(long)]
+        templates: Option<PathBuf>,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+    },
+    /// Print the template controller's MachineConfigs (00-<role>, 01-<role>-container-runtime,
+    /// 01-<role>-kubelet, ...) rendered from a folder of templates and a ControllerConfig.
+    Templates {
+        /// The folder of templates (`<role>/<name>/<overlay>/{files,units,extensions}/...`).
+        #[arg(long)]
+        templates: PathBuf,
+        /// Output format (JSON: one array).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        output: Format,
+        /// Controller version stamped on the MachineConfigs.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+        /// Files or folders holding the ControllerConfig (and optionally the APIServer
+        /// `cluster`, whose TLS profile the templates see).
+        #[arg(required = true)]
+        controller_config: Vec<PathBuf>,
     },
     /// Validate every MachineConfig; print errors and warnings with file, name and JSON path.
     Validate {
@@ -146,6 +168,7 @@ fn main() -> ExitCode {
             out_dir,
             controller_version,
             name_scheme,
+            templates,
             paths,
         } => cmd_render(
             &paths,
@@ -154,7 +177,14 @@ fn main() -> ExitCode {
             out_dir.as_deref(),
             &controller_version,
             name_scheme,
+            templates.as_deref(),
         ),
+        Command::Templates {
+            templates,
+            output,
+            controller_version,
+            controller_config,
+        } => cmd_templates(&templates, &controller_config, output, &controller_version),
         Command::Validate { paths } => cmd_validate(&paths),
         Command::Ignition {
             spec_version,
@@ -242,10 +272,15 @@ fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
 
 /// Loads the manifests and adds the MachineConfigs the cluster's controllers would generate
 /// from them; a resource whose generation fails is an error.
-fn load_cluster(paths: &[PathBuf], controller_version: &str) -> Result<Manifests, Failure> {
+fn load_cluster(
+    paths: &[PathBuf],
+    controller_version: &str,
+    templates: Option<&Path>,
+) -> Result<Manifests, Failure> {
     let mut m = load(paths)?;
     let opts = ClusterOptions {
         controller_version: controller_version.to_string(),
+        templates: templates.map(read_templates).transpose()?,
     };
     let errors = expand_manifests(&mut m, &opts);
     if errors.is_empty() {
@@ -256,6 +291,36 @@ fn load_cluster(paths: &[PathBuf], controller_version: &str) -> Result<Manifests
             lines: errors.iter().map(|e| format!("error: {e}")).collect(),
         })
     }
+}
+
+/// Reads every file under a templates folder.
+fn read_templates(dir: &Path) -> Result<TemplateTree, Failure> {
+    fn walk(base: &Path, dir: &Path, tree: &mut TemplateTree) -> Result<(), Failure> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+        for entry in entries.filter_map(Result::ok) {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(base, &p, tree)?;
+            } else {
+                let bytes = std::fs::read(&p)
+                    .map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
+                let rel = p.strip_prefix(base).unwrap_or(&p);
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                tree.insert(&parts.join("/"), bytes);
+            }
+        }
+        Ok(())
+    }
+    if !dir.is_dir() {
+        return Err(Failure::input(format!("{}: not a folder", dir.display())));
+    }
+    let mut tree = TemplateTree::new();
+    walk(dir, dir, &mut tree)?;
+    Ok(tree)
 }
 
 fn controller_spec(m: &Manifests) -> ControllerConfigSpec {
@@ -337,8 +402,9 @@ fn cmd_render(
     out_dir: Option<&Path>,
     controller_version: &str,
     scheme: Scheme,
+    templates: Option<&Path>,
 ) -> Result<(), Failure> {
-    let m = load_cluster(paths, controller_version)?;
+    let m = load_cluster(paths, controller_version, templates)?;
     let opts = RenderOptions {
         controller_version: controller_version.to_string(),
         name_scheme: match scheme {
@@ -459,7 +525,7 @@ fn cmd_ignition(
     let target = SpecVersion::parse(version)
         .filter(|v| *v != SpecVersion::V3_0)
         .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
-    let m = load_cluster(paths, controller_version)?;
+    let m = load_cluster(paths, controller_version, None)?;
     if pool.is_none() && m.pools.len() > 1 {
         return Err(Failure::input(
             "the manifests hold several pools: choose one with --pool",
@@ -486,7 +552,7 @@ fn rendered_input(
     pool: Option<&str>,
     controller_version: &str,
 ) -> Result<RenderedInput, Failure> {
-    let m = load_cluster(&[path.to_path_buf()], controller_version)?;
+    let m = load_cluster(&[path.to_path_buf()], controller_version, None)?;
     if m.pools.is_empty() {
         let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
         let [mc] = rendered.as_slice() else {
@@ -611,4 +677,34 @@ fn cmd_generate(
     } else {
         Err(Failure { code: 1, lines })
     }
+}
+
+fn cmd_templates(
+    dir: &Path,
+    paths: &[PathBuf],
+    output: Format,
+    controller_version: &str,
+) -> Result<(), Failure> {
+    let tree = read_templates(dir)?;
+    let m = load(paths)?;
+    let Some((_, cc)) = &m.controller_config else {
+        return Err(Failure::input("no ControllerConfig found in the manifests"));
+    };
+    let opts = template_options(&m, controller_version);
+    let mcs = generate_template_machine_configs(&tree, cc, &opts).map_err(|e| Failure {
+        code: 1,
+        lines: vec![format!("error: {}: {e}", dir.display())],
+    })?;
+    match output {
+        Format::Json => println!("{}", to_json(&mcs)?),
+        Format::Yaml => {
+            for (i, mc) in mcs.iter().enumerate() {
+                if i > 0 {
+                    println!("---");
+                }
+                print!("{}", to_yaml(mc)?);
+            }
+        }
+    }
+    Ok(())
 }
