@@ -191,4 +191,16 @@ mod tests {
         );
         assert!(Template::parse("{{if false}}{{nope}}{{end}}").is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn text_without_actions_renders_as_is(s in "[^{]*") {
+            proptest::prop_assert_eq!(render(&s, &json!({})), Ok(s.clone()));
+        }
+
+        #[test]
+        fn printed_strings_round_trip(s in "[a-zA-Z0-9 _.:/-]*") {
+            proptest::prop_assert_eq!(render("{{.S}}", &json!({"S": s.clone()})), Ok(s));
+        }
+    }
 }
