@@ -3,6 +3,7 @@
 //! Pure: no I/O, clocks, randomness or global state. The same inputs give the same bytes.
 
 pub mod api;
+pub mod cluster;
 pub mod controller;
 pub mod diff;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod reconcile;
 pub mod render;
 pub mod serve;
 pub mod source_config;
+pub mod templates;
 mod v2_bridge;
 
 /// The controller version this build stamps on rendered configs by default.

@@ -130,7 +130,14 @@ fn build_state(
     cfg: &Config,
     previous: Option<&ServedState>,
 ) -> Result<ServedState, source::SourceError> {
-    let m = source::load(&cfg.dir)?;
+    let opts = mco_render::cluster::ClusterOptions {
+        controller_version: cfg.build.render.controller_version.clone(),
+        templates: None,
+    };
+    let (m, errors) = source::load_cluster(&cfg.dir, &opts)?;
+    for e in &errors {
+        tracing::warn!(error = %e, "resource not applied: its MachineConfig is not generated");
+    }
     Ok(ServedState::build(&m, &cfg.build, previous))
 }
 

@@ -78,3 +78,38 @@ pub fn load(dir: &Path) -> Result<Manifests, SourceError> {
     }
     Ok(m)
 }
+
+/// Reads a folder as [`load`] does and adds the MachineConfigs the cluster's controllers would
+/// generate from its KubeletConfigs and ContainerRuntimeConfigs
+/// ([`mco_render::cluster::expand_manifests`]). Resources whose generation fails are returned
+/// beside the manifests: like a cluster, the server keeps serving without them.
+pub fn load_cluster(
+    dir: &Path,
+    opts: &mco_render::cluster::ClusterOptions,
+) -> Result<(Manifests, Vec<mco_render::cluster::ClusterError>), SourceError> {
+    let mut m = load(dir)?;
+    let errors = mco_render::cluster::expand_manifests(&mut m, opts);
+    Ok((m, errors))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_cluster_adds_generated_machine_configs() {
+        let dir = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../mco-render/tests/generate_fixtures/cluster"
+        ));
+        let plain = load(dir).map(|m| m.machine_configs.len()).unwrap_or(0);
+        let opts = mco_render::cluster::ClusterOptions::default();
+        let Ok((m, errors)) = load_cluster(dir, &opts) else {
+            panic!("fixtures load");
+        };
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(m.machine_configs.len(), plain + 2);
+        assert!(m.file_of("99-worker-generated-kubelet").is_some());
+        assert!(m.file_of("99-worker-generated-containerruntime").is_some());
+    }
+}

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::cluster::{expand_manifests, template_options, ClusterOptions};
 use mco_render::manifests::Manifests;
 use mco_render::plan::{self, MachineConfiguration};
 use mco_render::reconcile::RenderedInput;
@@ -10,6 +11,7 @@ use mco_render::render::{
     render_pool, validate_machine_config, NameScheme, RenderOptions, Rendered,
 };
 use mco_render::serve;
+use mco_render::templates::{generate_template_machine_configs, TemplateTree};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -61,9 +63,30 @@ enum Command {
         /// How to name rendered configs.
         #[arg(long, value_enum, default_value = "upstream")]
         name_scheme: Scheme,
+        /// A folder of role templates: render the template controller's MachineConfigs from
+        /// the manifests' ControllerConfig and include them.
+        #[arg(long)]
+        templates: Option<PathBuf>,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+    },
+    /// Print the template controller's MachineConfigs (00-<role>, 01-<role>-container-runtime,
+    /// 01-<role>-kubelet, ...) rendered from a folder of templates and a ControllerConfig.
+    Templates {
+        /// The folder of templates (`<role>/<name>/<overlay>/{files,units,extensions}/...`).
+        #[arg(long)]
+        templates: PathBuf,
+        /// Output format (JSON: one array).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        output: Format,
+        /// Controller version stamped on the MachineConfigs.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+        /// Files or folders holding the ControllerConfig (and optionally the APIServer
+        /// `cluster`, whose TLS profile the templates see).
+        #[arg(required = true)]
+        controller_config: Vec<PathBuf>,
     },
     /// Validate every MachineConfig; print errors and warnings with file, name and JSON path.
     Validate {
@@ -145,6 +168,7 @@ fn main() -> ExitCode {
             out_dir,
             controller_version,
             name_scheme,
+            templates,
             paths,
         } => cmd_render(
             &paths,
@@ -153,7 +177,14 @@ fn main() -> ExitCode {
             out_dir.as_deref(),
             &controller_version,
             name_scheme,
+            templates.as_deref(),
         ),
+        Command::Templates {
+            templates,
+            output,
+            controller_version,
+            controller_config,
+        } => cmd_templates(&templates, &controller_config, output, &controller_version),
         Command::Validate { paths } => cmd_validate(&paths),
         Command::Ignition {
             spec_version,
@@ -239,6 +270,59 @@ fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
     Ok(m)
 }
 
+/// Loads the manifests and adds the MachineConfigs the cluster's controllers would generate
+/// from them; a resource whose generation fails is an error.
+fn load_cluster(
+    paths: &[PathBuf],
+    controller_version: &str,
+    templates: Option<&Path>,
+) -> Result<Manifests, Failure> {
+    let mut m = load(paths)?;
+    let opts = ClusterOptions {
+        controller_version: controller_version.to_string(),
+        templates: templates.map(read_templates).transpose()?,
+    };
+    let errors = expand_manifests(&mut m, &opts);
+    if errors.is_empty() {
+        Ok(m)
+    } else {
+        Err(Failure {
+            code: 1,
+            lines: errors.iter().map(|e| format!("error: {e}")).collect(),
+        })
+    }
+}
+
+/// Reads every file under a templates folder.
+fn read_templates(dir: &Path) -> Result<TemplateTree, Failure> {
+    fn walk(base: &Path, dir: &Path, tree: &mut TemplateTree) -> Result<(), Failure> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
+        for entry in entries.filter_map(Result::ok) {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(base, &p, tree)?;
+            } else {
+                let bytes = std::fs::read(&p)
+                    .map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
+                let rel = p.strip_prefix(base).unwrap_or(&p);
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                tree.insert(&parts.join("/"), bytes);
+            }
+        }
+        Ok(())
+    }
+    if !dir.is_dir() {
+        return Err(Failure::input(format!("{}: not a folder", dir.display())));
+    }
+    let mut tree = TemplateTree::new();
+    walk(dir, dir, &mut tree)?;
+    Ok(tree)
+}
+
 fn controller_spec(m: &Manifests) -> ControllerConfigSpec {
     m.controller_config
         .as_ref()
@@ -318,8 +402,9 @@ fn cmd_render(
     out_dir: Option<&Path>,
     controller_version: &str,
     scheme: Scheme,
+    templates: Option<&Path>,
 ) -> Result<(), Failure> {
-    let m = load(paths)?;
+    let m = load_cluster(paths, controller_version, templates)?;
     let opts = RenderOptions {
         controller_version: controller_version.to_string(),
         name_scheme: match scheme {
@@ -440,7 +525,7 @@ fn cmd_ignition(
     let target = SpecVersion::parse(version)
         .filter(|v| *v != SpecVersion::V3_0)
         .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
-    let m = load(paths)?;
+    let m = load_cluster(paths, controller_version, None)?;
     if pool.is_none() && m.pools.len() > 1 {
         return Err(Failure::input(
             "the manifests hold several pools: choose one with --pool",
@@ -467,7 +552,7 @@ fn rendered_input(
     pool: Option<&str>,
     controller_version: &str,
 ) -> Result<RenderedInput, Failure> {
-    let m = load(&[path.to_path_buf()])?;
+    let m = load_cluster(&[path.to_path_buf()], controller_version, None)?;
     if m.pools.is_empty() {
         let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
         let [mc] = rendered.as_slice() else {
@@ -553,49 +638,14 @@ fn cmd_generate(
     output: Format,
     controller_version: &str,
 ) -> Result<(), Failure> {
-    use mco_render::generate::cluster::{
-        feature_gates_from_status, generate_cluster, ClusterInput,
-    };
+    use mco_render::generate::cluster::generate_cluster;
     let m = load(paths)?;
-    let mut input = ClusterInput {
-        controller_version: controller_version.to_string(),
-        ..ClusterInput::default()
-    };
-    let mut files = std::collections::BTreeMap::new();
-    for (file, v) in &m.others {
-        let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-        let name = v
-            .pointer("/metadata/name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("");
-        match kind {
-            "KubeletConfig" | "ContainerRuntimeConfig" => {
-                files.insert((kind.to_string(), name.to_string()), file.clone());
-                input.resources.push(v.clone());
-            }
-            "FeatureGate" if name == "cluster" => {
-                input.feature_gates = feature_gates_from_status(v);
-            }
-            "APIServer" if name == "cluster" => input.api_server = Some(v.clone()),
-            "Node" if name == "cluster" => input.node_config = Some(v.clone()),
-            _ => {}
-        }
-    }
+    let (input, files) = mco_render::cluster::cluster_input(&m, controller_version);
     if input.resources.is_empty() {
         return Err(Failure::input(
             "no KubeletConfig or ContainerRuntimeConfig found in the manifests",
         ));
     }
-    input.pools = m
-        .pools
-        .iter()
-        .map(|(_, p)| serde_json::to_value(p).unwrap_or_default())
-        .collect();
-    input.machine_configs = m
-        .machine_configs
-        .iter()
-        .map(|(_, mc)| serde_json::to_value(mc).unwrap_or_default())
-        .collect();
     let results = generate_cluster(&input);
     let mut generated = Vec::new();
     let mut lines = Vec::new();
@@ -627,4 +677,34 @@ fn cmd_generate(
     } else {
         Err(Failure { code: 1, lines })
     }
+}
+
+fn cmd_templates(
+    dir: &Path,
+    paths: &[PathBuf],
+    output: Format,
+    controller_version: &str,
+) -> Result<(), Failure> {
+    let tree = read_templates(dir)?;
+    let m = load(paths)?;
+    let Some((_, cc)) = &m.controller_config else {
+        return Err(Failure::input("no ControllerConfig found in the manifests"));
+    };
+    let opts = template_options(&m, controller_version);
+    let mcs = generate_template_machine_configs(&tree, cc, &opts).map_err(|e| Failure {
+        code: 1,
+        lines: vec![format!("error: {}: {e}", dir.display())],
+    })?;
+    match output {
+        Format::Json => println!("{}", to_json(&mcs)?),
+        Format::Yaml => {
+            for (i, mc) in mcs.iter().enumerate() {
+                if i > 0 {
+                    println!("---");
+                }
+                print!("{}", to_yaml(mc)?);
+            }
+        }
+    }
+    Ok(())
 }

@@ -77,6 +77,13 @@ pub fn feature_gates_from_status(feature_gate: &Value) -> FeatureGates {
 /// then name). After each sync the resource's annotations and finalizers and the
 /// MachineConfigs written or deleted are applied to the cluster the next sync sees.
 pub fn generate_cluster(input: &ClusterInput) -> Vec<ResourceOutcome> {
+    generate_cluster_state(input).0
+}
+
+/// As [`generate_cluster`], also returning the MachineConfigs the cluster holds afterwards:
+/// `input.machine_configs` with every write and deletion applied, in that order (a rewritten
+/// MachineConfig moves to the end).
+pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Vec<Value>) {
     let mut resources: Vec<Value> = input
         .resources
         .iter()
@@ -145,5 +152,5 @@ pub fn generate_cluster(input: &ClusterInput) -> Vec<ResourceOutcome> {
             outcome,
         });
     }
-    out
+    (out, mcs)
 }

@@ -1,0 +1,311 @@
+//! The MachineConfigs a cluster would hold for a set of manifests.
+//!
+//! Manifests describe what a user applies; a cluster then adds what its controllers write:
+//! the MachineConfigs generated from KubeletConfigs and ContainerRuntimeConfigs (see
+//! [`crate::generate`]). [`cluster_machine_configs`] runs those syncs over the manifests and
+//! returns the resulting MachineConfig set, ready for [`crate::render::render_pool`]. Given a
+//! templates folder, the template controller's role MachineConfigs ([`crate::templates`]) are
+//! rendered from the manifests' ControllerConfig first, and the syncs read their base files.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::api::MachineConfig;
+use crate::generate::cluster::{feature_gates_from_status, generate_cluster_state, ClusterInput};
+use crate::manifests::Manifests;
+use crate::templates::{generate_template_machine_configs, TemplateOptions, TemplateTree};
+
+/// How to turn manifests into a cluster's MachineConfigs.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// The controller version stamped on generated MachineConfigs.
+    pub controller_version: String,
+    /// The role templates to render with the ControllerConfig, if any.
+    pub templates: Option<TemplateTree>,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            controller_version: crate::CONTROLLER_VERSION.to_string(),
+            templates: None,
+        }
+    }
+}
+
+/// The origin given to the template controller's MachineConfigs.
+pub const TEMPLATES_ORIGIN: &str = "generated from templates";
+
+/// The template options a cluster described by these manifests renders with: the controller
+/// version, and the TLS profile of the APIServer `cluster` (Intermediate without one). The
+/// pull secret is left empty: manifests do not carry Secrets.
+pub fn template_options(m: &Manifests, controller_version: &str) -> TemplateOptions {
+    let profile = m
+        .others
+        .iter()
+        .map(|(_, v)| v)
+        .find(|v| str_at(v, "/kind") == "APIServer" && str_at(v, "/metadata/name") == "cluster")
+        .and_then(|v| v.pointer("/spec/tlsSecurityProfile"))
+        .filter(|p| !p.is_null());
+    let (tls_min_version, tls_cipher_suites) =
+        crate::generate::tls::security_profile_ciphers(profile);
+    TemplateOptions {
+        controller_version: controller_version.to_string(),
+        pull_secret: String::new(),
+        tls_min_version,
+        tls_cipher_suites,
+    }
+}
+
+/// Renders the templates with the manifests' ControllerConfig and puts the results in place
+/// of same-named MachineConfigs.
+fn apply_templates(
+    m: &mut Manifests,
+    tree: &TemplateTree,
+    controller_version: &str,
+) -> Result<(), ClusterError> {
+    let Some((file, cc)) = m.controller_config.clone() else {
+        return Err(ClusterError {
+            file: String::new(),
+            kind: "ControllerConfig".into(),
+            name: String::new(),
+            message: "rendering templates needs a ControllerConfig in the manifests".into(),
+        });
+    };
+    let opts = template_options(m, controller_version);
+    let mcs = generate_template_machine_configs(tree, &cc, &opts).map_err(|e| ClusterError {
+        file,
+        kind: "ControllerConfig".into(),
+        name: cc.metadata.name.clone(),
+        message: e.to_string(),
+    })?;
+    for mc in mcs {
+        m.machine_configs.retain(|(_, old)| old.name() != mc.name());
+        m.machine_configs.push((TEMPLATES_ORIGIN.to_string(), mc));
+    }
+    Ok(())
+}
+
+/// A custom resource whose sync failed: the cluster keeps going without its MachineConfig.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {kind} {name:?}: {message}")]
+pub struct ClusterError {
+    /// The file the resource came from.
+    pub file: String,
+    /// `KubeletConfig` or `ContainerRuntimeConfig`.
+    pub kind: String,
+    /// The resource's name.
+    pub name: String,
+    /// Upstream's error text.
+    pub message: String,
+}
+
+/// The MachineConfigs of the cluster, each with where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterConfigs {
+    /// Every MachineConfig, with its file (for generated ones: `generated from <file>`).
+    pub machine_configs: Vec<(String, MachineConfig)>,
+    /// The resources whose sync failed.
+    pub errors: Vec<ClusterError>,
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The generation input the manifests describe: their KubeletConfigs and
+/// ContainerRuntimeConfigs, pools, MachineConfigs, and the FeatureGate, APIServer and Node
+/// named `cluster` when present. Also returns each resource's file, keyed by (kind, name).
+pub fn cluster_input(
+    m: &Manifests,
+    controller_version: &str,
+) -> (ClusterInput, BTreeMap<(String, String), String>) {
+    let mut input = ClusterInput {
+        controller_version: controller_version.to_string(),
+        ..ClusterInput::default()
+    };
+    let mut files = BTreeMap::new();
+    for (file, v) in &m.others {
+        let kind = str_at(v, "/kind");
+        let name = str_at(v, "/metadata/name");
+        match kind {
+            "KubeletConfig" | "ContainerRuntimeConfig" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
+                input.resources.push(v.clone());
+            }
+            "FeatureGate" if name == "cluster" => {
+                input.feature_gates = feature_gates_from_status(v);
+            }
+            "APIServer" if name == "cluster" => input.api_server = Some(v.clone()),
+            "Node" if name == "cluster" => input.node_config = Some(v.clone()),
+            _ => {}
+        }
+    }
+    input.pools = m
+        .pools
+        .iter()
+        .filter_map(|(_, p)| serde_json::to_value(p).ok())
+        .collect();
+    input.machine_configs = m
+        .machine_configs
+        .iter()
+        .filter_map(|(_, mc)| serde_json::to_value(mc).ok())
+        .collect();
+    (input, files)
+}
+
+/// The MachineConfigs a cluster holding these manifests would have once its controllers
+/// synced: the manifests' own, plus (or replaced by) those generated from their
+/// KubeletConfigs and ContainerRuntimeConfigs, minus generated ones of another controller
+/// version that a sync cleans up. Resources whose sync fails are reported in `errors` and
+/// contribute nothing, as on a cluster.
+pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterConfigs {
+    let templated;
+    let m = match &opts.templates {
+        None => m,
+        Some(tree) => {
+            let mut copy = m.clone();
+            if let Err(e) = apply_templates(&mut copy, tree, &opts.controller_version) {
+                return ClusterConfigs {
+                    machine_configs: m.machine_configs.clone(),
+                    errors: vec![e],
+                };
+            }
+            templated = copy;
+            &templated
+        }
+    };
+    let (input, files) = cluster_input(m, &opts.controller_version);
+    if input.resources.is_empty() {
+        return ClusterConfigs {
+            machine_configs: m.machine_configs.clone(),
+            errors: Vec::new(),
+        };
+    }
+    let (outcomes, state) = generate_cluster_state(&input);
+    let mut errors = Vec::new();
+    // Which resource last wrote each MachineConfig.
+    let mut writer: BTreeMap<String, String> = BTreeMap::new();
+    for r in &outcomes {
+        let file = files
+            .get(&(r.kind.clone(), r.name.clone()))
+            .cloned()
+            .unwrap_or_default();
+        if let Some(e) = &r.outcome.error {
+            errors.push(ClusterError {
+                file: file.clone(),
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                message: e.clone(),
+            });
+        }
+        for mc in &r.outcome.machine_configs {
+            writer.insert(str_at(mc, "/metadata/name").to_string(), file.clone());
+        }
+    }
+    let mut machine_configs = Vec::with_capacity(state.len());
+    for v in state {
+        let name = str_at(&v, "/metadata/name").to_string();
+        match writer.get(&name) {
+            None => {
+                // Untouched: keep the manifest's object as decoded.
+                if let Some(orig) = m.machine_configs.iter().find(|(_, mc)| mc.name() == name) {
+                    machine_configs.push(orig.clone());
+                }
+            }
+            Some(file) => match serde_json::from_value::<MachineConfig>(v) {
+                Ok(mc) => machine_configs.push((format!("generated from {file}"), mc)),
+                Err(e) => errors.push(ClusterError {
+                    file: file.clone(),
+                    kind: "MachineConfig".into(),
+                    name,
+                    message: format!("generated MachineConfig does not decode: {e}"),
+                }),
+            },
+        }
+    }
+    ClusterConfigs {
+        machine_configs,
+        errors,
+    }
+}
+
+/// Replaces the manifests' MachineConfigs with the cluster's ([`cluster_machine_configs`]),
+/// returning the failed syncs.
+pub fn expand_manifests(m: &mut Manifests, opts: &ClusterOptions) -> Vec<ClusterError> {
+    let out = cluster_machine_configs(m, opts);
+    m.machine_configs = out.machine_configs;
+    out.errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POOL: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: worker\n  labels:\n    pools.operator.machineconfiguration.openshift.io/worker: \"\"\nspec:\n  machineConfigSelector:\n    matchLabels:\n      machineconfiguration.openshift.io/role: worker\n";
+    const TEMPLATE: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 01-worker-kubelet\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.5.0\n    storage:\n      files:\n      - path: /etc/kubernetes/kubelet.conf\n        contents:\n          source: data:,kind%3A%20KubeletConfiguration%0AapiVersion%3A%20kubelet.config.k8s.io%2Fv1beta1%0AmaxPods%3A%20110%0A\n";
+    const KUBELET: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: KubeletConfig\nmetadata:\n  name: max-pods\nspec:\n  machineConfigPoolSelector:\n    matchLabels:\n      pools.operator.machineconfiguration.openshift.io/worker: \"\"\n  kubeletConfig:\n    maxPods: 250\n";
+
+    fn manifests(extra: &[(&str, &str)]) -> Manifests {
+        let mut m = Manifests::default();
+        for (f, t) in [("pools.yaml", POOL), ("templates.yaml", TEMPLATE)]
+            .iter()
+            .chain(extra)
+        {
+            assert!(m.add_file(f, t).is_ok(), "{f}");
+        }
+        m
+    }
+
+    #[test]
+    fn without_resources_the_manifests_pass_through() {
+        let m = manifests(&[]);
+        let out = cluster_machine_configs(&m, &ClusterOptions::default());
+        assert!(out.errors.is_empty());
+        assert_eq!(out.machine_configs.len(), 1);
+        assert_eq!(out.machine_configs[0].0, "templates.yaml");
+    }
+
+    #[test]
+    fn a_kubelet_config_adds_its_generated_machine_config() {
+        let m = manifests(&[("kubelet.yaml", KUBELET)]);
+        let out = cluster_machine_configs(&m, &ClusterOptions::default());
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        let names: Vec<(&str, &str)> = out
+            .machine_configs
+            .iter()
+            .map(|(f, mc)| (f.as_str(), mc.name()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("templates.yaml", "01-worker-kubelet"),
+                ("generated from kubelet.yaml", "99-worker-generated-kubelet"),
+            ]
+        );
+        let generated = &out.machine_configs[1].1;
+        assert_eq!(generated.generated_by(), Some(crate::CONTROLLER_VERSION));
+    }
+
+    #[test]
+    fn a_failed_sync_is_reported_and_adds_nothing() {
+        let bad = KUBELET.replace("maxPods: 250", "maxPods: [1]");
+        let m = manifests(&[("kubelet.yaml", &bad)]);
+        let out = cluster_machine_configs(&m, &ClusterOptions::default());
+        assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+        assert_eq!(out.errors[0].file, "kubelet.yaml");
+        assert_eq!(out.machine_configs.len(), 1);
+    }
+
+    #[test]
+    fn stale_generated_configs_are_cleaned_up() {
+        let stale = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-generated-kubelet-old\n  labels:\n    machineconfiguration.openshift.io/role: worker\n  annotations:\n    machineconfiguration.openshift.io/generated-by-controller-version: v0\nspec: {}\n";
+        let m = manifests(&[("kubelet.yaml", KUBELET), ("stale.yaml", stale)]);
+        let mut m2 = m.clone();
+        let errors = expand_manifests(&mut m2, &ClusterOptions::default());
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(m2.file_of("99-worker-generated-kubelet-old").is_none());
+        assert!(m2.file_of("99-worker-generated-kubelet").is_some());
+    }
+}
