@@ -1,0 +1,1231 @@
+//! An in-process Kubernetes API server for tests.
+//!
+//! It serves the real HTTP protocol kube-rs speaks, on 127.0.0.1, for the resources the
+//! controllers use: core v1 Nodes and Pods (with the policy/v1 eviction subresource), and the
+//! machineconfiguration.openshift.io/v1 MachineConfigs, MachineConfigPools and
+//! ControllerConfigs. Objects live in memory as JSON.
+//!
+//! What it keeps faithful, because kube-rs or the controllers depend on it:
+//! - errors are `Status` objects with the API server's codes and reasons (404 NotFound,
+//!   409 AlreadyExists, 409 Conflict, 422 Invalid, 429 TooManyRequests, 415, 405);
+//! - every write bumps a global `metadata.resourceVersion`; a write that changes nothing is
+//!   not stored and sends no event; `metadata.generation` starts at 1 and grows when anything
+//!   but metadata and status changes;
+//! - PUT with a stale resourceVersion, and a patch that carries a stale one, fail with 409
+//!   Conflict; custom resources refuse a PUT without one (422);
+//! - the status subresource: writes to the main resource keep the stored status, writes to
+//!   `/status` change nothing but the status;
+//! - lists carry the current resourceVersion; watches (`?watch=true&resourceVersion=N`)
+//!   stream every change after N as chunked JSON lines, or synthetic ADDED events for
+//!   everything when N is 0, end after `timeoutSeconds`, and end with a BOOKMARK when asked;
+//! - label selectors (`k=v`, `k==v`, `k!=v`, `k`, `!k`) and field selectors on any dotted
+//!   path (`spec.nodeName=n`, `metadata.name!=x`).
+//!
+//! Simplified: lists ignore `limit` (everything comes in one page), history is never
+//! compacted (no 410 Gone), strategic merge patches are applied as JSON merge patches, and
+//! server-side apply is refused with 415 (the controllers do not use it). Pods are deleted at
+//! once (no grace period).
+
+use super::patch::{json_patch, merge_patch};
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+/// A resource the server knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceDef {
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// Plural name (the store key; unique here).
+    pub plural: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Whether it has a status subresource.
+    pub status: bool,
+}
+
+impl ResourceDef {
+    /// `v1` or `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    fn is_custom(&self) -> bool {
+        !self.group.is_empty()
+    }
+}
+
+const MCO: &str = "machineconfiguration.openshift.io";
+
+/// Every resource served.
+pub const RESOURCES: &[ResourceDef] = &[
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        kind: "Node",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        kind: "Pod",
+        namespaced: true,
+        status: true,
+    },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "machineconfigs",
+        kind: "MachineConfig",
+        namespaced: false,
+        status: false,
+    },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "machineconfigpools",
+        kind: "MachineConfigPool",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "controllerconfigs",
+        kind: "ControllerConfig",
+        namespaced: false,
+        status: true,
+    },
+];
+
+/// The resource named by its plural.
+pub fn resource(plural: &str) -> Option<&'static ResourceDef> {
+    RESOURCES.iter().find(|r| r.plural == plural)
+}
+
+/// One stored change, as watches see it.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The resourceVersion of the change.
+    pub rv: u64,
+    /// The resource's plural.
+    pub plural: &'static str,
+    /// ADDED, MODIFIED or DELETED.
+    pub type_: &'static str,
+    /// The object after the change (before it, for DELETED, with the new resourceVersion).
+    pub object: Value,
+}
+
+/// An API error, rendered as a `Status` object.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP code.
+    pub code: u16,
+    /// Machine-readable reason.
+    pub reason: &'static str,
+    /// Message.
+    pub message: String,
+    name: String,
+    def: Option<ResourceDef>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            name: String::new(),
+            def: None,
+        }
+    }
+
+    fn about(mut self, def: &ResourceDef, name: &str) -> Self {
+        self.def = Some(*def);
+        self.name = name.to_string();
+        self
+    }
+
+    fn not_found(def: &ResourceDef, name: &str) -> Self {
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("{} {name:?} not found", def.qualified()),
+        )
+        .about(def, name)
+    }
+
+    fn conflict(def: &ResourceDef, name: &str) -> Self {
+        ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
+                def.qualified()
+            ),
+        )
+        .about(def, name)
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(400, "BadRequest", message)
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut details = json!({});
+        if !self.name.is_empty() {
+            details["name"] = json!(self.name);
+        }
+        if let Some(d) = &self.def {
+            details["group"] = json!(d.group);
+            details["kind"] = json!(d.plural);
+        }
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": details,
+            "code": self.code,
+        })
+    }
+}
+
+type Observer = Box<dyn FnMut(&Event) + Send>;
+type Key = (String, String);
+
+#[derive(Default)]
+struct Inner {
+    rv: u64,
+    next_uid: u64,
+    objects: BTreeMap<&'static str, BTreeMap<Key, Value>>,
+    history: Vec<Event>,
+    observers: Vec<Observer>,
+    blocked_evictions: BTreeMap<Key, u32>,
+    evictions: Vec<Key>,
+    requests: BTreeMap<String, u64>,
+}
+
+/// The server's objects. Tests may read and write it directly.
+pub struct Store {
+    inner: Mutex<Inner>,
+    events: broadcast::Sender<Event>,
+    watch_cap: Mutex<Option<Duration>>,
+}
+
+fn meta(obj: &Value, key: &str) -> Option<String> {
+    obj.get("metadata")
+        .and_then(|m| m.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn set_meta(obj: &mut Value, key: &str, v: Value) {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"][key] = v;
+}
+
+/// Everything but metadata and status: what a generation counts.
+fn spec_part(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+impl Store {
+    fn new() -> Self {
+        Store {
+            inner: Mutex::new(Inner::default()),
+            events: broadcast::channel(1 << 16).0,
+            watch_cap: Mutex::new(None),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Calls `f` on every change, in order, while the change is being stored (so it sees
+    /// every intermediate state exactly once).
+    pub fn observe(&self, f: impl FnMut(&Event) + Send + 'static) {
+        self.lock().observers.push(Box::new(f));
+    }
+
+    /// Ends every watch after at most `cap` (to exercise clients' re-watching).
+    pub fn cap_watch_duration(&self, cap: Duration) {
+        *self.watch_cap.lock().unwrap_or_else(|e| e.into_inner()) = Some(cap);
+    }
+
+    /// Makes the next `times` evictions of a pod fail with 429, as a PodDisruptionBudget would.
+    pub fn block_eviction(&self, namespace: &str, name: &str, times: u32) {
+        self.lock()
+            .blocked_evictions
+            .insert((namespace.into(), name.into()), times);
+    }
+
+    /// Pods evicted so far (namespace, name), in order.
+    pub fn evictions(&self) -> Vec<(String, String)> {
+        self.lock().evictions.clone()
+    }
+
+    /// Requests served so far, by `METHOD resource[/subresource]`.
+    pub fn request_counts(&self) -> BTreeMap<String, u64> {
+        self.lock().requests.clone()
+    }
+
+    /// The current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// One object.
+    pub fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+        self.lock()
+            .objects
+            .get(plural)
+            .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    /// Every object of a resource, by namespace then name.
+    pub fn list(&self, plural: &str) -> Vec<Value> {
+        self.lock()
+            .objects
+            .get(plural)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn commit(
+        &self,
+        inner: &mut Inner,
+        def: &ResourceDef,
+        key: Key,
+        mut obj: Value,
+        type_: &'static str,
+    ) -> Value {
+        inner.rv += 1;
+        let rv = inner.rv;
+        set_meta(&mut obj, "resourceVersion", json!(rv.to_string()));
+        let store = inner.objects.entry(def.plural).or_default();
+        if type_ == "DELETED" {
+            store.remove(&key);
+        } else {
+            store.insert(key, obj.clone());
+        }
+        let ev = Event {
+            rv,
+            plural: def.plural,
+            type_,
+            object: obj.clone(),
+        };
+        for o in inner.observers.iter_mut() {
+            o(&ev);
+        }
+        inner.history.push(ev.clone());
+        let _ = self.events.send(ev);
+        obj
+    }
+
+    /// Creates an object (409 AlreadyExists when the name is taken).
+    pub fn create(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        mut obj: Value,
+    ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the body must be an object"));
+        }
+        if let Some(k) = obj.get("kind").and_then(Value::as_str) {
+            if k != def.kind {
+                return Err(ApiError::bad_request(format!(
+                    "the kind {k:?} does not match {:?}",
+                    def.kind
+                )));
+            }
+        }
+        let mut inner = self.lock();
+        let name = match meta(&obj, "name").filter(|n| !n.is_empty()) {
+            Some(n) => n,
+            None => match meta(&obj, "generateName").filter(|n| !n.is_empty()) {
+                Some(prefix) => format!("{prefix}{:05x}", inner.next_uid + 1),
+                None => {
+                    return Err(ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                            def.kind
+                        ),
+                    )
+                    .about(def, ""))
+                }
+            },
+        };
+        let ns = if def.namespaced {
+            match meta(&obj, "namespace").filter(|n| !n.is_empty()) {
+                Some(n) if n != namespace => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => namespace.to_string(),
+            }
+        } else {
+            String::new()
+        };
+        let key = (ns.clone(), name.clone());
+        if inner
+            .objects
+            .get(def.plural)
+            .is_some_and(|m| m.contains_key(&key))
+        {
+            return Err(ApiError::new(
+                409,
+                "AlreadyExists",
+                format!("{} {name:?} already exists", def.qualified()),
+            )
+            .about(def, &name));
+        }
+        inner.next_uid += 1;
+        let uid = format!("00000000-0000-4000-8000-{:012x}", inner.next_uid);
+        obj["apiVersion"] = json!(def.api_version());
+        obj["kind"] = json!(def.kind);
+        set_meta(&mut obj, "name", json!(name));
+        if def.namespaced {
+            set_meta(&mut obj, "namespace", json!(ns));
+        } else if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("namespace");
+        }
+        set_meta(&mut obj, "uid", json!(uid));
+        set_meta(
+            &mut obj,
+            "creationTimestamp",
+            json!(mco_k8s::controller::cluster::now_rfc3339()),
+        );
+        set_meta(&mut obj, "generation", json!(1));
+        if def.is_custom() && def.status {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        Ok(self.commit(&mut inner, def, key, obj, "ADDED"))
+    }
+
+    /// Writes an object through `f`, which gets the stored object and returns the intended
+    /// one. `status_only` is a write to the status subresource.
+    pub fn write(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        status_only: bool,
+        f: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        let mut inner = self.lock();
+        let key = (namespace.to_string(), name.to_string());
+        let old = inner
+            .objects
+            .get(def.plural)
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(def, name))?;
+        let candidate = f(&old)?;
+        if !candidate.is_object() {
+            return Err(ApiError::bad_request("the body must be an object"));
+        }
+        let old_rv = meta(&old, "resourceVersion").unwrap_or_default();
+        if let Some(rv) = meta(&candidate, "resourceVersion").filter(|v| !v.is_empty()) {
+            if rv != old_rv {
+                return Err(ApiError::conflict(def, name));
+            }
+        }
+        if let Some(n) = meta(&candidate, "name") {
+            if n != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+        let mut new = if status_only {
+            let mut n = old.clone();
+            match candidate.get("status") {
+                Some(s) => n["status"] = s.clone(),
+                None => {
+                    if let Some(m) = n.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            n
+        } else {
+            let mut n = candidate;
+            if def.status {
+                match old.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = n.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            n
+        };
+        new["apiVersion"] = json!(def.api_version());
+        new["kind"] = json!(def.kind);
+        for k in [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "generation",
+        ] {
+            match old["metadata"].get(k) {
+                Some(v) => set_meta(&mut new, k, v.clone()),
+                None => {
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+        if spec_part(&new) != spec_part(&old) {
+            let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
+            set_meta(&mut new, "generation", json!(g + 1));
+        }
+        set_meta(&mut new, "resourceVersion", json!(old_rv));
+        if new == old {
+            return Ok(old);
+        }
+        Ok(self.commit(&mut inner, def, key, new, "MODIFIED"))
+    }
+
+    /// Deletes an object, checking `preconditions` (uid, resourceVersion) when given.
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        preconditions: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let mut inner = self.lock();
+        let key = (namespace.to_string(), name.to_string());
+        let old = inner
+            .objects
+            .get(def.plural)
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(def, name))?;
+        if let Some(p) = preconditions {
+            for k in ["uid", "resourceVersion"] {
+                if let Some(want) = p.get(k).and_then(Value::as_str) {
+                    if meta(&old, k).as_deref() != Some(want) {
+                        return Err(ApiError::conflict(def, name));
+                    }
+                }
+            }
+        }
+        Ok(self.commit(&mut inner, def, key, old, "DELETED"))
+    }
+
+    fn evict(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
+        let pods = resource("pods").ok_or_else(|| ApiError::bad_request("no pods"))?;
+        {
+            let mut inner = self.lock();
+            let key = (namespace.to_string(), name.to_string());
+            if !inner
+                .objects
+                .get("pods")
+                .is_some_and(|m| m.contains_key(&key))
+            {
+                return Err(ApiError::not_found(pods, name));
+            }
+            if let Some(n) = inner.blocked_evictions.get_mut(&key) {
+                if *n > 0 {
+                    *n -= 1;
+                    return Err(ApiError::new(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    )
+                    .about(pods, name));
+                }
+            }
+            inner.evictions.push(key);
+        }
+        self.delete(pods, namespace, name, None).map(|_| ())
+    }
+
+    /// The changes a watch from `from` replays, and the live feed after them.
+    fn watch_from(&self, plural: &str, from: u64) -> (Vec<Event>, broadcast::Receiver<Event>, u64) {
+        let inner = self.lock();
+        let rx = self.events.subscribe();
+        let replay = if from == 0 {
+            let def_plural = resource(plural).map(|d| d.plural).unwrap_or("");
+            inner
+                .objects
+                .get(plural)
+                .map(|m| {
+                    m.values()
+                        .map(|o| Event {
+                            rv: meta(o, "resourceVersion")
+                                .and_then(|v| v.parse().ok())
+                                .unwrap_or(0),
+                            plural: def_plural,
+                            type_: "ADDED",
+                            object: o.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            inner
+                .history
+                .iter()
+                .filter(|e| e.rv > from && e.plural == plural)
+                .cloned()
+                .collect()
+        };
+        (replay, rx, inner.rv)
+    }
+}
+
+/// Selectors from a request's query.
+#[derive(Debug, Default, Clone)]
+struct Selectors {
+    labels: Vec<(String, String, String)>,
+    fields: Vec<(String, String, String)>,
+}
+
+fn parse_selector(s: &str, labels: bool) -> Result<Vec<(String, String, String)>, ApiError> {
+    let mut out = Vec::new();
+    for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let parsed = if let Some((k, v)) = term.split_once("!=") {
+            (k, "!=", v)
+        } else if let Some((k, v)) = term.split_once("==") {
+            (k, "=", v)
+        } else if let Some((k, v)) = term.split_once('=') {
+            (k, "=", v)
+        } else if !labels {
+            return Err(ApiError::bad_request(format!(
+                "invalid field selector term {term:?}"
+            )));
+        } else if let Some(k) = term.strip_prefix('!') {
+            (k, "!", "")
+        } else {
+            (term, "exists", "")
+        };
+        out.push((
+            parsed.0.trim().to_string(),
+            parsed.1.to_string(),
+            parsed.2.trim().to_string(),
+        ));
+    }
+    Ok(out)
+}
+
+impl Selectors {
+    fn matches(&self, obj: &Value) -> bool {
+        let labels = obj["metadata"]["labels"].as_object();
+        let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        let label_ok = self.labels.iter().all(|(k, op, v)| match op.as_str() {
+            "=" => label(k) == Some(v.as_str()),
+            "!=" => label(k) != Some(v.as_str()),
+            "!" => label(k).is_none(),
+            _ => label(k).is_some(),
+        });
+        let field = |path: &str| {
+            let mut cur = obj;
+            for p in path.split('.') {
+                cur = cur.get(p)?;
+            }
+            Some(match cur {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+        };
+        let field_ok = self.fields.iter().all(|(k, op, v)| {
+            let got = field(k).unwrap_or_default();
+            if op == "!=" {
+                got != *v
+            } else {
+                got == *v
+            }
+        });
+        label_ok && field_ok
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn query(req: &Request<Incoming>) -> BTreeMap<String, String> {
+    req.uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (percent_decode(k), percent_decode(v)),
+            None => (percent_decode(p), String::new()),
+        })
+        .collect()
+}
+
+fn full(code: StatusCode, v: &Value) -> Response<Body> {
+    let mut r = Response::new(
+        Full::new(Bytes::from(v.to_string()))
+            .map_err(|never: Infallible| match never {})
+            .boxed(),
+    );
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error(e: &ApiError) -> Response<Body> {
+    full(
+        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &e.to_status(),
+    )
+}
+
+/// The request's target, parsed from its path.
+struct Target {
+    def: &'static ResourceDef,
+    namespace: Option<String>,
+    name: Option<String>,
+    sub: Option<String>,
+}
+
+enum Route {
+    Version,
+    ApiVersions,
+    Groups,
+    Resources(String, String),
+    Resource(Target),
+}
+
+fn route(path: &str) -> Result<Route, ApiError> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let not_found = || {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Ok(Route::Version),
+        ["api"] => return Ok(Route::ApiVersions),
+        ["apis"] => return Ok(Route::Groups),
+        ["api", v] => return Ok(Route::Resources(String::new(), v.to_string())),
+        ["apis", g, v] => return Ok(Route::Resources(g.to_string(), v.to_string())),
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Err(not_found()),
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        _ => (None, rest),
+    };
+    let (plural, name, sub) = match rest {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(n.to_string()), None),
+        [p, n, s] => (*p, Some(n.to_string()), Some(s.to_string())),
+        _ => return Err(not_found()),
+    };
+    let def = RESOURCES
+        .iter()
+        .find(|d| d.group == group && d.version == version && d.plural == plural)
+        .ok_or_else(not_found)?;
+    if namespace.is_some() && !def.namespaced {
+        return Err(not_found());
+    }
+    if def.namespaced && namespace.is_none() && name.is_some() {
+        return Err(not_found());
+    }
+    Ok(Route::Resource(Target {
+        def,
+        namespace,
+        name,
+        sub,
+    }))
+}
+
+fn discovery(group: &str, version: &str) -> Result<Value, ApiError> {
+    let defs: Vec<&ResourceDef> = RESOURCES
+        .iter()
+        .filter(|d| d.group == group && d.version == version)
+        .collect();
+    if defs.is_empty() {
+        return Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+    }
+    let verbs = json!(["create", "delete", "get", "list", "patch", "update", "watch"]);
+    let mut resources = Vec::new();
+    for d in &defs {
+        resources.push(json!({"name": d.plural, "singularName": d.kind.to_lowercase(), "namespaced": d.namespaced, "kind": d.kind, "verbs": verbs}));
+        if d.status {
+            resources.push(json!({"name": format!("{}/status", d.plural), "singularName": "", "namespaced": d.namespaced, "kind": d.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if d.plural == "pods" {
+            resources.push(json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}));
+        }
+    }
+    Ok(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": defs[0].api_version(),
+        "resources": resources,
+    }))
+}
+
+fn groups() -> Value {
+    let mut names: Vec<&str> = RESOURCES
+        .iter()
+        .filter(|d| d.is_custom())
+        .map(|d| d.group)
+        .collect();
+    names.dedup();
+    let groups: Vec<Value> = names
+        .iter()
+        .map(|g| {
+            let gv = json!({"groupVersion": format!("{g}/v1"), "version": "v1"});
+            json!({"name": g, "versions": [gv], "preferredVersion": gv})
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+fn for_list(def: &ResourceDef, mut obj: Value) -> Value {
+    if !def.is_custom() {
+        if let Some(m) = obj.as_object_mut() {
+            m.remove("apiVersion");
+            m.remove("kind");
+        }
+    }
+    obj
+}
+
+fn watch_line(type_: &str, object: &Value) -> Bytes {
+    let mut s = json!({"type": type_, "object": object}).to_string();
+    s.push('\n');
+    Bytes::from(s)
+}
+
+fn watch(
+    store: &Arc<Store>,
+    t: &Target,
+    q: &BTreeMap<String, String>,
+    sel: Selectors,
+) -> Result<Response<Body>, ApiError> {
+    let from: u64 = match q.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => 0,
+        Some(v) => v
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?,
+    };
+    let mut timeout = Duration::from_secs(
+        q.get("timeoutSeconds")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1800),
+    );
+    if let Some(cap) = *store.watch_cap.lock().unwrap_or_else(|e| e.into_inner()) {
+        timeout = timeout.min(cap);
+    }
+    let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let def = t.def;
+    let ns = t.namespace.clone();
+    let wanted = move |e: &Event| {
+        e.plural == def.plural
+            && ns
+                .as_deref()
+                .is_none_or(|n| meta(&e.object, "namespace").as_deref() == Some(n))
+            && sel.matches(&e.object)
+    };
+    let (replay, mut live, mut last_rv) = store.watch_from(def.plural, from);
+    let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    tokio::spawn(async move {
+        for e in replay.iter().filter(|e| wanted(e)) {
+            if tx.send(watch_line(e.type_, &e.object)).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => {
+                    if bookmarks {
+                        let b = json!({"kind": def.kind, "apiVersion": def.api_version(),
+                            "metadata": {"resourceVersion": last_rv.to_string()}});
+                        let _ = tx.send(watch_line("BOOKMARK", &b)).await;
+                    }
+                    return;
+                }
+                _ = tx.closed() => return,
+                got = live.recv() => match got {
+                    Ok(e) => {
+                        if e.rv <= last_rv {
+                            continue;
+                        }
+                        last_rv = e.rv;
+                        if wanted(&e) && tx.send(watch_line(e.type_, &e.object)).await.is_err() {
+                            return;
+                        }
+                    }
+                    // Fell behind or shutting down: end the watch; the client resumes from
+                    // the last version it saw.
+                    Err(_) => return,
+                },
+            }
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
+    });
+    let mut r = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    Ok(r)
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body does not decode: {e}")))
+}
+
+async fn handle(store: Arc<Store>, req: Request<Incoming>) -> Response<Body> {
+    match serve(&store, req).await {
+        Ok(r) => r,
+        Err(e) => error(&e),
+    }
+}
+
+async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let q = query(&req);
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?
+        .to_bytes();
+    let t = match route(&path)? {
+        Route::Version => {
+            return Ok(full(
+                StatusCode::OK,
+                &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-mco-test",
+                        "platform": "linux/amd64"}),
+            ))
+        }
+        Route::ApiVersions => {
+            return Ok(full(
+                StatusCode::OK,
+                &json!({"kind": "APIVersions", "versions": ["v1"],
+                        "serverAddressByClientCIDRs": []}),
+            ))
+        }
+        Route::Groups => return Ok(full(StatusCode::OK, &groups())),
+        Route::Resources(g, v) => return Ok(full(StatusCode::OK, &discovery(&g, &v)?)),
+        Route::Resource(t) => t,
+    };
+    let def = t.def;
+    {
+        let mut inner = store.lock();
+        let what = match &t.sub {
+            Some(s) => format!("{method} {}/{s}", def.plural),
+            None if t.name.is_none() && q.get("watch").is_some_and(|w| w == "true" || w == "1") => {
+                format!("WATCH {}", def.plural)
+            }
+            None if t.name.is_none() && method == Method::GET => format!("LIST {}", def.plural),
+            None => format!("{method} {}", def.plural),
+        };
+        *inner.requests.entry(what).or_default() += 1;
+    }
+    let ns = t.namespace.clone().unwrap_or_default();
+    match (&method, &t.name, t.sub.as_deref()) {
+        (&Method::GET, None, None) => {
+            let sel = Selectors {
+                labels: parse_selector(q.get("labelSelector").map_or("", |s| s), true)?,
+                fields: parse_selector(q.get("fieldSelector").map_or("", |s| s), false)?,
+            };
+            if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
+                return watch(store, &t, &q, sel);
+            }
+            let inner = store.lock();
+            let items: Vec<Value> = inner
+                .objects
+                .get(def.plural)
+                .map(|m| {
+                    m.iter()
+                        .filter(|((ons, _), _)| t.namespace.as_ref().is_none_or(|n| n == ons))
+                        .map(|(_, o)| o)
+                        .filter(|o| sel.matches(o))
+                        .map(|o| for_list(def, o.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let list = json!({
+                "kind": format!("{}List", def.kind),
+                "apiVersion": def.api_version(),
+                "metadata": {"resourceVersion": inner.rv.to_string()},
+                "items": items,
+            });
+            Ok(full(StatusCode::OK, &list))
+        }
+        (&Method::GET, Some(name), None | Some("status")) => {
+            let obj = store
+                .get(def.plural, &ns, name)
+                .ok_or_else(|| ApiError::not_found(def, name))?;
+            Ok(full(StatusCode::OK, &obj))
+        }
+        (&Method::POST, None, None) => {
+            if def.namespaced && t.namespace.is_none() {
+                return Err(ApiError::new(
+                    405,
+                    "MethodNotAllowed",
+                    "create needs a namespace",
+                ));
+            }
+            let obj = store.create(def, &ns, parse_body(&body)?)?;
+            Ok(full(StatusCode::CREATED, &obj))
+        }
+        (&Method::POST, Some(name), Some("eviction")) if def.plural == "pods" => {
+            let ev = parse_body(&body)?;
+            if meta(&ev, "name").is_some_and(|n| n != *name) {
+                return Err(ApiError::bad_request(
+                    "name in URL does not match name in Eviction object",
+                ));
+            }
+            store.evict(&ns, name)?;
+            Ok(full(
+                StatusCode::CREATED,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Success", "code": 201}),
+            ))
+        }
+        (&Method::PUT, Some(name), sub @ (None | Some("status"))) => {
+            let status_only = sub.is_some();
+            if status_only && !def.status {
+                return Err(ApiError::new(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                ));
+            }
+            let obj = parse_body(&body)?;
+            if def.is_custom() && meta(&obj, "resourceVersion").is_none_or(|v| v.is_empty()) {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update", def.kind),
+                )
+                .about(def, name));
+            }
+            let out = store.write(def, &ns, name, status_only, |_| Ok(obj))?;
+            Ok(full(StatusCode::OK, &out))
+        }
+        (&Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
+            let status_only = sub.is_some();
+            if status_only && !def.status {
+                return Err(ApiError::new(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                ));
+            }
+            let patch = parse_body(&body)?;
+            let kind = content_type
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let out = store.write(def, &ns, name, status_only, |old| {
+                let mut doc = old.clone();
+                match kind.as_str() {
+                    "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                        if !patch.is_object() {
+                            return Err(ApiError::bad_request("a merge patch must be an object"));
+                        }
+                        merge_patch(&mut doc, &patch);
+                        // Without a version in the patch, the write is unconditional.
+                        if meta(&patch, "resourceVersion").is_none() {
+                            set_meta(&mut doc, "resourceVersion", json!(meta(old, "resourceVersion")));
+                        }
+                    }
+                    "application/json-patch+json" => {
+                        json_patch(&mut doc, &patch).map_err(|e| {
+                            ApiError::new(422, "Invalid", format!("the JSON patch does not apply: {}", e.0))
+                                .about(def, name)
+                        })?;
+                    }
+                    other => {
+                        return Err(ApiError::new(
+                            415,
+                            "UnsupportedMediaType",
+                            format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got {other:?})"),
+                        ))
+                    }
+                }
+                Ok(doc)
+            })?;
+            Ok(full(StatusCode::OK, &out))
+        }
+        (&Method::DELETE, Some(name), None) => {
+            let opts = if body.is_empty() {
+                None
+            } else {
+                Some(parse_body(&body)?)
+            };
+            let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
+            let out = store.delete(def, &ns, name, pre)?;
+            Ok(full(StatusCode::OK, &out))
+        }
+        _ => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow this method on the requested resource ({method} {path})"
+            ),
+        )),
+    }
+}
+
+/// A running server.
+pub struct ApiServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its objects.
+    pub store: Arc<Store>,
+    task: JoinHandle<()>,
+}
+
+impl ApiServer {
+    /// Starts a server on an ephemeral port of 127.0.0.1.
+    pub async fn start() -> std::io::Result<ApiServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let store = Arc::new(Store::new());
+        let st = store.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let st = st.clone();
+                        async move { Ok::<_, Infallible>(handle(st, req).await) }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(sock), svc)
+                        .await;
+                });
+            }
+        });
+        Ok(ApiServer { addr, store, task })
+    }
+
+    /// A kube client talking to this server.
+    pub fn client(&self) -> kube::Client {
+        let url: hyper::Uri = format!("http://{}", self.addr)
+            .parse()
+            .unwrap_or_else(|e| panic!("server address: {e}"));
+        let config = kube::Config::new(url);
+        kube::Client::try_from(config).unwrap_or_else(|e| panic!("kube client: {e}"))
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,6 @@
+//! Test support: an in-process Kubernetes API server.
+
+#![allow(dead_code)]
+
+pub mod apiserver;
+pub mod patch;
