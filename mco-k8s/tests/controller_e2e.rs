@@ -1,0 +1,521 @@
+//! End to end: the machine-config-controller against the in-process API server, with 3
+//! masters and 50 workers whose daemons are simulated.
+//!
+//! The controller runs in-process (`mco_k8s::controller::run`). Simulated agents watch the
+//! nodes; when a node's desiredConfig differs from its currentConfig they do what the daemon
+//! does: mark the node Working, ask for a drain, "reboot", ask for an uncordon, then report
+//! currentConfig = desiredConfig and Done. The API server's store checks, on every node
+//! write, how many workers count as unavailable.
+
+mod support;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use mco_k8s::controller::{self, Options};
+use mco_k8s::crd;
+use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use mco_render::controller::node::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
+};
+use mco_render::controller::render_sync::sync_pool;
+use mco_render::controller::Node;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer};
+use tokio::task::JoinHandle;
+
+const WORKERS: usize = 50;
+const MASTERS: usize = 3;
+const MAX_UNAVAILABLE: usize = 3;
+const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
+const MASTER_ROLE: &str = "node-role.kubernetes.io/master";
+
+fn examples() -> std::path::PathBuf {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
+}
+
+fn yaml(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &ApiResource::erase::<K>(&()))
+}
+
+fn to_dynamic(v: Value) -> DynamicObject {
+    serde_json::from_value(v).unwrap()
+}
+
+/// A worker MachineConfig writing one file.
+fn file_mc(name: &str, path: &str, text: &str) -> Value {
+    use base64::Engine;
+    let data = base64::engine::general_purpose::STANDARD.encode(text);
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": path, "mode": 420, "overwrite": true,
+             "contents": {"source": format!("data:;base64,{data}")}}
+        ]}}}
+    })
+}
+
+fn controller_options() -> Options {
+    Options {
+        debounce: Duration::from_millis(20),
+        resync: Duration::from_secs(1),
+        gc_keep: Some(0),
+        drain_timeout: Duration::from_secs(60),
+        ..Options::default()
+    }
+}
+
+fn start_controller(client: Client) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(e) = controller::run(client, controller_options()).await {
+            panic!("controller stopped: {e}");
+        }
+    })
+}
+
+/// What the simulated daemons saw.
+#[derive(Default)]
+struct AgentStats {
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    updates: AtomicUsize,
+    busy: Mutex<BTreeSet<String>>,
+}
+
+async fn wait_annotation(api: &Api<KubeNode>, name: &str, key: &str, want: &str) {
+    loop {
+        if let Ok(n) = api.get(name).await {
+            let got = n
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .cloned();
+            if got.as_deref() == Some(want) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn annotate(api: &Api<KubeNode>, name: &str, pairs: &[(&str, &str)]) {
+    let ann: serde_json::Map<String, Value> =
+        pairs.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": ann}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// One daemon's update of its node to `desired`.
+async fn update_node(api: Api<KubeNode>, name: String, desired: String, stats: Arc<AgentStats>) {
+    // The watch event may be stale: act on the node as it is now.
+    let fresh = api.get(&name).await.unwrap();
+    let ann = fresh.metadata.annotations.unwrap_or_default();
+    if ann.get(CURRENT_CONFIG) == Some(&desired) || ann.get(DESIRED_CONFIG) != Some(&desired) {
+        stats.busy.lock().unwrap().remove(&name);
+        return;
+    }
+    let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let drain = format!("drain-{desired}");
+    annotate(&api, &name, &[(STATE, "Working"), (DESIRED_DRAIN, &drain)]).await;
+    wait_annotation(&api, &name, LAST_APPLIED_DRAIN, &drain).await;
+    // "Reboot".
+    tokio::time::sleep(Duration::from_millis(15)).await;
+    let uncordon = format!("uncordon-{desired}");
+    annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
+    wait_annotation(&api, &name, LAST_APPLIED_DRAIN, &uncordon).await;
+    stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+    stats.updates.fetch_add(1, Ordering::SeqCst);
+    annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
+    stats.busy.lock().unwrap().remove(&name);
+}
+
+/// The simulated daemons: one watch over all nodes, one task per node being updated.
+fn start_agents(client: Client, stats: Arc<AgentStats>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<KubeNode> = Api::all(client);
+        let mut events = watcher(api.clone(), watcher::Config::default()).boxed();
+        while let Some(ev) = events.next().await {
+            let node = match ev {
+                Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
+                _ => continue,
+            };
+            let ann = node.metadata.annotations.clone().unwrap_or_default();
+            let desired = ann.get(DESIRED_CONFIG).cloned().unwrap_or_default();
+            let current = ann.get(CURRENT_CONFIG).cloned().unwrap_or_default();
+            if desired.is_empty() || desired == current {
+                continue;
+            }
+            let name = node.metadata.name.clone().unwrap_or_default();
+            if !stats.busy.lock().unwrap().insert(name.clone()) {
+                continue;
+            }
+            tokio::spawn(update_node(api.clone(), name, desired, stats.clone()));
+        }
+    })
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+/// The rendered config name the controller will compute for `pool` from what the server holds.
+fn expected_rendered(server: &ApiServer, pool: &str) -> String {
+    let mcs: Vec<MachineConfig> = server
+        .store
+        .list("machineconfigs")
+        .iter()
+        .map(decode)
+        .collect();
+    let p: MachineConfigPool = decode(&server.store.get("machineconfigpools", "", pool).unwrap());
+    let cc: ControllerConfig = decode(
+        &server
+            .store
+            .get("controllerconfigs", "", "machine-config-controller")
+            .unwrap(),
+    );
+    let rs = sync_pool(&p, &mcs, Some(&cc), &controller_options().render, "now");
+    assert!(rs.error.is_none(), "{:?}", rs.error);
+    rs.create.unwrap().name().to_string()
+}
+
+/// Polls `check` until it returns `Some`, for at most `limit`.
+async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let run = async {
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    };
+    match tokio::time::timeout(limit, run).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+fn pool_obj(server: &ApiServer, name: &str) -> Value {
+    server.store.get("machineconfigpools", "", name).unwrap()
+}
+
+fn condition(pool: &Value, type_: &str) -> String {
+    pool["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The pool's status once every node is done on its config.
+fn pool_settled(server: &ApiServer, name: &str, count: usize) -> Option<Value> {
+    let p = pool_obj(server, name);
+    let target = p["spec"]["configuration"]["name"].as_str()?;
+    let s = &p["status"];
+    let settled = s["configuration"]["name"] == target
+        && s["machineCount"] == count
+        && s["updatedMachineCount"] == count
+        && condition(&p, "Updated") == "True";
+    settled.then_some(p)
+}
+
+fn workers_on(server: &ApiServer, config: &str) -> usize {
+    server
+        .store
+        .list("nodes")
+        .iter()
+        .map(decode::<Node>)
+        .filter(|n| n.metadata.labels.contains_key(WORKER_ROLE) && n.is_done_on(config))
+        .count()
+}
+
+fn rendered_names(server: &ApiServer) -> BTreeSet<String> {
+    server
+        .store
+        .list("machineconfigs")
+        .iter()
+        .filter_map(|m| m["metadata"]["name"].as_str())
+        .filter(|n| n.starts_with("rendered-"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
+    let limit = Duration::from_secs(30);
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client();
+
+    // Every node write: how many workers count as unavailable now, and the most ever.
+    let unavailable_max = Arc::new(AtomicUsize::new(0));
+    {
+        let max = unavailable_max.clone();
+        let mut workers: BTreeMap<String, Node> = BTreeMap::new();
+        server.store.observe(move |ev| {
+            if ev.plural != "nodes" {
+                return;
+            }
+            let n: Node = decode(&ev.object);
+            if !n.metadata.labels.contains_key(WORKER_ROLE) {
+                return;
+            }
+            if ev.type_ == "DELETED" {
+                workers.remove(n.name());
+            } else {
+                workers.insert(n.name().to_string(), n);
+            }
+            let now = workers.values().filter(|n| n.is_unavailable()).count();
+            max.fetch_max(now, Ordering::SeqCst);
+        });
+    }
+
+    // Pools (worker with maxUnavailable), the ControllerConfig, template-like MachineConfigs.
+    let pools = dynamic::<crd::MachineConfigPool>(&client);
+    let mcs = dynamic::<crd::MachineConfig>(&client);
+    let ccs = dynamic::<crd::ControllerConfig>(&client);
+    let pp = PostParams::default();
+    for mut p in yaml(&examples().join("00-pools.yaml")) {
+        match p["metadata"]["name"].as_str() {
+            Some("worker") => p["spec"]["maxUnavailable"] = json!(MAX_UNAVAILABLE),
+            Some("master") => {}
+            _ => continue,
+        }
+        pools.create(&pp, &to_dynamic(p)).await.unwrap();
+    }
+    for cc in yaml(&examples().join("01-controllerconfig.yaml")) {
+        ccs.create(&pp, &to_dynamic(cc)).await.unwrap();
+    }
+    let mut files: Vec<_> = std::fs::read_dir(examples())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.contains("-worker-") || name.contains("-master-")) {
+            continue;
+        }
+        for mc in yaml(&f) {
+            mcs.create(&pp, &to_dynamic(mc)).await.unwrap();
+        }
+    }
+
+    // Nodes as an installed cluster has them: on the rendered configs of the day.
+    let first_worker = expected_rendered(&server, "worker");
+    let first_master = expected_rendered(&server, "master");
+    let nodes: Api<KubeNode> = Api::all(client.clone());
+    let zones = ["zone-a", "zone-b", "zone-c"];
+    for i in 0..MASTERS + WORKERS {
+        let (name, role, config) = if i < MASTERS {
+            (format!("master-{i}"), MASTER_ROLE, &first_master)
+        } else {
+            (
+                format!("worker-{:02}", i - MASTERS),
+                WORKER_ROLE,
+                &first_worker,
+            )
+        };
+        let n: KubeNode = serde_json::from_value(json!({
+            "metadata": {
+                "name": name,
+                "labels": {role: "", ZONE_LABEL: zones[i % 3], "kubernetes.io/os": "linux"},
+                "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: "Done"}
+            },
+            "status": {"conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "DiskPressure", "status": "False"}
+            ]}
+        }))
+        .unwrap();
+        nodes.create(&pp, &n).await.unwrap();
+    }
+
+    // Workloads on the first workers: evicted by drains, except DaemonSet and mirror pods.
+    let pods = resource("pods").unwrap();
+    for w in 0..6 {
+        let node = format!("worker-{w:02}");
+        let mk = |name: String, owner: Option<&str>, mirror: bool| {
+            let mut p = json!({"metadata": {"name": name, "namespace": "apps"},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Running"}});
+            if let Some(kind) = owner {
+                p["metadata"]["ownerReferences"] =
+                    json!([{"apiVersion": "apps/v1", "kind": kind, "name": "x", "uid": "u"}]);
+            }
+            if mirror {
+                p["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "m"});
+            }
+            p
+        };
+        for p in [
+            mk(format!("web-{w}"), Some("ReplicaSet"), false),
+            mk(format!("ds-{w}"), Some("DaemonSet"), false),
+            mk(format!("static-{w}"), None, true),
+        ] {
+            server.store.create(pods, "apps", p).unwrap();
+        }
+    }
+    // A disruption budget refuses one eviction twice.
+    server.store.block_eviction("apps", "web-1", 2);
+
+    let stats = Arc::new(AgentStats::default());
+    let agents = start_agents(server.client(), stats.clone());
+    let mut ctrl = start_controller(server.client());
+
+    // The controller adopts the cluster: the pools target the rendered configs the nodes are
+    // on, nothing rolls out.
+    let w = eventually("worker pool settled", limit, || async {
+        pool_settled(&server, "worker", WORKERS)
+    })
+    .await;
+    assert_eq!(w["spec"]["configuration"]["name"], first_worker.as_str());
+    let m = eventually("master pool settled", limit, || async {
+        pool_settled(&server, "master", MASTERS)
+    })
+    .await;
+    assert_eq!(m["spec"]["configuration"]["name"], first_master.as_str());
+    assert_eq!(stats.updates.load(Ordering::SeqCst), 0);
+    assert_eq!(unavailable_max.load(Ordering::SeqCst), 0);
+
+    // Rollout 1: a new worker MachineConfig.
+    mcs.create(
+        &pp,
+        &to_dynamic(file_mc("99-worker-motd", "/etc/motd", "hello\n")),
+    )
+    .await
+    .unwrap();
+    let second_worker = eventually("a new rendered worker config", limit, || async {
+        let p = pool_obj(&server, "worker");
+        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
+        (t != first_worker).then_some(t)
+    })
+    .await;
+    assert!(second_worker.starts_with("rendered-worker-"));
+    assert!(rendered_names(&server).contains(&second_worker));
+    let p = pool_obj(&server, "worker");
+    let sources: Vec<&str> = p["spec"]["configuration"]["source"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert!(sources.contains(&"99-worker-motd"), "{sources:?}");
+    let w = eventually("rollout 1 complete", limit, || async {
+        pool_settled(&server, "worker", WORKERS)
+    })
+    .await;
+    assert_eq!(workers_on(&server, &second_worker), WORKERS);
+    let s = &w["status"];
+    assert_eq!(s["configuration"]["name"], second_worker.as_str());
+    assert_eq!(s["readyMachineCount"], WORKERS);
+    assert_eq!(s["unavailableMachineCount"], 0);
+    assert_eq!(s["degradedMachineCount"], 0);
+    assert_eq!(condition(&w, "Updating"), "False");
+    assert_eq!(condition(&w, "Degraded"), "False");
+    assert_eq!(s["observedGeneration"], w["metadata"]["generation"]);
+    // Every worker updated once, at most maxUnavailable at a time (and the rollout did use
+    // the room it had).
+    assert_eq!(stats.updates.load(Ordering::SeqCst), WORKERS);
+    assert_eq!(unavailable_max.load(Ordering::SeqCst), MAX_UNAVAILABLE);
+    assert!(stats.max_in_flight.load(Ordering::SeqCst) <= MAX_UNAVAILABLE);
+    // The masters were left alone.
+    let m = pool_settled(&server, "master", MASTERS).unwrap();
+    assert_eq!(m["spec"]["configuration"]["name"], first_master.as_str());
+    // Drains evicted the ReplicaSet pods, not the DaemonSet or mirror pods, and every node
+    // was uncordoned.
+    let left: BTreeSet<String> = server
+        .store
+        .list("pods")
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(left.iter().all(|p| !p.starts_with("web-")), "{left:?}");
+    assert_eq!(left.len(), 12);
+    assert_eq!(server.store.evictions().len(), 6);
+    for n in server.store.list("nodes") {
+        assert_ne!(
+            n["spec"]["unschedulable"], true,
+            "{}",
+            n["metadata"]["name"]
+        );
+    }
+    // The unused rendered config is collected.
+    let gone = eventually("old rendered config collected", limit, || async {
+        (!rendered_names(&server).contains(&first_worker)).then_some(())
+    })
+    .await;
+    let _ = gone;
+
+    // Rollout 2, with a controller restart in the middle.
+    mcs.create(
+        &pp,
+        &to_dynamic(file_mc("99-worker-issue", "/etc/issue", "welcome\n")),
+    )
+    .await
+    .unwrap();
+    let third_worker = eventually("another rendered worker config", limit, || async {
+        let p = pool_obj(&server, "worker");
+        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
+        (t != second_worker).then_some(t)
+    })
+    .await;
+    eventually("rollout 2 under way", limit, || async {
+        (workers_on(&server, &third_worker) >= 2 * MAX_UNAVAILABLE).then_some(())
+    })
+    .await;
+    ctrl.abort();
+    let _ = ctrl.await;
+    let done_at_restart = workers_on(&server, &third_worker);
+    assert!(
+        done_at_restart < WORKERS,
+        "rollout finished before the restart"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ctrl = start_controller(server.client());
+    let w = eventually("rollout 2 complete", limit, || async {
+        pool_settled(&server, "worker", WORKERS)
+    })
+    .await;
+    assert_eq!(w["status"]["configuration"]["name"], third_worker.as_str());
+    assert_eq!(w["status"]["readyMachineCount"], WORKERS);
+    assert_eq!(w["status"]["unavailableMachineCount"], 0);
+    assert_eq!(workers_on(&server, &third_worker), WORKERS);
+    assert_eq!(stats.updates.load(Ordering::SeqCst), 2 * WORKERS);
+    assert_eq!(unavailable_max.load(Ordering::SeqCst), MAX_UNAVAILABLE);
+    assert!(stats.max_in_flight.load(Ordering::SeqCst) <= MAX_UNAVAILABLE);
+    eventually("only the configs in use remain", limit, || async {
+        let want: BTreeSet<String> = [first_master.clone(), third_worker.clone()].into();
+        (rendered_names(&server) == want).then_some(())
+    })
+    .await;
+
+    ctrl.abort();
+    agents.abort();
+}
