@@ -490,8 +490,14 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
         (workers_on(&server, &third_worker) >= 2 * MAX_UNAVAILABLE).then_some(())
     })
     .await;
+    let watches = server.store.open_watches();
     ctrl.abort();
     let _ = ctrl.await;
+    // A stopped controller leaves no watch behind (the agents keep theirs).
+    eventually("the stopped controller's watches closed", limit, || async {
+        (server.store.open_watches() == watches - 4).then_some(())
+    })
+    .await;
     let done_at_restart = workers_on(&server, &third_worker);
     assert!(
         done_at_restart < WORKERS,
@@ -516,6 +522,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     })
     .await;
 
+    eprintln!("{:#?}", server.store.request_counts());
     ctrl.abort();
     agents.abort();
 }

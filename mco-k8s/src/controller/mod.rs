@@ -45,11 +45,20 @@ impl Default for Options {
     }
 }
 
-fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> tokio::task::JoinHandle<()>
+/// A spawned watch that stops when dropped, so a cancelled [`run`] leaves no watch behind.
+struct WatchTask(tokio::task::JoinHandle<()>);
+
+impl Drop for WatchTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> WatchTask
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    tokio::spawn(async move {
+    WatchTask(tokio::spawn(async move {
         let mut stream = watcher(api, watcher::Config::default()).boxed();
         while let Some(ev) = stream.next().await {
             if let Err(e) = &ev {
@@ -59,10 +68,11 @@ where
             // A full channel already holds a pending trigger.
             let _ = tx.try_send(());
         }
-    })
+    }))
 }
 
-/// Runs the controller until the process stops.
+/// Runs the controller until the process stops. Dropping the future (aborting its task)
+/// stops the controller's watches too.
 pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let dynamic = |ar: ApiResource| Api::<DynamicObject>::all_with(client.clone(), &ar);
@@ -94,7 +104,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
             tracing::warn!("sync failed: {e}");
             let _ = tx.try_send(());
         }
-        if watchers.iter().all(|w| w.is_finished()) {
+        if watchers.iter().all(|w| w.0.is_finished()) {
             return Ok(());
         }
     }

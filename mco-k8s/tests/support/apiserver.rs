@@ -249,6 +249,7 @@ pub struct Store {
     inner: Mutex<Inner>,
     events: broadcast::Sender<Event>,
     watch_cap: Mutex<Option<Duration>>,
+    open_watches: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn meta(obj: &Value, key: &str) -> Option<String> {
@@ -281,6 +282,7 @@ impl Store {
             inner: Mutex::new(Inner::default()),
             events: broadcast::channel(1 << 16).0,
             watch_cap: Mutex::new(None),
+            open_watches: Arc::default(),
         }
     }
 
@@ -314,6 +316,11 @@ impl Store {
     /// Requests served so far, by `METHOD resource[/subresource]`.
     pub fn request_counts(&self) -> BTreeMap<String, u64> {
         self.lock().requests.clone()
+    }
+
+    /// Watches being served now.
+    pub fn open_watches(&self) -> usize {
+        self.open_watches.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The current resourceVersion.
@@ -919,7 +926,9 @@ fn watch(
     };
     let (replay, mut live, mut last_rv) = store.watch_from(def.plural, from);
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    let open = OpenWatch::new(store.open_watches.clone());
     tokio::spawn(async move {
+        let _open = open;
         for e in replay.iter().filter(|e| wanted(e)) {
             if tx.send(watch_line(e.type_, &e.object)).await.is_err() {
                 return;
@@ -966,6 +975,22 @@ fn watch(
         hyper::header::HeaderValue::from_static("application/json"),
     );
     Ok(r)
+}
+
+/// Counts a watch as open while it lives.
+struct OpenWatch(Arc<std::sync::atomic::AtomicUsize>);
+
+impl OpenWatch {
+    fn new(n: Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        OpenWatch(n)
+    }
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
