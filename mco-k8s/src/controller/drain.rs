@@ -14,6 +14,11 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// How long one eviction may take. kube-rs retries a 429 (a PodDisruptionBudget refusing)
+/// with exponential backoff for minutes; past this the pod counts as blocking and the next
+/// pass tries again, so one blocked pod does not stall every pool's sync.
+pub const EVICTION_ATTEMPT: Duration = Duration::from_secs(2);
+
 /// Drains nodes on request, remembering when each drain started.
 pub struct Drainer {
     client: Client,
@@ -49,26 +54,35 @@ impl Drainer {
         Ok(())
     }
 
-    /// Evicts what should go; returns the pods still blocking (namespace, name).
+    /// Evicts what should go, all at once; returns the pods still blocking (namespace, name).
     async fn evict_all(&self, node: &str) -> Result<Vec<(String, String)>, SyncError> {
         let pods: Api<KubePod> = Api::all(self.client.clone());
         let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
-        let mut blocking = Vec::new();
+        let mut targets = Vec::new();
         for p in pods.list(&lp).await? {
             let pod: Pod = match serde_json::to_value(&p).and_then(serde_json::from_value) {
                 Ok(p) => p,
                 Err(_) => continue,
             };
-            if !should_evict(&pod) {
-                continue;
+            if should_evict(&pod) {
+                targets.push((pod.metadata.namespace, pod.metadata.name));
             }
-            let (ns, name) = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
+        }
+        let attempts = targets.into_iter().map(|(ns, name)| async move {
             let api: Api<KubePod> = Api::namespaced(self.client.clone(), &ns);
-            match api.evict(&name, &EvictParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(kube::Error::Api(s)) if s.code == 429 => blocking.push((ns, name)),
-                Err(e) => return Err(e.into()),
+            let res =
+                tokio::time::timeout(EVICTION_ATTEMPT, api.evict(&name, &EvictParams::default()))
+                    .await;
+            (ns, name, res)
+        });
+        let mut blocking = Vec::new();
+        for (ns, name, res) in futures::future::join_all(attempts).await {
+            match res {
+                Ok(Ok(_)) => {}
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
+                Ok(Err(kube::Error::Api(s))) if s.code == 429 => blocking.push((ns, name)),
+                Err(_elapsed) => blocking.push((ns, name)),
+                Ok(Err(e)) => return Err(e.into()),
             }
         }
         Ok(blocking)
