@@ -468,11 +468,10 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
         );
     }
     // The unused rendered config is collected.
-    let gone = eventually("old rendered config collected", limit, || async {
+    eventually("old rendered config collected", limit, || async {
         (!rendered_names(&server).contains(&first_worker)).then_some(())
     })
     .await;
-    let _ = gone;
 
     // Rollout 2, with a controller restart in the middle.
     mcs.create(
