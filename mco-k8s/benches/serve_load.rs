@@ -208,7 +208,7 @@ fn main() {
         .expect("runtime");
     rt.block_on(async {
         let cfg = Config {
-            dir: dir.join("manifests"),
+            source: mco_k8s::mcs::server::Source::Dir(dir.join("manifests")),
             listen: "127.0.0.1".parse().expect("loopback"),
             secure_port: None,
             insecure_port: Some(0),

@@ -7,7 +7,7 @@ use hyper::header::HeaderMap;
 use hyper_util::rt::TokioIo;
 use mco_ignition::SpecVersion;
 use mco_k8s::mcs::access::AccessPolicy;
-use mco_k8s::mcs::server::{self, Config, Running};
+use mco_k8s::mcs::server::{self, Config, Running, Source};
 use mco_k8s::mcs::state::BuildOptions;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -38,7 +38,7 @@ fn cluster_dir(name: &str) -> PathBuf {
 
 fn config(dir: &Path, tls: Option<(PathBuf, PathBuf)>) -> Config {
     Config {
-        dir: dir.to_path_buf(),
+        source: Source::Dir(dir.to_path_buf()),
         listen: "127.0.0.1".parse().expect("loopback"),
         secure_port: tls.as_ref().map(|_| 0),
         insecure_port: Some(0),

@@ -24,6 +24,18 @@ pub trait Host {
     fn reboot(&mut self) -> Result<(), HostError>;
 }
 
+impl<H: Host + ?Sized> Host for Box<H> {
+    fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
+        (**self).systemctl(args)
+    }
+    fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        (**self).rpm_ostree(args)
+    }
+    fn reboot(&mut self) -> Result<(), HostError> {
+        (**self).reboot()
+    }
+}
+
 /// Kernel packages replaced by a non-default kernel type.
 const DEFAULT_KERNEL: &[&str] = &[
     "kernel",

@@ -8,7 +8,10 @@
 //! - [`state`]: `currentconfig` and the agent's state.
 //! - [`drift`]: on-disk differences from the current config.
 //! - [`config`]: reading MachineConfigs and bare Ignition configs.
+//! - [`agent`]: cluster mode: the next step decided from the node's annotations, and the
+//!   kube-rs loop that carries it out.
 
+pub mod agent;
 pub mod apply;
 pub mod config;
 pub mod drift;

@@ -105,3 +105,16 @@ fn try_reverts_when_the_health_command_fails_and_keeps_when_it_passes() {
     assert!(out.contains("timed out"), "{out}");
     assert_eq!(std::fs::read_to_string(&policy).unwrap(), "new");
 }
+
+#[test]
+fn cluster_mode_needs_a_node_name() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["cluster", "--root", d.path().to_str().unwrap()])
+        .env_remove("NODE_NAME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--node-name or NODE_NAME"), "{err}");
+}

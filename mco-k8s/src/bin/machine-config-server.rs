@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use mco_k8s::mcs::access::{AccessPolicy, Cidr};
-use mco_k8s::mcs::server::{self, Config};
+use mco_k8s::mcs::server::{self, Config, Source};
 use mco_k8s::mcs::state::BuildOptions;
 use mco_render::render::RenderOptions;
 use mco_render::serve::bootstrap_kubeconfig;
@@ -11,14 +11,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Serve rendered Ignition configs for the pools in a folder of manifests, re-rendering when
-/// the folder changes.
+/// Serve rendered Ignition configs for the pools in a folder of manifests (re-rendering when
+/// the folder changes) or in the cluster (watching pools and rendered MachineConfigs).
 #[derive(Parser)]
 #[command(name = "machine-config-server", version, about, long_about = None)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["dir", "cluster"])))]
 struct Cli {
     /// Folder of YAML/JSON manifests (the same inputs as `mco-render render`).
     #[arg(long)]
-    dir: PathBuf,
+    dir: Option<PathBuf>,
+    /// Serve the cluster's pools (kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster
+    /// service account).
+    #[arg(long)]
+    cluster: bool,
     /// TLS port (needs --cert and --key; 0 picks a free port).
     #[arg(long, default_value_t = 22623)]
     secure_port: u16,
@@ -43,8 +48,8 @@ struct Cli {
     /// API server URL written in the bootstrap kubeconfig.
     #[arg(long, default_value = "https://api-int.cluster.local:6443")]
     apiserver_url: String,
-    /// CA bundle (PEM) for the bootstrap kubeconfig; default: the ControllerConfig's
-    /// kubeAPIServerServingCAData.
+    /// CA bundle (PEM) for the bootstrap kubeconfig; default (with --dir): the ControllerConfig's
+    /// kubeAPIServerServingCAData. Required with --cluster and --bootstrap-token.
     #[arg(long)]
     kubeconfig_ca: Option<PathBuf>,
     /// Address to listen on.
@@ -73,14 +78,19 @@ fn read_trimmed(p: &PathBuf) -> Result<String, String> {
         .map_err(|e| format!("{}: {e}", p.display()))
 }
 
-fn config(cli: Cli) -> Result<Config, String> {
+fn config(cli: Cli, source: Source) -> Result<Config, String> {
     let kubeconfig = match &cli.bootstrap_token {
         None => None,
         Some(tok) => {
             let token = read_trimmed(tok)?;
             let ca = match &cli.kubeconfig_ca {
                 Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
-                None => controller_ca(&cli.dir)?,
+                None => match &source {
+                    Source::Dir(dir) => controller_ca(dir)?,
+                    Source::Cluster(_) => {
+                        return Err("--bootstrap-token with --cluster needs --kubeconfig-ca".into())
+                    }
+                },
             };
             Some(bootstrap_kubeconfig(&cli.apiserver_url, &ca, &token))
         }
@@ -92,7 +102,7 @@ fn config(cli: Cli) -> Result<Config, String> {
         _ => return Err("--cert and --key go together".into()),
     };
     Ok(Config {
-        dir: cli.dir,
+        source,
         listen: cli.listen,
         secure_port: (!cli.no_secure).then_some(cli.secure_port),
         insecure_port: (!cli.no_insecure).then_some(cli.insecure_port),
@@ -134,13 +144,7 @@ fn main() -> ExitCode {
         .with_target(true)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
-    let cfg = match config(Cli::parse()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -152,6 +156,23 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(async move {
+        let source = match (&cli.dir, cli.cluster) {
+            (Some(dir), false) => Source::Dir(dir.clone()),
+            _ => match kube::Client::try_default().await {
+                Ok(c) => Source::Cluster(c),
+                Err(e) => {
+                    eprintln!("error: cannot reach the API server: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+        };
+        let cfg = match config(cli, source) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let running = match server::start(cfg).await {
             Ok(r) => r,
             Err(e) => {

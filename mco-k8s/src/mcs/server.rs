@@ -1,8 +1,10 @@
 //! The I/O around [`respond`](super::respond::respond): listeners, TLS, HTTP/1.1 connections,
-//! access logs, and the loop that re-renders when the manifests change and reloads the
-//! certificate when its files change.
+//! access logs, and the loop that rebuilds the served state when its source changes (the
+//! manifests folder, or the API server's watched objects) and reloads the certificate when its
+//! files change.
 
 use super::access::AccessPolicy;
+use super::cluster::{ClusterCache, NotReady};
 use super::metrics::Metrics;
 use super::respond::{respond, Request};
 use super::source;
@@ -14,6 +16,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use mco_render::api::ControllerConfigSpec;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -21,15 +24,33 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
+
+/// Where the pools come from.
+#[derive(Clone)]
+pub enum Source {
+    /// A folder of manifests, rendered here and re-rendered when it changes.
+    Dir(PathBuf),
+    /// The API server: pools and the controller's rendered MachineConfigs, watched.
+    Cluster(kube::Client),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Dir(d) => f.debug_tuple("Dir").field(d).finish(),
+            Source::Cluster(_) => f.write_str("Cluster"),
+        }
+    }
+}
 
 /// How to run the server.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The folder of manifests.
-    pub dir: PathBuf,
+    /// Where the pools come from.
+    pub source: Source,
     /// The address to listen on.
     pub listen: IpAddr,
     /// The TLS port (0 picks one); `None` disables it.
@@ -68,6 +89,9 @@ pub enum StartError {
     /// The TLS port needs a certificate and key.
     #[error("the secure port needs --cert and --key")]
     NoCertificate,
+    /// The API server's objects could not be cached.
+    #[error(transparent)]
+    Cluster(#[from] NotReady),
 }
 
 /// State shared by every connection.
@@ -126,7 +150,35 @@ impl Running {
     }
 }
 
+/// The live source the reload loop follows.
+enum Live {
+    Dir {
+        dir: PathBuf,
+        fp: source::Fingerprint,
+    },
+    Cluster {
+        cache: Box<ClusterCache>,
+        changed: mpsc::Receiver<()>,
+        cc: Box<Option<ControllerConfigSpec>>,
+    },
+}
+
+impl Live {
+    /// Resolves when the watched objects changed (never for a folder, which is polled).
+    async fn changed(&mut self) {
+        match self {
+            Live::Cluster { changed, .. } => {
+                if changed.recv().await.is_none() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            Live::Dir { .. } => std::future::pending::<()>().await,
+        }
+    }
+}
+
 fn build_state(
+    dir: &std::path::Path,
     cfg: &Config,
     previous: Option<&ServedState>,
 ) -> Result<ServedState, source::SourceError> {
@@ -134,7 +186,7 @@ fn build_state(
         controller_version: cfg.build.render.controller_version.clone(),
         templates: None,
     };
-    let (m, errors) = source::load_cluster(&cfg.dir, &opts)?;
+    let (m, errors) = source::load_cluster(dir, &opts)?;
     for e in &errors {
         tracing::warn!(error = %e, "resource not applied: its MachineConfig is not generated");
     }
@@ -150,10 +202,31 @@ fn log_state(state: &ServedState) {
     }
 }
 
-/// Loads the manifests, binds the ports and starts serving.
+/// Loads the source, binds the ports and starts serving.
 pub async fn start(cfg: Config) -> Result<Running, StartError> {
-    let fp = source::fingerprint(&cfg.dir)?;
-    let state = build_state(&cfg, None)?;
+    let (live, state) = match &cfg.source {
+        Source::Dir(dir) => {
+            let fp = source::fingerprint(dir)?;
+            let state = build_state(dir, &cfg, None)?;
+            (
+                Live::Dir {
+                    dir: dir.clone(),
+                    fp,
+                },
+                state,
+            )
+        }
+        Source::Cluster(client) => {
+            let (tx, changed) = mpsc::channel(1);
+            let cache = ClusterCache::start(client, tx);
+            cache.ready().await?;
+            let snap = cache.snapshot();
+            let state = snap.build(&cfg.build, None, None);
+            let cc = Box::new(snap.controller_config);
+            let cache = Box::new(cache);
+            (Live::Cluster { cache, changed, cc }, state)
+        }
+    };
     log_state(&state);
     let shared = Arc::new(Shared {
         state: RwLock::new(Arc::new(state)),
@@ -196,7 +269,13 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
             rx.clone(),
         )));
     }
-    tasks.push(tokio::spawn(reload_loop(cfg, fp, cert, shared.clone(), rx)));
+    tasks.push(tokio::spawn(reload_loop(
+        cfg,
+        live,
+        cert,
+        shared.clone(),
+        rx,
+    )));
     Ok(Running {
         secure_addr,
         insecure_addr,
@@ -219,7 +298,7 @@ async fn bind(ip: IpAddr, port: u16) -> Result<(TcpListener, SocketAddr), StartE
 
 async fn reload_loop(
     cfg: Config,
-    mut fp: source::Fingerprint,
+    mut live: Live,
     cert: Option<Arc<ReloadingCert>>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
@@ -227,8 +306,10 @@ async fn reload_loop(
     let mut tick = tokio::time::interval(cfg.poll_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let mut objects_changed = false;
         tokio::select! {
             _ = tick.tick() => {}
+            _ = live.changed() => objects_changed = true,
             _ = stop.changed() => return,
         }
         if let Some(c) = &cert {
@@ -241,20 +322,53 @@ async fn reload_loop(
                 Err(e) => tracing::warn!(error = %e, "serving certificate not reloaded"),
             }
         }
-        let now = match source::fingerprint(&cfg.dir) {
+        let (dir, fp) = match &mut live {
+            Live::Dir { dir, fp } => (dir.clone(), fp),
+            Live::Cluster { cache, changed, cc } => {
+                if objects_changed {
+                    // Let a burst of changes settle into one rebuild.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    while changed.try_recv().is_ok() {}
+                    let snap = cache.snapshot();
+                    let prev = shared.state();
+                    let old_cc = (**cc).clone();
+                    let build = cfg.build.clone();
+                    let built = tokio::task::spawn_blocking(move || {
+                        let state = snap.build(&build, Some(&prev), old_cc.as_ref());
+                        (state, snap.controller_config)
+                    })
+                    .await;
+                    match built {
+                        Ok((state, new_cc)) => {
+                            log_state(&state);
+                            shared.set_state(state);
+                            shared.metrics.reloaded(true);
+                            **cc = new_cc;
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "rebuild task failed");
+                            shared.metrics.reloaded(false);
+                        }
+                    }
+                }
+                continue;
+            }
+        };
+        let now = match source::fingerprint(&dir) {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot scan the manifests folder");
                 continue;
             }
         };
-        if now == fp {
+        if now == *fp {
             continue;
         }
-        fp = now;
+        *fp = now;
         let prev = shared.state();
         let cfg2 = cfg.clone();
-        let built = tokio::task::spawn_blocking(move || build_state(&cfg2, Some(&prev))).await;
+        let built =
+            tokio::task::spawn_blocking(move || build_state(&dir, &cfg2, Some(&prev))).await;
         match built {
             Ok(Ok(state)) => {
                 log_state(&state);

@@ -3,7 +3,8 @@
 
 use bytes::Bytes;
 use mco_ignition::SpecVersion;
-use mco_render::api::{ControllerConfigSpec, MachineConfig};
+use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::controller::status::PoolStatus;
 use mco_render::manifests::Manifests;
 use mco_render::render::{render_pool, RenderOptions};
 use mco_render::serve::{self, EncapsulatedVersion, ServeInput};
@@ -115,6 +116,65 @@ impl ServedState {
                         _ => Err(msg),
                     }
                 }
+            };
+            pools.insert(name, entry);
+        }
+        ServedState { pools }
+    }
+}
+
+/// The rendered config a pool serves in cluster mode: the pool's target once at least one
+/// machine has reached it (new machines then join on the newest config), else the config all
+/// machines are on.
+pub fn served_config_name(pool: &MachineConfigPool) -> String {
+    let status = PoolStatus::of(pool);
+    if status.updated_machine_count > 0 {
+        pool.spec.configuration.name.clone()
+    } else {
+        status.configuration.name
+    }
+}
+
+/// What cluster mode reads from the API server's caches.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterObjects<'a> {
+    /// Every MachineConfigPool.
+    pub pools: &'a [MachineConfigPool],
+    /// MachineConfigs by name.
+    pub machine_configs: &'a BTreeMap<String, MachineConfig>,
+    /// The controller's ControllerConfig, if it exists.
+    pub controller_config: Option<&'a ControllerConfigSpec>,
+}
+
+impl ServedState {
+    /// Cluster mode: each pool serves the rendered MachineConfig [`served_config_name`] picks,
+    /// encoded as file mode encodes it (nothing is rendered here: the controller did). A pool
+    /// whose config is unchanged since `previous` keeps its encoded bytes, unless
+    /// `controller_changed` (the ControllerConfig feeds the served files).
+    pub fn build_cluster(
+        objects: ClusterObjects<'_>,
+        opts: &BuildOptions,
+        previous: Option<&ServedState>,
+        controller_changed: bool,
+    ) -> Self {
+        let mut pools = BTreeMap::new();
+        for pool in objects.pools {
+            let name = pool.name().to_string();
+            let served = served_config_name(pool);
+            let reuse = previous
+                .filter(|_| !controller_changed)
+                .and_then(|p| p.pools.get(&name))
+                .and_then(|e| e.as_ref().ok())
+                .filter(|e| e.rendered_name == served && !served.is_empty());
+            let entry = match (reuse, objects.controller_config) {
+                (Some(prev), _) => Ok(prev.clone()),
+                (None, None) => Err("could not get controllerconfig: controllerconfig.machineconfiguration.openshift.io \"machine-config-controller\" not found".to_string()),
+                (None, Some(cc)) => match objects.machine_configs.get(&served) {
+                    Some(mc) => Ok(PoolEntry::encode(mc, Some(cc), opts.kubeconfig.as_deref())),
+                    None => Err(format!(
+                        "could not fetch config {served}, err: machineconfig.machineconfiguration.openshift.io \"{served}\" not found"
+                    )),
+                },
             };
             pools.insert(name, entry);
         }

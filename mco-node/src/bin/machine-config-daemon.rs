@@ -1,5 +1,5 @@
-//! `machine-config-daemon`: applies a rendered MachineConfig or Ignition config to a host root
-//! without a cluster.
+//! `machine-config-daemon`: applies a rendered MachineConfig or Ignition config to a host root,
+//! from a file or, in cluster mode, as its Node's annotations ask.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -84,6 +84,21 @@ enum Cmd {
     Drift {
         #[command(flatten)]
         common: Common,
+    },
+    /// Cluster mode: follow the Node's desiredConfig annotation (kubeconfig from KUBECONFIG,
+    /// ~/.kube/config or the in-cluster service account).
+    Cluster {
+        #[command(flatten)]
+        common: Common,
+        /// The Node this agent manages (default: the NODE_NAME environment variable).
+        #[arg(long)]
+        node_name: Option<String>,
+        /// Seconds before a failed update is tried again.
+        #[arg(long, default_value_t = 30)]
+        retry_seconds: u64,
+        /// Seconds the controller may take to drain the node before it is reported Degraded.
+        #[arg(long, default_value_t = 3600)]
+        drain_timeout: u64,
     },
 }
 
@@ -177,8 +192,49 @@ fn run_health(root: &HostRoot, cmd: &str, timeout: Duration) -> Result<(), Strin
     }
 }
 
+fn cluster(
+    common: &Common,
+    node_name: Option<String>,
+    retry_seconds: u64,
+    drain_timeout: u64,
+) -> Result<ExitCode, String> {
+    use mco_node::agent::cluster::{Agent, AgentOptions};
+    let node_name = node_name
+        .or_else(|| std::env::var("NODE_NAME").ok())
+        .filter(|n| !n.is_empty())
+        .ok_or("--node-name or NODE_NAME is required")?;
+    let (root, mut host) = open(common)?;
+    journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
+    let mut opts = AgentOptions::new(&node_name);
+    opts.retry_after = Duration::from_secs(retry_seconds.max(1));
+    opts.drain_timeout = Duration::from_secs(drain_timeout);
+    // A host that only prints commands does not go down on reboot: keep following the node.
+    opts.continue_after_reboot =
+        !root.is_real_root() && !matches!(common.host, Some(HostMode::Run));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async move {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| format!("cannot reach the API server: {e}"))?;
+        Agent::new(client, root, host, opts)
+            .run()
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
+        Cmd::Cluster {
+            common,
+            node_name,
+            retry_seconds,
+            drain_timeout,
+        } => cluster(&common, node_name, retry_seconds, drain_timeout),
         Cmd::OnceFrom {
             file,
             common,
@@ -257,6 +313,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     match run(Cli::parse()) {
         Ok(c) => c,
         Err(e) => {

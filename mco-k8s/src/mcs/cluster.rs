@@ -1,0 +1,191 @@
+//! Cluster mode: pools, MachineConfigs and the ControllerConfig come from the API server
+//! through watches into local caches (kube-rs reflectors). Requests are answered from the
+//! served state only; the caches rebuild it when a watched object changes.
+
+use super::state::{BuildOptions, ClusterObjects, ServedState};
+use crate::controller::cluster::CONTROLLER_CONFIG_NAME;
+use crate::crd;
+use futures::StreamExt;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, store::Writer, ObjectRef, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client};
+use mco_render::api::{ControllerConfig, ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use std::collections::BTreeMap;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The caches stopped before they were filled.
+#[derive(Debug, thiserror::Error)]
+#[error("the {0} cache stopped before it was filled")]
+pub struct NotReady(pub &'static str);
+
+/// The three watched caches.
+pub struct ClusterCache {
+    pools: Store<DynamicObject>,
+    machine_configs: Store<DynamicObject>,
+    controller_configs: Store<DynamicObject>,
+    mc_resource: ApiResource,
+    cc_resource: ApiResource,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ClusterCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterCache")
+            .field("pools", &self.pools.state().len())
+            .field("machine_configs", &self.machine_configs.state().len())
+            .finish()
+    }
+}
+
+fn watch(
+    client: &Client,
+    ar: &ApiResource,
+    changed: mpsc::Sender<()>,
+) -> (Store<DynamicObject>, JoinHandle<()>) {
+    let api = Api::<DynamicObject>::all_with(client.clone(), ar);
+    let writer = Writer::new(ar.clone());
+    let reader = writer.as_reader();
+    let kind = ar.kind.clone();
+    let task = tokio::spawn(async move {
+        let mut events = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .boxed();
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+                Ok(_) => {
+                    // A full channel already holds a pending rebuild.
+                    let _ = changed.try_send(());
+                }
+                Err(e) => tracing::warn!(kind = %kind, "watch error: {e}"),
+            }
+        }
+    });
+    (reader, task)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Result<T, String> {
+    serde_json::to_value(obj)
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("{}: {e}", obj.metadata.name.as_deref().unwrap_or("")))
+}
+
+/// What the caches hold now, decoded (only the MachineConfigs the pools serve).
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every pool.
+    pub pools: Vec<MachineConfigPool>,
+    /// The MachineConfigs the pools serve, by name.
+    pub machine_configs: BTreeMap<String, MachineConfig>,
+    /// The controller's ControllerConfig spec.
+    pub controller_config: Option<ControllerConfigSpec>,
+}
+
+impl Snapshot {
+    /// The objects [`ServedState::build_cluster`] reads.
+    pub fn objects(&self) -> ClusterObjects<'_> {
+        ClusterObjects {
+            pools: &self.pools,
+            machine_configs: &self.machine_configs,
+            controller_config: self.controller_config.as_ref(),
+        }
+    }
+
+    /// Builds the served state, keeping `previous`'s encodings where nothing changed.
+    pub fn build(
+        &self,
+        opts: &BuildOptions,
+        previous: Option<&ServedState>,
+        previous_cc: Option<&ControllerConfigSpec>,
+    ) -> ServedState {
+        let cc_changed = previous_cc != self.controller_config.as_ref();
+        ServedState::build_cluster(self.objects(), opts, previous, cc_changed)
+    }
+}
+
+impl ClusterCache {
+    /// Starts watching; `changed` receives a message after every change once the caches are
+    /// filled.
+    pub fn start(client: &Client, changed: mpsc::Sender<()>) -> Self {
+        let pool_resource = ApiResource::erase::<crd::MachineConfigPool>(&());
+        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
+        let cc_resource = ApiResource::erase::<crd::ControllerConfig>(&());
+        let (pools, t1) = watch(client, &pool_resource, changed.clone());
+        let (machine_configs, t2) = watch(client, &mc_resource, changed.clone());
+        let (controller_configs, t3) = watch(client, &cc_resource, changed);
+        ClusterCache {
+            pools,
+            machine_configs,
+            controller_configs,
+            mc_resource,
+            cc_resource,
+            tasks: vec![t1, t2, t3],
+        }
+    }
+
+    /// Waits until every cache holds its first complete listing.
+    pub async fn ready(&self) -> Result<(), NotReady> {
+        let stores = [
+            (&self.pools, "MachineConfigPool"),
+            (&self.machine_configs, "MachineConfig"),
+            (&self.controller_configs, "ControllerConfig"),
+        ];
+        for (s, kind) in stores {
+            s.wait_until_ready().await.map_err(|_| NotReady(kind))?;
+        }
+        Ok(())
+    }
+
+    /// Reads the caches. Objects that do not decode are skipped and logged.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snap = Snapshot::default();
+        for p in self.pools.state() {
+            match decode::<MachineConfigPool>(&p) {
+                Ok(pool) => snap.pools.push(pool),
+                Err(e) => tracing::warn!("MachineConfigPool not decoded: {e}"),
+            }
+        }
+        snap.pools.sort_by(|a, b| a.name().cmp(b.name()));
+        for pool in &snap.pools {
+            let name = super::state::served_config_name(pool);
+            if name.is_empty() || snap.machine_configs.contains_key(&name) {
+                continue;
+            }
+            let key = ObjectRef::new_with(&name, self.mc_resource.clone());
+            if let Some(obj) = self.machine_configs.get(&key) {
+                match decode::<MachineConfig>(&obj) {
+                    Ok(mc) => {
+                        snap.machine_configs.insert(name, mc);
+                    }
+                    Err(e) => tracing::warn!("MachineConfig not decoded: {e}"),
+                }
+            }
+        }
+        let key = ObjectRef::new_with(CONTROLLER_CONFIG_NAME, self.cc_resource.clone());
+        if let Some(obj) = self.controller_configs.get(&key) {
+            match decode::<ControllerConfig>(&obj) {
+                Ok(cc) => snap.controller_config = Some(cc.spec),
+                Err(e) => tracing::warn!("ControllerConfig not decoded: {e}"),
+            }
+        }
+        snap
+    }
+
+    /// Stops the watches.
+    pub fn stop(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for ClusterCache {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,340 @@
+//! The agent's kube-rs side: watch the node, fetch MachineConfigs, patch annotations, and carry
+//! out the steps [`decide`] returns. Nothing here decides anything.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client};
+use mco_render::api::MachineConfig;
+use mco_render::controller::Node;
+
+use super::{
+    after_apply, decide, drain_timeout_reason, uncordon_timeout_reason, Step, DRAIN, UNCORDON,
+};
+use crate::apply::{run_update, ApplyOptions};
+use crate::config::{rendered_input, DesiredConfig, LoadError};
+use crate::host::Host;
+use crate::root::HostRoot;
+use crate::state::read_current;
+
+/// The MachineConfig resource (cluster-scoped, `machineconfiguration.openshift.io/v1`).
+pub fn machine_config_resource() -> ApiResource {
+    ApiResource {
+        group: "machineconfiguration.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "machineconfiguration.openshift.io/v1".into(),
+        kind: "MachineConfig".into(),
+        plural: "machineconfigs".into(),
+    }
+}
+
+/// A sync or the watch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The API server refused or failed a request.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// An object did not decode into this project's model.
+    #[error("decoding {what}: {message}")]
+    Decode {
+        /// The object.
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// The config on disk could not be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// How the agent runs.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The node this agent manages.
+    pub node_name: String,
+    /// How long the controller may take to drain before the node is reported Degraded
+    /// (upstream: 1 hour).
+    pub drain_timeout: Duration,
+    /// How long the controller may take to uncordon (upstream: 10 minutes).
+    pub uncordon_timeout: Duration,
+    /// Wait this long before retrying a failed apply.
+    pub retry_after: Duration,
+    /// Sync at least this often, events or not.
+    pub resync: Duration,
+    /// Keep running after asking the host to reboot (for hosts that only print commands).
+    pub continue_after_reboot: bool,
+}
+
+impl AgentOptions {
+    /// Upstream's timeouts for `node_name`.
+    pub fn new(node_name: &str) -> Self {
+        AgentOptions {
+            node_name: node_name.into(),
+            drain_timeout: Duration::from_secs(3600),
+            uncordon_timeout: Duration::from_secs(600),
+            retry_after: Duration::from_secs(30),
+            resync: Duration::from_secs(60),
+            continue_after_reboot: false,
+        }
+    }
+}
+
+/// Where one sync left the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Synced {
+    /// Nothing to do.
+    Idle(String),
+    /// Waiting for the controller to apply a drain or uncordon request.
+    Waiting(String),
+    /// The apply failed; it is retried after [`AgentOptions::retry_after`].
+    Retrying,
+    /// The host was asked to reboot.
+    Rebooting,
+}
+
+/// The longest run of steps one sync takes (every step changes the node or the disk; this
+/// only guards against a loop).
+const MAX_STEPS: usize = 32;
+
+/// The node agent in cluster mode.
+pub struct Agent<H: Host> {
+    nodes: Api<KubeNode>,
+    mcs: Api<DynamicObject>,
+    root: HostRoot,
+    host: H,
+    opts: AgentOptions,
+    cache: BTreeMap<String, DesiredConfig>,
+    waiting: Option<(String, Instant, bool)>,
+    retry: Option<(String, Instant)>,
+}
+
+/// Converts a Kubernetes object to this project's model through JSON.
+fn convert<T: serde::de::DeserializeOwned, S: serde::Serialize>(
+    what: &str,
+    obj: &S,
+) -> Result<T, AgentError> {
+    serde_json::to_value(obj)
+        .and_then(serde_json::from_value)
+        .map_err(|e| AgentError::Decode {
+            what: what.into(),
+            message: e.to_string(),
+        })
+}
+
+/// A fetched MachineConfig, ready to apply.
+pub fn desired_from(obj: &DynamicObject) -> Result<DesiredConfig, AgentError> {
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let what = format!("MachineConfig {name}");
+    let machine_config: MachineConfig = convert(&what, obj)?;
+    let input =
+        rendered_input(&machine_config).map_err(|message| AgentError::Decode { what, message })?;
+    Ok(DesiredConfig {
+        machine_config,
+        input,
+    })
+}
+
+impl<H: Host> Agent<H> {
+    /// An agent applying to `root` through `host`.
+    pub fn new(client: Client, root: HostRoot, host: H, opts: AgentOptions) -> Self {
+        Agent {
+            nodes: Api::all(client.clone()),
+            mcs: Api::all_with(client, &machine_config_resource()),
+            root,
+            host,
+            opts,
+            cache: BTreeMap::new(),
+            waiting: None,
+            retry: None,
+        }
+    }
+
+    /// The host the agent acts through.
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// The MachineConfig `name`, or `None` when the API server has none.
+    async fn fetch(&mut self, name: &str) -> Result<Option<DesiredConfig>, AgentError> {
+        if let Some(c) = self.cache.get(name) {
+            return Ok(Some(c.clone()));
+        }
+        let Some(obj) = self.mcs.get_opt(name).await? else {
+            return Ok(None);
+        };
+        let config = desired_from(&obj)?;
+        self.cache.insert(name.to_string(), config.clone());
+        Ok(Some(config))
+    }
+
+    /// Writes a step's annotations; returns the node as the API server now holds it.
+    async fn write(&self, step: &Step, node: &Node) -> Result<Node, AgentError> {
+        let Some(patch) = step.patch() else {
+            return Ok(node.clone());
+        };
+        let updated = self
+            .nodes
+            .patch(
+                &self.opts.node_name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        convert(&format!("Node {}", self.opts.node_name), &updated)
+    }
+
+    /// What the host runs: the config on disk, else the one the node's `currentConfig` names.
+    async fn current(&mut self, node: &Node) -> Result<DesiredConfig, AgentError> {
+        let on_disk = read_current(&self.root)?;
+        if !on_disk.name().is_empty() || node.current_config().is_empty() {
+            return Ok(on_disk);
+        }
+        Ok(self.fetch(node.current_config()).await?.unwrap_or(on_disk))
+    }
+
+    /// Runs steps for `node` until the agent has to wait for someone else.
+    pub async fn sync(&mut self, node: Node) -> Result<Synced, AgentError> {
+        let mut node = node;
+        for _ in 0..MAX_STEPS {
+            let current = self.current(&node).await?;
+            let want = node.desired_config().to_string();
+            let desired = if want.is_empty() || want == current.name() {
+                None
+            } else {
+                self.fetch(&want).await?
+            };
+            self.cache
+                .retain(|k, _| k == current.name() || *k == want || k == node.current_config());
+            let step = decide(&node, &current, desired.as_ref());
+            tracing::debug!(node = %self.opts.node_name, ?step, "next step");
+            match step {
+                Step::Idle { why } => {
+                    self.waiting = None;
+                    return Ok(Synced::Idle(why));
+                }
+                Step::Wait { request } => return self.wait(request, &node).await,
+                Step::Apply { .. } => {
+                    self.waiting = None;
+                    let Some(desired) = desired else {
+                        return Ok(Synced::Idle(format!("{want} is not available")));
+                    };
+                    if let Some((name, at)) = &self.retry {
+                        if *name == want && Instant::now() < *at {
+                            return Ok(Synced::Retrying);
+                        }
+                    }
+                    tracing::info!(from = current.name(), to = %want, "applying");
+                    let opts = ApplyOptions {
+                        check_drift: true,
+                        allow_reboot: false,
+                    };
+                    let out =
+                        run_update(&self.root, &mut self.host, &current, &desired, opts, None);
+                    for l in &out.log {
+                        tracing::info!("{l}");
+                    }
+                    match after_apply(&out) {
+                        None => self.retry = None,
+                        Some(s @ Step::Reboot { .. }) => {
+                            self.retry = None;
+                            node = self.write(&s, &node).await?;
+                            tracing::info!(config = %want, "rebooting");
+                            if let Err(e) = self.host.reboot() {
+                                tracing::error!("reboot failed: {e}");
+                                let failed = Step::Degraded {
+                                    reason: "reboot command failed, something is seriously wrong"
+                                        .into(),
+                                };
+                                self.write(&failed, &node).await?;
+                                self.retry = Some((want, Instant::now() + self.opts.retry_after));
+                                return Ok(Synced::Retrying);
+                            }
+                            return Ok(Synced::Rebooting);
+                        }
+                        Some(s) => {
+                            tracing::error!(?s, "update failed");
+                            self.write(&s, &node).await?;
+                            self.retry = Some((want, Instant::now() + self.opts.retry_after));
+                            return Ok(Synced::Retrying);
+                        }
+                    }
+                }
+                s => {
+                    self.waiting = None;
+                    tracing::info!(node = %self.opts.node_name, step = ?s, "writing");
+                    node = self.write(&s, &node).await?;
+                }
+            }
+        }
+        Ok(Synced::Idle("too many steps in one sync".into()))
+    }
+
+    async fn wait(&mut self, request: String, node: &Node) -> Result<Synced, AgentError> {
+        let now = Instant::now();
+        let (since, reported) = match &self.waiting {
+            Some((r, since, reported)) if *r == request => (*since, *reported),
+            _ => (now, false),
+        };
+        let (limit, reason) = if request.starts_with(DRAIN) {
+            (
+                self.opts.drain_timeout,
+                drain_timeout_reason(&self.opts.node_name),
+            )
+        } else if request.starts_with(UNCORDON) {
+            (
+                self.opts.uncordon_timeout,
+                uncordon_timeout_reason(&self.opts.node_name),
+            )
+        } else {
+            (Duration::MAX, String::new())
+        };
+        let mut reported = reported;
+        if !reported && now.duration_since(since) > limit {
+            self.write(&Step::Degraded { reason }, node).await?;
+            reported = true;
+        }
+        self.waiting = Some((request.clone(), since, reported));
+        Ok(Synced::Waiting(request))
+    }
+
+    /// Watches the node and syncs on every change and at least every
+    /// [`AgentOptions::resync`], until the watch ends or the host reboots.
+    pub async fn run(mut self) -> Result<(), AgentError> {
+        let cfg =
+            watcher::Config::default().fields(&format!("metadata.name={}", self.opts.node_name));
+        let mut events = watcher(self.nodes.clone(), cfg).default_backoff().boxed();
+        let mut latest: Option<Node> = None;
+        let mut tick = tokio::time::interval(self.opts.resync);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                ev = events.next() => match ev {
+                    None => return Ok(()),
+                    Some(Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n))) => {
+                        latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
+                    }
+                    Some(Ok(watcher::Event::Delete(_))) => latest = None,
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => {
+                        tracing::warn!("watch error: {e}");
+                        continue;
+                    }
+                },
+                _ = tick.tick() => {}
+            }
+            let Some(n) = latest.clone() else { continue };
+            match self.sync(n).await {
+                Ok(Synced::Rebooting) if !self.opts.continue_after_reboot => return Ok(()),
+                Ok(s) => tracing::debug!(?s, "synced"),
+                Err(e) => tracing::warn!("sync failed: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

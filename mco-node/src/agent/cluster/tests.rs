@@ -1,0 +1,329 @@
+//! The kube-rs wiring against a small fake API server behind tower-test's mock service.
+
+use super::*;
+use crate::host::RecordingHost;
+use http::{Request, Response};
+use kube::client::Body;
+use mco_render::controller::node::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+};
+use serde_json::{json, Value};
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+
+/// What the fake API server holds, and every request it got (method, path, body).
+#[derive(Default)]
+struct Fake {
+    node: Value,
+    machine_configs: BTreeMap<String, Value>,
+    log: Vec<(String, String, Value)>,
+}
+
+type Shared = Arc<Mutex<Fake>>;
+
+fn lock(f: &Shared) -> std::sync::MutexGuard<'_, Fake> {
+    f.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn respond(status: u16, body: &Value) -> Response<Body> {
+    let mut r = Response::new(Body::from(body.to_string().into_bytes()));
+    *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or_default();
+    r
+}
+
+fn not_found(name: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+           "message": format!("{name} not found"), "reason": "NotFound", "code": 404})
+}
+
+/// Starts the fake: GET machineconfigs/<name>, GET and merge-PATCH nodes/w1.
+fn fake_client(fake: Shared) -> (Client, tokio::task::JoinHandle<()>) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let task = tokio::spawn(async move {
+        let mut handle = pin!(handle);
+        while let Some((req, send)) = handle.next_request().await {
+            let method = req.method().to_string();
+            let path = req.uri().path().to_string();
+            let bytes = req.into_body().collect_bytes().await.unwrap_or_default();
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let mut f = lock(&fake);
+            f.log.push((method.clone(), path.clone(), body.clone()));
+            let mc_prefix = "/apis/machineconfiguration.openshift.io/v1/machineconfigs/";
+            let answer = match (method.as_str(), path.as_str()) {
+                ("GET", p) if p.starts_with(mc_prefix) => {
+                    let name = &p[mc_prefix.len()..];
+                    match f.machine_configs.get(name) {
+                        Some(mc) => respond(200, mc),
+                        None => respond(404, &not_found(name)),
+                    }
+                }
+                ("GET", "/api/v1/nodes/w1") => respond(200, &f.node),
+                ("PATCH", "/api/v1/nodes/w1") => {
+                    let annos = &body["metadata"]["annotations"];
+                    if let Some(m) = annos.as_object() {
+                        for (k, v) in m {
+                            let target = &mut f.node["metadata"]["annotations"];
+                            match v {
+                                Value::Null => {
+                                    if let Some(o) = target.as_object_mut() {
+                                        o.remove(k);
+                                    }
+                                }
+                                v => target[k] = v.clone(),
+                            }
+                        }
+                    }
+                    respond(200, &f.node)
+                }
+                _ => respond(404, &not_found(&path)),
+            };
+            send.send_response(answer);
+        }
+    });
+    (Client::new(service, "default"), task)
+}
+
+fn machine_config(name: &str, files: &[(&str, &str)]) -> Value {
+    let files: Vec<Value> = files
+        .iter()
+        .map(|(p, d)| json!({"path": p, "contents": {"source": format!("data:,{d}")}}))
+        .collect();
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": files}}}
+    })
+}
+
+fn kube_node(annos: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w1", "annotations": annos}})
+}
+
+fn node_of(f: &Shared) -> Node {
+    match serde_json::from_value(lock(f).node.clone()) {
+        Ok(n) => n,
+        Err(e) => panic!("fake node: {e}"),
+    }
+}
+
+/// A root already on `r1` (applied without a cluster).
+fn root_on(mc: &Value) -> (tempfile::TempDir, HostRoot) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("root: {e}"));
+    let Ok(r1) = DesiredConfig::from_bytes(mc.to_string().as_bytes(), "r1") else {
+        panic!("r1 decodes");
+    };
+    let opts = ApplyOptions {
+        check_drift: false,
+        allow_reboot: false,
+    };
+    let out = run_update(
+        &root,
+        &mut RecordingHost::new(),
+        &DesiredConfig::empty(),
+        &r1,
+        opts,
+        None,
+    );
+    let on_disk = read_current(&root).map(|c| c.name().to_string());
+    assert_eq!(on_disk.ok().as_deref(), Some("r1"), "{:?}", out.log);
+    (dir, root)
+}
+
+fn setup() -> (Shared, tempfile::TempDir, HostRoot) {
+    let r1 = machine_config(
+        "r1",
+        &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "1")],
+    );
+    let r2 = machine_config(
+        "r2",
+        &[("/var/lib/kubelet/config.json", "b"), ("/etc/foo", "1")],
+    );
+    let r3 = machine_config(
+        "r3",
+        &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "2")],
+    );
+    let (dir, root) = root_on(&r1);
+    let fake = Fake {
+        node: Value::Null,
+        machine_configs: [("r1", r1), ("r2", r2), ("r3", r3)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        log: Vec::new(),
+    };
+    (Arc::new(Mutex::new(fake)), dir, root)
+}
+
+fn requests(f: &Shared) -> Vec<(String, String, Value)> {
+    std::mem::take(&mut lock(f).log)
+}
+
+fn annotation_patch(k: &str, v: &str) -> Value {
+    json!({"metadata": {"annotations": {k: v}}})
+}
+
+#[tokio::test]
+async fn rebootless_update_through_the_api() {
+    let (fake, dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r2", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("uncordon-r2".into())));
+    let log = requests(&fake);
+    let node_path = "/api/v1/nodes/w1".to_string();
+    assert_eq!(
+        log,
+        vec![
+            (
+                "GET".into(),
+                "/apis/machineconfiguration.openshift.io/v1/machineconfigs/r2".into(),
+                Value::Null
+            ),
+            (
+                "PATCH".into(),
+                node_path.clone(),
+                annotation_patch(STATE, "Working")
+            ),
+            (
+                "PATCH".into(),
+                node_path.clone(),
+                annotation_patch(DESIRED_DRAIN, "uncordon-r2")
+            ),
+        ]
+    );
+    let kubelet = std::fs::read_to_string(dir.path().join("var/lib/kubelet/config.json"));
+    assert_eq!(kubelet.ok().as_deref(), Some("b"));
+    assert!(agent.host().calls.is_empty(), "{:?}", agent.host().calls);
+
+    // The controller uncordons; the agent reports Done.
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r2");
+    let second = agent.sync(node_of(&fake)).await;
+    assert_eq!(
+        second.ok(),
+        Some(Synced::Idle("on desired config r2".into()))
+    );
+    let log = requests(&fake);
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].0, "PATCH");
+    assert_eq!(
+        log[0].2,
+        json!({"metadata": {"annotations": {
+            CURRENT_CONFIG: "r2", "machineconfiguration.openshift.io/currentImage": null,
+            "machineconfiguration.openshift.io/reason": "", STATE: "Done"}}})
+    );
+    let n = node_of(&fake);
+    assert!(n.is_node_done());
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn rebooting_update_asks_for_a_drain_then_reboots() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r3", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r3".into())));
+    let patches: Vec<Value> = requests(&fake)
+        .into_iter()
+        .filter(|r| r.0 == "PATCH")
+        .map(|r| r.2)
+        .collect();
+    assert_eq!(
+        patches,
+        vec![
+            annotation_patch(STATE, "Working"),
+            annotation_patch(DESIRED_DRAIN, "drain-r3")
+        ]
+    );
+    assert!(agent.host().calls.is_empty());
+
+    // Drained: the agent applies, marks the node Rebooting and reboots.
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("drain-r3");
+    let second = agent.sync(node_of(&fake)).await;
+    assert_eq!(second.ok(), Some(Synced::Rebooting));
+    let log = requests(&fake);
+    // r3 came from the cache: one write, no fetch.
+    assert_eq!(
+        log,
+        vec![(
+            "PATCH".into(),
+            "/api/v1/nodes/w1".into(),
+            annotation_patch(super::super::POST_CONFIG_ACTION, "Rebooting")
+        )]
+    );
+    assert_eq!(agent.host().calls, vec!["reboot".to_string()]);
+
+    // After the reboot: clear the marker, ask for the uncordon.
+    let third = agent.sync(node_of(&fake)).await;
+    assert_eq!(third.ok(), Some(Synced::Waiting("uncordon-r3".into())));
+    let patches: Vec<Value> = requests(&fake).into_iter().map(|r| r.2).collect();
+    assert_eq!(
+        patches,
+        vec![
+            annotation_patch(super::super::POST_CONFIG_ACTION, ""),
+            annotation_patch(DESIRED_DRAIN, "uncordon-r3")
+        ]
+    );
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn missing_desired_config_waits_without_writing() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "rendered-gone", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let r = agent.sync(node_of(&fake)).await;
+    assert_eq!(
+        r.ok(),
+        Some(Synced::Idle(
+            "desired config rendered-gone is not available".into()
+        ))
+    );
+    let log = requests(&fake);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].0, "GET");
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn failed_apply_reports_degraded_and_backs_off() {
+    let (fake, dir, root) = setup();
+    // Drift: the disk no longer matches r1, so the update is refused.
+    std::fs::write(dir.path().join("etc/foo"), "tampered").unwrap_or_default();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r2", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let r = agent.sync(node_of(&fake)).await;
+    assert_eq!(r.ok(), Some(Synced::Retrying));
+    let n = node_of(&fake);
+    assert_eq!(n.annotation(STATE), Some("Degraded"));
+    let reason = n
+        .annotation("machineconfiguration.openshift.io/reason")
+        .unwrap_or("");
+    assert!(reason.contains("/etc/foo"), "{reason}");
+    requests(&fake);
+    // Within the back-off the agent does not try again (and writes nothing).
+    let again = agent.sync(node_of(&fake)).await;
+    assert_eq!(again.ok(), Some(Synced::Retrying));
+    assert!(requests(&fake).is_empty());
+    drop(agent);
+    let _ = server.await;
+}

@@ -1,0 +1,281 @@
+//! Cluster mode, decided purely: the node's annotations and the configs in, the agent's next
+//! step out. [`cluster`] reads and writes the API server and carries the steps out.
+//!
+//! The flow follows upstream's daemon: mark the node Working, refuse unreconcilable updates,
+//! ask the controller to drain (`desiredDrain: drain-<desired>`) and wait for
+//! `lastAppliedDrain` to match when the plan drains, apply, reboot when the plan says so, then
+//! ask for an uncordon (`desiredDrain: uncordon-<desired>`), wait for it, and finally write
+//! `currentConfig`, `state: Done` and an empty `reason`. Every call re-reads the situation, so
+//! the agent resumes correctly after a restart or a reboot at any step.
+
+pub mod cluster;
+
+use std::collections::BTreeMap;
+
+use mco_render::controller::node::{
+    CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE,
+    STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
+};
+use mco_render::controller::Node;
+use mco_render::plan::{self, ActionType};
+use serde_json::{json, Map, Value};
+
+use crate::apply::Outcome;
+use crate::config::DesiredConfig;
+use crate::state::{NodeState, MAX_REASON};
+
+/// The annotation the agent sets while a reboot it started is under way.
+pub const POST_CONFIG_ACTION: &str = "machineconfiguration.openshift.io/post-config-action";
+/// [`POST_CONFIG_ACTION`]'s value during a reboot.
+pub const STATE_REBOOTING: &str = "Rebooting";
+/// Prefix of a drain request.
+pub const DRAIN: &str = "drain";
+/// Prefix of an uncordon request.
+pub const UNCORDON: &str = "uncordon";
+
+/// What the agent does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing to do until the node or the configs change.
+    Idle {
+        /// Why.
+        why: String,
+    },
+    /// The previous boot's reboot marker is still set: clear it.
+    ClearRebooting,
+    /// The node carries no `currentConfig`: publish the config on disk.
+    Initialize {
+        /// The config on disk.
+        current: String,
+    },
+    /// A drain or uncordon request is not applied yet: wait for the controller.
+    Wait {
+        /// The pending `desiredDrain` value.
+        request: String,
+    },
+    /// Mark the node Working before updating.
+    SetWorking,
+    /// The update cannot be applied in place.
+    Unreconcilable {
+        /// Why (already capped).
+        reason: String,
+    },
+    /// The update failed.
+    Degraded {
+        /// Why (already capped).
+        reason: String,
+    },
+    /// Ask the controller to cordon and drain the node.
+    RequestDrain {
+        /// `drain-<desired>`.
+        request: String,
+    },
+    /// Apply the desired config (the drain, if needed, is done).
+    Apply {
+        /// The config applied.
+        desired: String,
+        /// The plan drains the node.
+        drain: bool,
+        /// The plan reboots the node.
+        reboot: bool,
+    },
+    /// The update is on disk and needs a reboot: mark the node Rebooting, then reboot.
+    Reboot {
+        /// The config the node reboots into.
+        config: String,
+    },
+    /// Ask the controller to uncordon the node.
+    RequestUncordon {
+        /// `uncordon-<desired>`.
+        request: String,
+    },
+    /// The node is on its desired config: write `currentConfig`, `state: Done`, empty reason.
+    Done {
+        /// The config on disk.
+        current: String,
+    },
+}
+
+/// Caps a reason at upstream's limit (2000 characters).
+pub fn cap_reason(reason: &str) -> String {
+    reason.chars().take(MAX_REASON).collect()
+}
+
+fn request(kind: &str, config: &str) -> String {
+    format!("{kind}-{config}")
+}
+
+/// The next step for `node`, whose host runs `current` (the config on disk, or the one its
+/// `currentConfig` annotation names when the disk holds none). `desired` is the MachineConfig
+/// the `desiredConfig` annotation names, when it could be fetched (it is not needed when that
+/// name is `current`'s).
+pub fn decide(node: &Node, current: &DesiredConfig, desired: Option<&DesiredConfig>) -> Step {
+    if node.annotation(POST_CONFIG_ACTION) == Some(STATE_REBOOTING) {
+        return Step::ClearRebooting;
+    }
+    let cur = current.name();
+    if node.annotation(CURRENT_CONFIG).is_none() {
+        if cur.is_empty() {
+            return idle("no current config on disk or on the node");
+        }
+        return Step::Initialize {
+            current: cur.to_string(),
+        };
+    }
+    if let Some(pending) = node.annotation(DESIRED_DRAIN) {
+        if node.annotation(LAST_APPLIED_DRAIN) != Some(pending) {
+            return Step::Wait {
+                request: pending.to_string(),
+            };
+        }
+    }
+    let want = node.desired_config();
+    if want.is_empty() {
+        return idle("no desired config");
+    }
+    let state = node.annotation(STATE).unwrap_or("");
+    let reason = node.annotation(REASON).unwrap_or("");
+    if cur == want {
+        let uncordon = request(UNCORDON, want);
+        if node.annotation(DESIRED_DRAIN) != Some(uncordon.as_str()) {
+            return Step::RequestUncordon { request: uncordon };
+        }
+        if node.current_config() != cur || state != STATE_DONE || !reason.is_empty() {
+            return Step::Done {
+                current: cur.to_string(),
+            };
+        }
+        return idle(&format!("on desired config {want}"));
+    }
+    let Some(desired) = desired.filter(|d| d.name() == want) else {
+        return idle(&format!("desired config {want} is not available"));
+    };
+    if state != STATE_WORKING && state != STATE_DEGRADED && state != STATE_UNRECONCILABLE {
+        return Step::SetWorking;
+    }
+    let p = plan::compute(&current.input, &desired.input, None);
+    if let Err(e) = &p.reconcilable {
+        let why = cap_reason(&format!("can't reconcile config {cur} with {want}: {e}"));
+        if state == STATE_UNRECONCILABLE && reason == why {
+            return idle(&format!("{want} cannot be applied in place"));
+        }
+        return Step::Unreconcilable { reason: why };
+    }
+    let drain = match &p.drain {
+        Ok(d) => *d,
+        Err(e) => {
+            let why = cap_reason(&e.to_string());
+            if state == STATE_DEGRADED && reason == why {
+                return idle(&format!("{want} cannot be planned"));
+            }
+            return Step::Degraded { reason: why };
+        }
+    };
+    if drain {
+        let drained = request(DRAIN, want);
+        if node.annotation(LAST_APPLIED_DRAIN) != Some(drained.as_str()) {
+            return Step::RequestDrain { request: drained };
+        }
+    }
+    let reboot = p
+        .node_disruption
+        .actions
+        .iter()
+        .any(|a| a.kind == ActionType::Reboot);
+    Step::Apply {
+        desired: want.to_string(),
+        drain,
+        reboot,
+    }
+}
+
+fn idle(why: &str) -> Step {
+    Step::Idle { why: why.into() }
+}
+
+/// The step after an apply (run without rebooting): report a failure, reboot, or `None` to
+/// decide again from the new situation.
+pub fn after_apply(out: &Outcome) -> Option<Step> {
+    match out.status.state {
+        NodeState::Degraded => Some(Step::Degraded {
+            reason: cap_reason(&out.status.reason),
+        }),
+        NodeState::Unreconcilable => Some(Step::Unreconcilable {
+            reason: cap_reason(&out.status.reason),
+        }),
+        NodeState::Done | NodeState::Working if out.reboot_pending => Some(Step::Reboot {
+            config: out.status.desired_config.clone(),
+        }),
+        NodeState::Done | NodeState::Working => None,
+    }
+}
+
+impl Step {
+    /// The annotations the step writes (`None` values delete), or `None` when it writes none.
+    pub fn annotations(&self) -> Option<BTreeMap<&'static str, Option<String>>> {
+        let set = |pairs: &[(&'static str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (*k, Some((*v).to_string())))
+                .collect::<BTreeMap<_, _>>()
+        };
+        Some(match self {
+            Step::Idle { .. } | Step::Wait { .. } | Step::Apply { .. } => return None,
+            Step::ClearRebooting => set(&[(POST_CONFIG_ACTION, "")]),
+            Step::Initialize { current } => set(&[(CURRENT_CONFIG, current)]),
+            Step::SetWorking => set(&[(STATE, STATE_WORKING)]),
+            Step::Unreconcilable { reason } => {
+                set(&[(STATE, STATE_UNRECONCILABLE), (REASON, reason)])
+            }
+            Step::Degraded { reason } => set(&[(STATE, STATE_DEGRADED), (REASON, reason)]),
+            Step::RequestDrain { request } | Step::RequestUncordon { request } => {
+                set(&[(DESIRED_DRAIN, request)])
+            }
+            Step::Reboot { .. } => set(&[(POST_CONFIG_ACTION, STATE_REBOOTING)]),
+            Step::Done { current } => {
+                let mut m = set(&[(STATE, STATE_DONE), (CURRENT_CONFIG, current), (REASON, "")]);
+                // This agent manages no OS images: a stale currentImage goes, as upstream does.
+                m.insert(CURRENT_IMAGE, None);
+                m
+            }
+        })
+    }
+
+    /// The step's JSON merge patch of the Node, if it writes anything.
+    pub fn patch(&self) -> Option<Value> {
+        let annos = self.annotations()?;
+        let map: Map<String, Value> = annos
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.map_or(Value::Null, Value::String)))
+            .collect();
+        Some(json!({"metadata": {"annotations": map}}))
+    }
+
+    /// Applies the step's annotations to a local copy of the node (what the API server will
+    /// hold after the patch).
+    pub fn apply_to(&self, node: &mut Node) {
+        for (k, v) in self.annotations().unwrap_or_default() {
+            match v {
+                Some(v) => node.metadata.annotations.insert(k.to_string(), v),
+                None => node.metadata.annotations.remove(k),
+            };
+        }
+    }
+}
+
+/// Upstream's message when the controller has not drained the node in time.
+pub fn drain_timeout_reason(node: &str) -> String {
+    format!(
+        "failed to drain node: {node} after 1 hour. Please see machine-config-controller logs for more information"
+    )
+}
+
+/// Upstream's message when the controller has not uncordoned the node in time.
+pub fn uncordon_timeout_reason(node: &str) -> String {
+    format!(
+        "failed to uncordon node: {node} after 10 minutes. Please see machine-config-controller logs for more information"
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,355 @@
+use super::*;
+use crate::state::NodeStatus;
+use mco_render::controller::node::DESIRED_CONFIG;
+
+fn mc(name: &str, ign: Value) -> DesiredConfig {
+    let mut ign = ign;
+    ign["ignition"] = json!({"version": "3.4.0"});
+    let v = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name},
+        "spec": {"config": ign}
+    });
+    match DesiredConfig::from_bytes(v.to_string().as_bytes(), name) {
+        Ok(c) => c,
+        Err(e) => panic!("test config: {e}"),
+    }
+}
+
+fn file(path: &str, data: &str) -> Value {
+    json!({"path": path, "contents": {"source": format!("data:,{data}")}})
+}
+
+fn with_files(name: &str, files: Vec<Value>) -> DesiredConfig {
+    mc(name, json!({"storage": {"files": files}}))
+}
+
+/// r1: a plain file; r2 changes a file only reloads/none cover; r3 changes a file that reboots.
+fn configs() -> (DesiredConfig, DesiredConfig, DesiredConfig) {
+    let base = vec![
+        file("/var/lib/kubelet/config.json", "a"),
+        file("/etc/foo", "1"),
+    ];
+    let none = vec![
+        file("/var/lib/kubelet/config.json", "b"),
+        file("/etc/foo", "1"),
+    ];
+    let reboot = vec![
+        file("/var/lib/kubelet/config.json", "a"),
+        file("/etc/foo", "2"),
+    ];
+    (
+        with_files("r1", base),
+        with_files("r2", none),
+        with_files("r3", reboot),
+    )
+}
+
+fn node(annos: &[(&str, &str)]) -> Node {
+    let mut n = Node::default();
+    n.metadata.name = "w1".into();
+    for (k, v) in annos {
+        n.metadata.annotations.insert((*k).into(), (*v).into());
+    }
+    n
+}
+
+fn on(current: &str, desired: &str, state: &str) -> Node {
+    node(&[
+        (CURRENT_CONFIG, current),
+        (DESIRED_CONFIG, desired),
+        (STATE, state),
+    ])
+}
+
+fn set(n: &mut Node, k: &str, v: &str) {
+    n.metadata.annotations.insert(k.into(), v.into());
+}
+
+#[test]
+fn idle_when_done_on_desired() {
+    let (r1, _, _) = configs();
+    let mut n = on("r1", "r1", STATE_DONE);
+    set(&mut n, DESIRED_DRAIN, "uncordon-r1");
+    set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r1");
+    assert!(matches!(decide(&n, &r1, None), Step::Idle { .. }));
+}
+
+#[test]
+fn reboot_marker_is_cleared_first() {
+    let (r1, _, _) = configs();
+    let mut n = on("r1", "r1", STATE_DONE);
+    set(&mut n, POST_CONFIG_ACTION, STATE_REBOOTING);
+    assert_eq!(decide(&n, &r1, None), Step::ClearRebooting);
+    let patch = Step::ClearRebooting.patch();
+    assert_eq!(
+        patch,
+        Some(json!({"metadata": {"annotations": {POST_CONFIG_ACTION: ""}}}))
+    );
+}
+
+#[test]
+fn missing_current_annotation_is_initialized_from_disk() {
+    let (r1, _, _) = configs();
+    let n = node(&[(DESIRED_CONFIG, "r1")]);
+    assert_eq!(
+        decide(&n, &r1, None),
+        Step::Initialize {
+            current: "r1".into()
+        }
+    );
+    let empty = DesiredConfig::empty();
+    assert!(matches!(decide(&n, &empty, None), Step::Idle { .. }));
+}
+
+#[test]
+fn no_desired_config_is_idle() {
+    let (r1, _, _) = configs();
+    let n = node(&[(CURRENT_CONFIG, "r1"), (STATE, STATE_DONE)]);
+    assert!(matches!(decide(&n, &r1, None), Step::Idle { .. }));
+}
+
+#[test]
+fn pending_drain_request_waits() {
+    let (r1, _, r3) = configs();
+    let mut n = on("r1", "r3", STATE_WORKING);
+    set(&mut n, DESIRED_DRAIN, "drain-r3");
+    assert_eq!(
+        decide(&n, &r1, Some(&r3)),
+        Step::Wait {
+            request: "drain-r3".into()
+        }
+    );
+    set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r1");
+    assert!(matches!(decide(&n, &r1, Some(&r3)), Step::Wait { .. }));
+}
+
+#[test]
+fn rebootless_update_walks_to_done() {
+    let (r1, r2, _) = configs();
+    let mut n = on("r1", "r2", STATE_DONE);
+    let mut current = r1;
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let step = decide(&n, &current, Some(&r2));
+        seen.push(step.clone());
+        match &step {
+            Step::Apply { drain, reboot, .. } => {
+                assert!(!drain && !reboot);
+                current = r2.clone();
+            }
+            Step::Idle { .. } => break,
+            Step::Wait { request } => {
+                let r = request.clone();
+                set(&mut n, LAST_APPLIED_DRAIN, &r);
+            }
+            s => s.apply_to(&mut n),
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![
+            Step::SetWorking,
+            Step::Apply {
+                desired: "r2".into(),
+                drain: false,
+                reboot: false
+            },
+            Step::RequestUncordon {
+                request: "uncordon-r2".into()
+            },
+            Step::Wait {
+                request: "uncordon-r2".into()
+            },
+            Step::Done {
+                current: "r2".into()
+            },
+            Step::Idle {
+                why: "on desired config r2".into()
+            },
+        ]
+    );
+    assert_eq!(n.current_config(), "r2");
+    assert_eq!(n.annotation(STATE), Some(STATE_DONE));
+}
+
+#[test]
+fn rebooting_update_drains_first_and_uncordons_after() {
+    let (r1, _, r3) = configs();
+    let mut n = on("r1", "r3", STATE_DONE);
+    let mut current = r1;
+    let mut seen = Vec::new();
+    for _ in 0..12 {
+        let step = decide(&n, &current, Some(&r3));
+        seen.push(step.clone());
+        match &step {
+            Step::Apply { drain, reboot, .. } => {
+                assert!(*drain && *reboot);
+                current = r3.clone();
+                // The apply reports the reboot; the agent marks the node and reboots.
+                Step::Reboot {
+                    config: "r3".into(),
+                }
+                .apply_to(&mut n);
+            }
+            Step::Idle { .. } => break,
+            Step::Wait { request } => {
+                let r = request.clone();
+                set(&mut n, LAST_APPLIED_DRAIN, &r);
+            }
+            s => s.apply_to(&mut n),
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![
+            Step::SetWorking,
+            Step::RequestDrain {
+                request: "drain-r3".into()
+            },
+            Step::Wait {
+                request: "drain-r3".into()
+            },
+            Step::Apply {
+                desired: "r3".into(),
+                drain: true,
+                reboot: true
+            },
+            Step::ClearRebooting,
+            Step::RequestUncordon {
+                request: "uncordon-r3".into()
+            },
+            Step::Wait {
+                request: "uncordon-r3".into()
+            },
+            Step::Done {
+                current: "r3".into()
+            },
+            Step::Idle {
+                why: "on desired config r3".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn drain_already_applied_is_not_requested_again() {
+    let (r1, _, r3) = configs();
+    let mut n = on("r1", "r3", STATE_WORKING);
+    set(&mut n, DESIRED_DRAIN, "drain-r3");
+    set(&mut n, LAST_APPLIED_DRAIN, "drain-r3");
+    assert!(matches!(
+        decide(&n, &r1, Some(&r3)),
+        Step::Apply { drain: true, .. }
+    ));
+}
+
+#[test]
+fn degraded_node_retries_without_going_working() {
+    let (r1, r2, _) = configs();
+    let mut n = on("r1", "r2", STATE_DEGRADED);
+    set(&mut n, REASON, "boom");
+    assert!(matches!(decide(&n, &r1, Some(&r2)), Step::Apply { .. }));
+}
+
+#[test]
+fn unreconcilable_is_reported_once() {
+    let (r1, _, _) = configs();
+    let bad = mc("r9", json!({"passwd": {"groups": [{"name": "g"}]}}));
+    let mut n = on("r1", "r9", STATE_WORKING);
+    let step = decide(&n, &r1, Some(&bad));
+    let Step::Unreconcilable { reason } = &step else {
+        panic!("expected unreconcilable, got {step:?}");
+    };
+    assert!(
+        reason.starts_with("can't reconcile config r1 with r9: "),
+        "{reason}"
+    );
+    step.apply_to(&mut n);
+    assert!(matches!(decide(&n, &r1, Some(&bad)), Step::Idle { .. }));
+}
+
+#[test]
+fn desired_not_fetched_is_idle() {
+    let (r1, _, r3) = configs();
+    let n = on("r1", "r3", STATE_DONE);
+    assert!(matches!(decide(&n, &r1, None), Step::Idle { .. }));
+    // A config under another name is not the desired one.
+    let (_, r2, _) = configs();
+    assert!(matches!(decide(&n, &r1, Some(&r2)), Step::Idle { .. }));
+    assert_eq!(decide(&n, &r1, Some(&r3)), Step::SetWorking);
+}
+
+#[test]
+fn disk_wins_over_the_current_annotation() {
+    // The node says r1 but the disk holds r2, the desired config: finish, do not re-apply.
+    let (_, r2, _) = configs();
+    let mut n = on("r1", "r2", STATE_WORKING);
+    set(&mut n, DESIRED_DRAIN, "uncordon-r2");
+    set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r2");
+    assert_eq!(
+        decide(&n, &r2, None),
+        Step::Done {
+            current: "r2".into()
+        }
+    );
+}
+
+#[test]
+fn done_patch_clears_reason_and_current_image() {
+    let p = Step::Done {
+        current: "r2".into(),
+    }
+    .patch();
+    assert_eq!(
+        p,
+        Some(json!({"metadata": {"annotations": {
+            CURRENT_CONFIG: "r2",
+            CURRENT_IMAGE: null,
+            REASON: "",
+            STATE: "Done",
+        }}}))
+    );
+    assert_eq!(
+        Step::Wait {
+            request: "x".into()
+        }
+        .patch(),
+        None
+    );
+}
+
+#[test]
+fn after_apply_maps_outcomes() {
+    let out = |state, reason: &str, reboot| Outcome {
+        status: NodeStatus::new(state, reason, "r1", "r3"),
+        log: Vec::new(),
+        drift: Vec::new(),
+        rollback: None,
+        reboot_pending: reboot,
+    };
+    assert_eq!(after_apply(&out(NodeState::Done, "", false)), None);
+    assert_eq!(
+        after_apply(&out(NodeState::Done, "", true)),
+        Some(Step::Reboot {
+            config: "r3".into()
+        })
+    );
+    let long = "x".repeat(MAX_REASON + 50);
+    match after_apply(&out(NodeState::Degraded, &long, false)) {
+        Some(Step::Degraded { reason }) => assert_eq!(reason.chars().count(), MAX_REASON),
+        other => panic!("expected degraded, got {other:?}"),
+    }
+    assert!(matches!(
+        after_apply(&out(NodeState::Unreconcilable, "no", false)),
+        Some(Step::Unreconcilable { .. })
+    ));
+}
+
+#[test]
+fn reason_cap_counts_characters() {
+    let s = "é".repeat(MAX_REASON + 1);
+    assert_eq!(cap_reason(&s).chars().count(), MAX_REASON);
+    assert_eq!(cap_reason("short"), "short");
+}
