@@ -195,7 +195,7 @@ fn into_schema_order(
         return obj;
     }
     let mut entries: Vec<(String, Value)> = std::mem::take(&mut obj).into_iter().collect();
-    let mut out = Map::new();
+    let mut out = Map::with_capacity(entries.len());
     for field in schema.fields_for(minor) {
         if let Some(i) = entries.iter().position(|(k, _)| k.as_str() == field.name) {
             let (k, mut v) = entries.swap_remove(i);
