@@ -92,7 +92,7 @@ fn pipeline(c: &mut Criterion) {
             Ok(r) => r,
             Err(e) => panic!("workload {label} does not render: {e}"),
         };
-        let served_input = rendered.config.to_value();
+        let served_input = rendered.ignition().clone();
         let mut g = c.benchmark_group("serve");
         tune(&mut g, files);
         for v in SpecVersion::ALL {

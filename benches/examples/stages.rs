@@ -4,7 +4,7 @@
 //! (REPEAT runs the validation stage that many times, for profiling).
 
 use mco_benches::{baseline, decode, generate, options, Variant};
-use mco_render::render::{render_pool, validate_machine_config};
+use mco_render::render::{render_pool_owned, validate_machine_config};
 use std::time::Instant;
 
 fn main() {
@@ -42,13 +42,13 @@ fn main() {
         t.elapsed() / repeat as u32
     );
     let t = Instant::now();
-    let r = render_pool(
+    let r = render_pool_owned(
         &cluster.pool,
-        &cluster.machine_configs,
+        cluster.machine_configs,
         &cluster.controller,
         &options(),
     );
-    println!("render_pool: {:?}", t.elapsed());
+    println!("render_pool_owned: {:?}", t.elapsed());
     match r {
         Ok(r) => println!("rendered {}", r.machine_config.metadata.name),
         Err(e) => println!("render failed: {e}"),

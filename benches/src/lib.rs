@@ -11,7 +11,7 @@ use base64::Engine as _;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::manifests::{ManifestError, Manifests};
 use mco_render::reconcile::RenderedInput;
-use mco_render::render::{render_pool, RenderFailure, RenderOptions, Rendered};
+use mco_render::render::{render_pool_owned, RenderFailure, RenderOptions, Rendered};
 use serde_json::{json, Value};
 use std::io::Write as _;
 
@@ -314,7 +314,7 @@ pub fn options() -> RenderOptions {
 /// The whole in-process pipeline upstream was measured on: decode, select, validate, merge, name.
 pub fn render_bytes(bytes: &[u8]) -> Result<Rendered, String> {
     let c = decode(bytes).map_err(|e| e.to_string())?;
-    render_pool(&c.pool, &c.machine_configs, &c.controller, &options())
+    render_pool_owned(&c.pool, c.machine_configs, &c.controller, &options())
         .map_err(|e: RenderFailure| e.to_string())
 }
 
@@ -329,7 +329,7 @@ pub fn baseline(bytes: &[u8]) -> usize {
 /// A rendered MachineConfig as the diff and plan take it (as the CLI builds it).
 pub fn rendered_input(r: &Rendered) -> Result<RenderedInput, String> {
     let mc = &r.machine_config;
-    let typed = r.config.typed().map_err(|e| e.to_string())?;
+    let typed = r.typed_config().map_err(|e| e.to_string())?;
     Ok(RenderedInput {
         name: mc.metadata.name.clone(),
         os_image_url: mc.spec.os_image_url.clone(),
@@ -363,7 +363,12 @@ mod tests {
         };
         assert_eq!(r.source.len(), 5);
         // One file in ten overrides an earlier path, so nine distinct paths remain.
-        assert_eq!(r.config.list("storage.files").len(), 9);
+        assert_eq!(
+            r.ignition()["storage"]["files"]
+                .as_array()
+                .map_or(0, Vec::len),
+            9
+        );
         assert_eq!(r.machine_config.spec.kernel_arguments.len(), 5);
         assert!(r
             .machine_config

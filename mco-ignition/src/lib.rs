@@ -19,6 +19,7 @@ pub mod parse;
 pub mod path;
 pub mod report;
 pub mod schema;
+pub mod small_map;
 pub mod translate;
 pub mod v2;
 pub mod validate;

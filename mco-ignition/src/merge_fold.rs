@@ -65,11 +65,13 @@ impl MergeFold {
             self.indexes.clear();
         }
         let root = self.config.take_root();
+        let mut child = child;
+        let mut child_root = child.take_root();
         let mut path = String::new();
         let merged = self.fold_obj(
             &schema::CONFIG,
             root,
-            child.root(),
+            &mut child_root,
             version.minor(),
             &mut path,
             &mut touched,
@@ -97,21 +99,26 @@ impl MergeFold {
         &mut self,
         o: &'static Obj,
         mut p: Map<String, Value>,
-        c: &Map<String, Value>,
+        c: &mut Map<String, Value>,
         minor: u64,
         path: &mut String,
         touched: &mut dyn FnMut(&str, &mut Value),
     ) -> Map<String, Value> {
         let mut out = Map::new();
-        let mut shared_child_keys: HashMap<&str, HashSet<Cow<'_, str>>> = HashMap::new();
+        // Owned, so that entries can be moved out of the child below.
+        let mut shared_child_keys: HashMap<&str, HashSet<Cow<'static, str>>> = HashMap::new();
         for name in o.shared_keys {
             if let Some(f) = o.field(name, minor) {
-                shared_child_keys.insert(name, child_keys(f, c.get(*name)));
+                let keys = child_keys(f, c.get(*name))
+                    .into_iter()
+                    .map(|k| Cow::Owned(k.into_owned()))
+                    .collect();
+                shared_child_keys.insert(name, keys);
             }
         }
         for field in o.fields_for(minor) {
             let pv = p.remove(field.name);
-            let cv = c.get(field.name);
+            let cv = c.get_mut(field.name);
             let len = path.len();
             if !path.is_empty() {
                 path.push('.');
@@ -128,8 +135,8 @@ impl MergeFold {
                         Some(Value::Object(m))
                     }
                 }
-                (Kind::ObjList(_) | Kind::StrList(_), pv, _) => {
-                    let siblings: Vec<&HashSet<Cow<'_, str>>> =
+                (Kind::ObjList(_) | Kind::StrList(_), pv, cv) => {
+                    let siblings: Vec<&HashSet<Cow<'static, str>>> =
                         if o.shared_keys.contains(&field.name) {
                             o.shared_keys
                                 .iter()
@@ -150,7 +157,7 @@ impl MergeFold {
                 },
                 (kind, _, Some(cv)) => {
                     self.forget(path);
-                    let mut v = cv.clone();
+                    let mut v = std::mem::take(cv);
                     if let (Kind::Obj(s), Value::Object(m)) = (kind, &mut v) {
                         touch_all(s, m, minor, path, touched);
                     }
@@ -171,87 +178,100 @@ impl MergeFold {
         owner: &'static Obj,
         field: &'static Field,
         pv: Option<Value>,
-        cv: Option<&Value>,
+        cv: Option<&mut Value>,
         siblings: &[&HashSet<Cow<'_, str>>],
         minor: u64,
         path: &str,
         touched: &mut dyn FnMut(&str, &mut Value),
     ) -> Option<Value> {
-        let c: &[Value] = cv.and_then(Value::as_array).map_or(&[], Vec::as_slice);
         let concat = owner.no_dups.contains(&field.name)
             || matches!(field.kind, Kind::StrList(StrListRule::Concat));
         let mut p = match pv {
             Some(Value::Array(items)) if !concat => items,
             other => {
-                return self.plain_list(owner, field, other, cv, siblings, minor, path, touched)
+                let cv = cv.as_deref();
+                return self.plain_list(owner, field, other, cv, siblings, minor, path, touched);
             }
         };
-        let mut child_index: HashMap<Cow<'_, str>, usize> = HashMap::with_capacity(c.len());
-        for (i, item) in c.iter().enumerate() {
-            if child_index.insert(item_key(field, item), i).is_some() {
-                // Repeated keys in the child: only the plain merge knows what to do.
-                let pv = Some(Value::Array(p));
-                return self.plain_list(owner, field, pv, cv, siblings, minor, path, touched);
-            }
-        }
-        let mut index = match self.indexes.remove(path) {
-            Some(index) => index,
-            None => match build_index(field, &p) {
-                Some(index) => index,
-                None => {
+        // Entries the child adds, moved out of it once its keys are no longer borrowed.
+        let mut appended: Vec<usize> = Vec::new();
+        let mut index = {
+            let cr = cv.as_deref();
+            let c: &[Value] = cr.and_then(Value::as_array).map_or(&[], Vec::as_slice);
+            let mut child_index: HashMap<Cow<'_, str>, usize> = HashMap::with_capacity(c.len());
+            for (i, item) in c.iter().enumerate() {
+                if child_index.insert(item_key(field, item), i).is_some() {
+                    // Repeated keys in the child: only the plain merge knows what to do.
                     let pv = Some(Value::Array(p));
-                    return self.plain_list(owner, field, pv, cv, siblings, minor, path, touched);
+                    return self.plain_list(owner, field, pv, cr, siblings, minor, path, touched);
                 }
-            },
-        };
-        let headers = field.name == "httpHeaders";
-        let mut used = vec![false; c.len()];
-        let mut dead: Vec<usize> = Vec::new();
-        for (i, item) in c.iter().enumerate() {
-            let Some(&pos) = index.get(item_key(field, item).as_ref()) else {
-                continue;
-            };
-            used[i] = true;
-            if headers && item.get("value").is_none() {
-                dead.push(pos);
-                continue;
             }
-            let slot = std::mem::take(&mut p[pos]);
-            p[pos] = match (field.kind, slot, item) {
-                (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
-                    Value::Object(merge_obj(s, pm, cm, minor))
-                }
-                _ => item.clone(),
+            let mut index = match self.indexes.remove(path) {
+                Some(index) => index,
+                None => match build_index(field, &p) {
+                    Some(index) => index,
+                    None => {
+                        let pv = Some(Value::Array(p));
+                        return self
+                            .plain_list(owner, field, pv, cr, siblings, minor, path, touched);
+                    }
+                },
             };
-            touched(path, &mut p[pos]);
-        }
-        for keys in siblings {
-            for k in keys.iter() {
-                if child_index.contains_key(k) {
+            let headers = field.name == "httpHeaders";
+            let mut used = vec![false; c.len()];
+            let mut dead: Vec<usize> = Vec::new();
+            for (i, item) in c.iter().enumerate() {
+                let Some(&pos) = index.get(item_key(field, item).as_ref()) else {
+                    continue;
+                };
+                used[i] = true;
+                if headers && item.get("value").is_none() {
+                    dead.push(pos);
                     continue;
                 }
-                if let Some(&pos) = index.get(k.as_ref()) {
-                    dead.push(pos);
+                let slot = std::mem::take(&mut p[pos]);
+                p[pos] = match (field.kind, slot, item) {
+                    (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
+                        Value::Object(merge_obj(s, pm, cm, minor))
+                    }
+                    _ => item.clone(),
+                };
+                touched(path, &mut p[pos]);
+            }
+            for keys in siblings {
+                for k in keys.iter() {
+                    if child_index.contains_key(k) {
+                        continue;
+                    }
+                    if let Some(&pos) = index.get(k.as_ref()) {
+                        dead.push(pos);
+                    }
                 }
             }
-        }
-        if !dead.is_empty() {
-            let mut keep = vec![true; p.len()];
-            for d in dead {
-                keep[d] = false;
+            if !dead.is_empty() {
+                let mut keep = vec![true; p.len()];
+                for d in dead {
+                    keep[d] = false;
+                }
+                let mut flags = keep.into_iter();
+                p.retain(|_| flags.next().unwrap_or(true));
+                index = build_index(field, &p).unwrap_or_default();
             }
-            let mut flags = keep.into_iter();
-            p.retain(|_| flags.next().unwrap_or(true));
-            index = build_index(field, &p).unwrap_or_default();
-        }
-        for (i, item) in c.iter().enumerate() {
-            if used[i] || (headers && item.get("value").is_none()) {
-                continue;
+            for (i, item) in c.iter().enumerate() {
+                if !(used[i] || (headers && item.get("value").is_none())) {
+                    appended.push(i);
+                }
             }
-            index.insert(item_key(field, item).into_owned(), p.len());
-            p.push(item.clone());
-            if let Some(last) = p.last_mut() {
-                touched(path, last);
+            index
+        };
+        if let Some(Value::Array(c)) = cv {
+            for i in appended {
+                let item = std::mem::take(&mut c[i]);
+                index.insert(item_key(field, &item).into_owned(), p.len());
+                p.push(item);
+                if let Some(last) = p.last_mut() {
+                    touched(path, last);
+                }
             }
         }
         if p.is_empty() {

@@ -11,6 +11,7 @@ use crate::error::ParseError;
 use crate::path::JsonPath;
 use crate::report::{Position, Report, ReportEntry, Severity};
 use crate::schema::{self, Field, Kind, Obj, Presence};
+use crate::small_map::SmallGet;
 use crate::validate;
 use crate::version::SpecVersion;
 use serde_json::{Map, Value};
@@ -106,6 +107,142 @@ pub fn parse_value_in(raw: &Value, layout: emit::Layout) -> Result<Parsed, Parse
     Ok(Parsed { config, report })
 }
 
+/// [`parse_value`] taking the value, for callers that no longer need it.
+pub fn parse_owned(raw: Value) -> Result<Parsed, ParseError> {
+    parse_owned_in(raw, emit::Layout::Sorted)
+}
+
+/// [`parse_value_in`] taking the value: the same result, the same errors and warnings.
+///
+/// A config already in the normalised form (canonical keys in any order, no `null`, no
+/// unknown keys, no empty objects or lists, no omitted required field, no zero value where
+/// upstream omits zeros) becomes the [`Config`] as it is, without a copy; any other is decoded
+/// as [`parse_value_in`] decodes it.
+pub fn parse_owned_in(raw: Value, layout: emit::Layout) -> Result<Parsed, ParseError> {
+    let version = match detect_version(&raw)? {
+        DetectedVersion::Known(v) if v.is_v3() => v,
+        _ => return Err(ParseError::UnknownVersion),
+    };
+    let root = match raw {
+        Value::Object(root)
+            if is_normalised(&root, &schema::CONFIG, version.minor())
+                && has_exact_version(&root, version) =>
+        {
+            into_schema_order(root, &schema::CONFIG, version.minor())
+        }
+        other => return parse_value_in(&other, layout),
+    };
+    // The tree is its own normalised form up to key order, which report positions do not
+    // depend on (both layouts order keys themselves), so it also stands for the raw input;
+    // and it has no key the schema does not know.
+    let mut config = Config::from_normalised(version, root);
+    let mut report = validate::validate(&config);
+    report.merge(validate::duplicates(&config));
+    if !report.entries.is_empty() {
+        let raw = Value::Object(config.take_root());
+        validate::correlate_in(&mut report, &raw, layout);
+        if let Value::Object(root) = raw {
+            config = Config::from_normalised(version, root);
+        }
+    }
+    if report.is_fatal() {
+        return Err(ParseError::Invalid(report));
+    }
+    Ok(Parsed { config, report })
+}
+
+fn has_exact_version(root: &Map<String, Value>, version: SpecVersion) -> bool {
+    root.small_get("ignition")
+        .and_then(|i| i.small_get("version"))
+        .and_then(Value::as_str)
+        == Some(version.as_str())
+}
+
+/// Whether decoding `obj` as `schema` would give `obj` back with the same keys and values, in
+/// schema order. Conservative: `false` may also mean "not sure".
+fn is_normalised(obj: &Map<String, Value>, schema: &'static Obj, minor: u64) -> bool {
+    let mut required = 0;
+    for (k, v) in obj {
+        let Some(field) = schema.field(k, minor) else {
+            return false;
+        };
+        if !is_normalised_value(field, v, minor) {
+            return false;
+        }
+        required += usize::from(field.presence == Presence::Required);
+    }
+    required
+        == schema
+            .fields_for(minor)
+            .filter(|f| f.presence == Presence::Required)
+            .count()
+}
+
+/// Puts the keys of a tree [`is_normalised`] accepted in schema order, moving the values.
+fn into_schema_order(
+    mut obj: Map<String, Value>,
+    schema: &'static Obj,
+    minor: u64,
+) -> Map<String, Value> {
+    let mut fields = schema.fields_for(minor);
+    let ordered = obj.keys().all(|k| fields.any(|f| f.name == k.as_str()));
+    if ordered {
+        for (k, v) in obj.iter_mut() {
+            if let Some(field) = schema.field(k, minor) {
+                order_children(field, v, minor);
+            }
+        }
+        return obj;
+    }
+    let mut entries: Vec<(String, Value)> = std::mem::take(&mut obj).into_iter().collect();
+    let mut out = Map::with_capacity(entries.len());
+    for field in schema.fields_for(minor) {
+        if let Some(i) = entries.iter().position(|(k, _)| k.as_str() == field.name) {
+            let (k, mut v) = entries.swap_remove(i);
+            order_children(field, &mut v, minor);
+            out.insert(k, v);
+        }
+    }
+    out
+}
+
+fn order_children(field: &'static Field, v: &mut Value, minor: u64) {
+    match (&field.kind, v) {
+        (Kind::Obj(s), Value::Object(m)) => *m = into_schema_order(std::mem::take(m), s, minor),
+        (Kind::ObjList(s), Value::Array(items)) => {
+            for item in items {
+                if let Value::Object(m) = item {
+                    *m = into_schema_order(std::mem::take(m), s, minor);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn is_normalised_value(field: &'static Field, v: &Value, minor: u64) -> bool {
+    let omit_zero = field.presence == Presence::OmitZero;
+    match (&field.kind, v) {
+        (Kind::Str, Value::String(s)) => !(omit_zero && s.is_empty()),
+        (Kind::Bool, Value::Bool(b)) => !omit_zero || *b,
+        (Kind::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => {
+            !(omit_zero && n.as_i64() == Some(0))
+        }
+        (Kind::Obj(s), Value::Object(m)) => !m.is_empty() && is_normalised(m, s, minor),
+        (Kind::ObjList(s), Value::Array(items)) => {
+            !items.is_empty()
+                && items.iter().all(|item| match item {
+                    Value::Object(m) => is_normalised(m, s, minor),
+                    _ => false,
+                })
+        }
+        (Kind::StrList(_), Value::Array(items)) => {
+            !items.is_empty() && items.iter().all(Value::is_string)
+        }
+        _ => false,
+    }
+}
+
 /// Decodes a JSON value into a normalised config of a given 3.x version, without validation.
 pub fn decode(raw: &Value, version: SpecVersion) -> Result<Config, ParseError> {
     let minor = version.minor();
@@ -141,13 +278,15 @@ pub(crate) fn lookup<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a 
     })
 }
 
-fn raw_key<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
-    if obj.contains_key(name) {
-        return obj.get_key_value(name).map(|(k, _)| k.as_str());
+/// The key and value a struct field decodes from: the exact key, else the last key equal to it
+/// ignoring ASCII case.
+fn raw_entry<'a>(obj: &'a Map<String, Value>, name: &'static str) -> Option<(&'a str, &'a Value)> {
+    if let Some(v) = obj.small_get(name) {
+        return Some((name, v));
     }
-    obj.keys()
-        .filter(|k| k.eq_ignore_ascii_case(name))
-        .map(String::as_str)
+    obj.iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(k, v)| (k.as_str(), v))
         .next_back()
 }
 
@@ -213,12 +352,9 @@ fn normalise_obj(
 ) -> Map<String, Value> {
     let mut out = Map::new();
     for field in schema.fields_for(minor) {
-        let key = raw_key(obj, field.name);
-        let raw = key.and_then(|k| obj.get(k)).filter(|v| !v.is_null());
-        let value = raw.and_then(|v| {
-            path.push(crate::path::Step::Key(
-                key.unwrap_or(field.name).to_string(),
-            ));
+        let entry = raw_entry(obj, field.name).filter(|(_, v)| !v.is_null());
+        let value = entry.and_then(|(key, v)| {
+            path.push(crate::path::Step::Key(key.to_string()));
             let n = normalise_field(v, schema, field, minor, path, errors);
             path.pop();
             n
@@ -313,5 +449,39 @@ fn normalise_field(
             type_err(errors, path, owner, field, other);
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_normalised_tree_is_recognised() {
+        let raw = json!({
+            "ignition": {"version": "3.2.0"},
+            "storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,x"}, "mode": 420}]},
+            "systemd": {"units": [{"name": "a.service", "enabled": true}]}
+        });
+        let config = parse_value(&raw).map(|p| p.config.into_value());
+        let Ok(Value::Object(tree)) = config else {
+            panic!("parse failed")
+        };
+        assert!(is_normalised(&tree, &schema::CONFIG, 2));
+        let Value::Object(mut raw) = raw else {
+            panic!()
+        };
+        // Written in another key order only.
+        assert!(is_normalised(&raw, &schema::CONFIG, 2));
+        raw.insert("passwd".into(), Value::Null);
+        assert!(!is_normalised(&raw, &schema::CONFIG, 2));
+        let reordered: Map<String, Value> = tree.clone().into_iter().rev().collect();
+        assert!(is_normalised(&reordered, &schema::CONFIG, 2));
+        let back = into_schema_order(reordered, &schema::CONFIG, 2);
+        assert_eq!(
+            serde_json::to_string(&back).ok(),
+            serde_json::to_string(&tree).ok()
+        );
     }
 }

@@ -16,6 +16,7 @@ use crate::error::{RenderError, RenderErrorKind as K};
 use crate::source_config::{self, ConfigError};
 use mco_ignition::merge_fold::MergeFold;
 use mco_ignition::{Config, JsonPath, SpecVersion};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -67,18 +68,37 @@ impl Default for RenderOptions {
 }
 
 /// A rendered pool.
+///
+/// The merged Ignition config is held once, in `machine_config.spec.config`; [`Rendered::spec`]
+/// and [`Rendered::ignition`] read it from there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
-    /// The rendered MachineConfig, with upstream's metadata.
+    /// The rendered MachineConfig, with upstream's metadata; `spec.config` holds the merged
+    /// Ignition config (spec 3.5) as JSON.
     pub machine_config: MachineConfig,
-    /// The rendered spec as JSON (`config` as an object), exactly what the name hashes.
-    pub spec: Value,
-    /// The merged Ignition config.
-    pub config: Config,
     /// The source MachineConfig names in merge order.
     pub source: Vec<String>,
     /// The pool's resulting `spec.configuration`.
     pub configuration: PoolConfiguration,
+}
+
+impl Rendered {
+    /// The merged Ignition config (spec 3.5) as JSON.
+    pub fn ignition(&self) -> &Value {
+        static NONE: Value = Value::Null;
+        self.machine_config.spec.config.as_ref().unwrap_or(&NONE)
+    }
+
+    /// The rendered spec as JSON in upstream's field set (`config` as an object): exactly what
+    /// the name hashes. Built on each call.
+    pub fn spec(&self) -> Value {
+        spec_json(&self.machine_config.spec, self.ignition().clone())
+    }
+
+    /// The typed view of the merged Ignition config.
+    pub fn typed_config(&self) -> Result<mco_ignition::model::Config, serde_json::Error> {
+        mco_ignition::model::Config::deserialize(self.ignition())
+    }
 }
 
 /// A failed render: the first error in upstream's order, every error found, and the selection.
@@ -118,6 +138,17 @@ pub fn select<'a>(
     pool: &MachineConfigPool,
     all: &'a [MachineConfig],
 ) -> Result<Vec<&'a MachineConfig>, RenderError> {
+    Ok(select_indices(pool, all)?
+        .into_iter()
+        .map(|i| &all[i])
+        .collect())
+}
+
+/// [`select`] as positions in `all`.
+fn select_indices(
+    pool: &MachineConfigPool,
+    all: &[MachineConfig],
+) -> Result<Vec<usize>, RenderError> {
     let selector = pool
         .spec
         .machine_config_selector
@@ -132,9 +163,8 @@ pub fn select<'a>(
     let compiled = selector
         .compile()
         .map_err(|e| RenderError::pool(K::InvalidSelector, e.to_string()))?;
-    let mut out: Vec<&MachineConfig> = all
-        .iter()
-        .filter(|mc| compiled.matches(&mc.metadata.labels))
+    let mut out: Vec<usize> = (0..all.len())
+        .filter(|i| compiled.matches(&all[*i].metadata.labels))
         .collect();
     if out.is_empty() {
         return Err(RenderError::pool(
@@ -142,7 +172,7 @@ pub fn select<'a>(
             format!("no MachineConfigs found matching selector {compiled}"),
         ));
     }
-    out.sort_by(|a, b| a.name().cmp(b.name()));
+    out.sort_by(|a, b| all[*a].name().cmp(all[*b].name()));
     Ok(out)
 }
 
@@ -173,6 +203,28 @@ fn config_error(mc: &MachineConfig, e: ConfigError) -> RenderError {
 /// Checks one MachineConfig as upstream's ValidateMachineConfig does, returning its config as 3.5.
 /// Every problem is returned, upstream's first first.
 pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Vec<RenderError>> {
+    check_machine_config(mc, mc.ignition().map(Ignition::Borrowed))
+}
+
+/// [`validate_machine_config`] taking the Ignition config out of `mc` (leaving `spec.config`
+/// unset), so a config already in normalised form is not copied.
+pub fn validate_machine_config_owned(
+    mc: &mut MachineConfig,
+) -> Result<Option<Config>, Vec<RenderError>> {
+    let raw = mc.spec.config.take().filter(|c| !c.is_null());
+    check_machine_config(mc, raw.map(Ignition::Owned))
+}
+
+/// A MachineConfig's Ignition config, borrowed or taken.
+enum Ignition<'a> {
+    Borrowed(&'a Value),
+    Owned(Value),
+}
+
+fn check_machine_config(
+    mc: &MachineConfig,
+    ignition: Option<Ignition<'_>>,
+) -> Result<Option<Config>, Vec<RenderError>> {
     let mut errors = Vec::new();
     let kt = mc.spec.kernel_type.as_str();
     if !matches!(kt, "" | "default" | "realtime" | "64k-pages") {
@@ -186,8 +238,14 @@ pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Vec
         );
     }
     let mut config = None;
-    if let Some(raw) = mc.ignition() {
-        match source_config::parse_any(raw) {
+    if let Some(raw) = ignition {
+        let parsed = match raw {
+            Ignition::Borrowed(v) => source_config::parse_any(v),
+            Ignition::Owned(v) => {
+                source_config::parse_any_owned_in(v, source_config::Layout::Sorted)
+            }
+        };
+        match parsed {
             Err(e) => errors.push(config_error(mc, e)),
             Ok(parsed) => {
                 if let Err(e) = source_config::validate_config(&parsed) {
@@ -240,11 +298,42 @@ pub fn render_pool(
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderFailure> {
     let selected = select(pool, all).map_err(|e| RenderFailure::single(e, Vec::new()))?;
+    render_selected(pool, &selected, controller, opts, |mc, _| {
+        validate_machine_config(mc)
+    })
+}
+
+/// [`render_pool`] taking the MachineConfigs, so their Ignition configs are parsed in place
+/// rather than copied: the same result.
+pub fn render_pool_owned(
+    pool: &MachineConfigPool,
+    mut all: Vec<MachineConfig>,
+    controller: &ControllerConfigSpec,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderFailure> {
+    let indices = select_indices(pool, &all).map_err(|e| RenderFailure::single(e, Vec::new()))?;
+    let mut ignition: Vec<Option<Value>> =
+        indices.iter().map(|i| all[*i].spec.config.take()).collect();
+    let selected: Vec<&MachineConfig> = indices.iter().map(|i| &all[*i]).collect();
+    render_selected(pool, &selected, controller, opts, |mc, n| {
+        let raw = ignition[n].take().filter(|c| !c.is_null());
+        check_machine_config(mc, raw.map(Ignition::Owned))
+    })
+}
+
+/// Renders from the selected MachineConfigs, sorted by name; `validate` checks the `n`th.
+fn render_selected(
+    pool: &MachineConfigPool,
+    selected: &[&MachineConfig],
+    controller: &ControllerConfigSpec,
+    opts: &RenderOptions,
+    mut validate: impl FnMut(&MachineConfig, usize) -> Result<Option<Config>, Vec<RenderError>>,
+) -> Result<Rendered, RenderFailure> {
     let names = |v: &[&MachineConfig]| v.iter().map(|m| m.name().to_string()).collect::<Vec<_>>();
-    let selection = names(&selected);
+    let selection = names(selected);
 
     let mut errors = Vec::new();
-    for mc in &selected {
+    for mc in selected {
         if let Some(v) = mc.generated_by() {
             if v != opts.controller_version {
                 errors.push(RenderError::in_config(
@@ -260,8 +349,8 @@ pub fn render_pool(
         }
     }
     let mut configs: BTreeMap<&str, Option<Config>> = BTreeMap::new();
-    for mc in &selected {
-        match validate_machine_config(mc) {
+    for (n, mc) in selected.iter().enumerate() {
+        match validate(mc, n) {
             Ok(c) => {
                 configs.insert(mc.name(), c);
             }
@@ -275,7 +364,7 @@ pub fn render_pool(
         });
     }
 
-    let ordered = merge_order(&selected);
+    let ordered = merge_order(selected);
     let source = names(&ordered);
     for mc in &ordered {
         if mc.metadata.labels.is_empty() {
@@ -291,7 +380,10 @@ pub fn render_pool(
     }
     let spec = merge_specs(&ordered, &mut configs, controller)
         .map_err(|e| RenderFailure::single(e, source.clone()))?;
-    let spec_value = spec_to_value(&spec.0, &spec.1);
+    let (mut mc_spec, config) = spec;
+    // The name hashes the spec with the config in it: lend the config to the spec value, then
+    // take it back for the MachineConfig, so it is never copied.
+    let mut spec_value = spec_json(&mc_spec, config.into_value());
     if let Err(e) = crate::name::check_upstream_marshal(&spec_value) {
         return Err(RenderFailure::single(
             RenderError::pool(K::Conflict, e.to_string()),
@@ -299,6 +391,11 @@ pub fn render_pool(
         ));
     }
     let name = crate::name::name_for(opts.name_scheme, pool.name(), &spec_value);
+    mc_spec.config = match &mut spec_value {
+        Value::Object(m) => m.swap_remove("config"),
+        _ => None,
+    };
+    drop(spec_value);
 
     let mut annotations = BTreeMap::new();
     annotations.insert(
@@ -309,7 +406,7 @@ pub fn render_pool(
         RELEASE_IMAGE_VERSION_ANNOTATION.to_string(),
         opts.release_image_version.clone(),
     );
-    if spec.0.os_image_url != controller.base_os_container_image {
+    if mc_spec.os_image_url != controller.base_os_container_image {
         annotations.insert(
             OS_IMAGE_URL_OVERRIDDEN_ANNOTATION.to_string(),
             "true".to_string(),
@@ -322,8 +419,6 @@ pub fn render_pool(
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let mut mc_spec = spec.0.clone();
-    mc_spec.config = Some(spec.1.to_value());
     let machine_config = MachineConfig {
         api_version: API_VERSION.to_string(),
         kind: "MachineConfig".to_string(),
@@ -344,9 +439,7 @@ pub fn render_pool(
         spec: mc_spec,
     };
     if opts.check_size {
-        let size = serde_json::to_vec(&machine_config)
-            .map(|v| v.len())
-            .unwrap_or(0);
+        let size = json_size(&machine_config);
         if size > MAX_RENDERED_SIZE {
             return Err(RenderFailure::single(
                 RenderError::pool(
@@ -372,15 +465,33 @@ pub fn render_pool(
     };
     Ok(Rendered {
         machine_config,
-        spec: spec_value,
-        config: spec.1,
         source,
         configuration,
     })
 }
 
-/// The rendered spec as JSON in upstream's field set.
-pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
+/// The length of a value's compact JSON, counted without building it (0 if it cannot be
+/// written, as before).
+fn json_size(v: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    match serde_json::to_writer(&mut c, v) {
+        Ok(()) => c.0,
+        Err(_) => 0,
+    }
+}
+
+/// The rendered spec as JSON in upstream's field set, with `config` given.
+fn spec_json(spec: &MachineConfigSpec, config: Value) -> Value {
     let mut m = Map::new();
     m.insert(
         "osImageURL".into(),
@@ -390,7 +501,7 @@ pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
         "baseOSExtensionsContainerImage".into(),
         Value::String(spec.base_os_extensions_container_image.clone()),
     );
-    m.insert("config".into(), config.to_value());
+    m.insert("config".into(), config);
     m.insert(
         "kernelArguments".into(),
         Value::from(spec.kernel_arguments.clone()),
@@ -399,6 +510,11 @@ pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
     m.insert("fips".into(), Value::Bool(spec.fips));
     m.insert("kernelType".into(), Value::String(spec.kernel_type.clone()));
     Value::Object(m)
+}
+
+/// The rendered spec as JSON in upstream's field set.
+pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
+    spec_json(spec, config.to_value())
 }
 
 fn set_default_compression(config: &mut Config) {

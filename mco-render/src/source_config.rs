@@ -81,6 +81,21 @@ pub fn parse_any_in(raw: &Value, layout: Layout) -> Result<ParsedConfig, ConfigE
     }
 }
 
+/// [`parse_any_in`] taking the config: the same result, without copying a spec 3.x config that
+/// is already in normalised form (see [`parse::parse_owned_in`]).
+pub fn parse_any_owned_in(raw: Value, layout: Layout) -> Result<ParsedConfig, ConfigError> {
+    match parse::detect_version(&raw) {
+        Ok(DetectedVersion::Known(v)) if v.is_v3() => match parse::parse_owned_in(raw, layout) {
+            Ok(p) => Ok(ParsedConfig::V3 {
+                source_minor: v.minor(),
+                config: p.config.into_latest(),
+            }),
+            Err(e) => Err(v3_failure(&e)),
+        },
+        _ => parse_any_in(&raw, layout),
+    }
+}
+
 /// A parsed config: spec 3.x converted to 3.5, or spec 2.2 converted to 3.5.
 #[derive(Debug, Clone)]
 pub enum ParsedConfig {

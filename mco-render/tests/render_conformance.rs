@@ -3,6 +3,7 @@
 
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::render::render_pool_owned;
 use mco_render::serve;
 use mco_render::{render_pool, RenderOptions};
 use serde_json::Value;
@@ -43,24 +44,37 @@ pub fn run_case(case: &Value) -> Result<(), String> {
     };
     let expected = &case["expected"];
     let got = render_pool(&pool, &mcs, &cc, &opts);
+    let owned = render_pool_owned(&pool, mcs.clone(), &cc, &opts);
+    if owned != got {
+        return Err("render_pool_owned differs from render_pool".into());
+    }
+    let bytes = |r: &Result<mco_render::Rendered, _>| {
+        r.as_ref()
+            .ok()
+            .and_then(|r| serde_json::to_vec(&r.machine_config).ok())
+    };
+    if bytes(&owned) != bytes(&got) {
+        return Err("render_pool_owned writes other bytes than render_pool".into());
+    }
     let exp_source: Vec<String> =
         serde_json::from_value(expected["source"].clone()).unwrap_or_default();
     match (got, expected["error"].as_str()) {
         (Ok(r), None) => {
+            let spec = r.spec();
             if r.source != exp_source {
                 return Err(format!("source {:?} != {:?}", r.source, exp_source));
             }
-            if r.spec != expected["spec"] {
+            if spec != expected["spec"] {
                 return Err(format!(
                     "spec differs:\n got {}\nwant {}",
-                    truncate(&r.spec.to_string()),
+                    truncate(&spec.to_string()),
                     truncate(&expected["spec"].to_string())
                 ));
             }
             if let Some(served) = expected["served"].as_object() {
                 for (version, want) in served {
                     let v = SpecVersion::parse(version).ok_or("bad version in corpus")?;
-                    let got = serve::convert(&r.spec["config"], v);
+                    let got = serve::convert(r.ignition(), v);
                     match (got, want["error"].as_str()) {
                         (Ok(c), None) if c == want["config"] => {}
                         (Err(e), Some(w)) if e == w => {}

@@ -44,7 +44,7 @@ proptest! {
         match (base, again) {
             (Ok(a), Ok(b)) => {
                 prop_assert_eq!(&a.machine_config.metadata.name, &b.machine_config.metadata.name);
-                prop_assert_eq!(serde_json::to_string(&a.spec).ok(), serde_json::to_string(&b.spec).ok());
+                prop_assert_eq!(serde_json::to_string(&a.spec()).ok(), serde_json::to_string(&b.spec()).ok());
                 prop_assert_eq!(a.source, b.source);
             }
             (Err(a), Err(b)) => prop_assert_eq!(a, b),

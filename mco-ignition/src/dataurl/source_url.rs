@@ -323,10 +323,7 @@ fn plain_base64_data_url(url: &str) -> Option<Result<(), UrlError>> {
         .take(2)
         .take_while(|&&b| b == b'=')
         .count();
-    if !body[..body.len() - pad]
-        .iter()
-        .all(|&b| ALPHABET[usize::from(b)])
-    {
+    if !all_base64(&body[..body.len() - pad]) {
         return None;
     }
     let header = &url[..url.len() - body.len()];
@@ -334,6 +331,21 @@ fn plain_base64_data_url(url: &str) -> Option<Result<(), UrlError>> {
         return Some(Ok(()));
     }
     Some(check(header).map_err(UrlError::from))
+}
+
+/// Whether every byte is in [`ALPHABET`]: eight lookups combined per step, without a branch per
+/// byte (the data of a data URL is nearly all of a config's bytes).
+fn all_base64(v: &[u8]) -> bool {
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        let ok = c
+            .iter()
+            .fold(true, |acc, &b| acc & ALPHABET[usize::from(b)]);
+        if !ok {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|&b| ALPHABET[usize::from(b)])
 }
 
 /// Data URL headers (through the comma) that are known to parse, so need no parsing.

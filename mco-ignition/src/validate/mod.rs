@@ -12,9 +12,9 @@ use crate::emit;
 use crate::path::{JsonPath, Step};
 use crate::report::{Position, Report};
 use crate::schema::{self, KeyRule, Kind, Obj};
+use crate::small_map::SmallGet;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 
 /// Runs the per-type rules over a config.
 pub fn validate(config: &Config) -> Report {
@@ -64,7 +64,7 @@ fn descend(
     mut f: impl FnMut(&'static Obj, &Map<String, Value>, &mut JsonPath),
 ) {
     for field in obj.fields_for(minor) {
-        match (&field.kind, m.get(field.name)) {
+        match (&field.kind, m.small_get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
                 path.0.push(Step::Key(field.name.to_string()));
                 f(s, cm, path);
@@ -95,12 +95,12 @@ pub fn entry_key(rule: KeyRule, v: &Value) -> String {
 pub fn entry_key_ref(rule: KeyRule, v: &Value) -> Cow<'_, str> {
     match rule {
         KeyRule::None => Cow::Borrowed(""),
-        KeyRule::Field(f) => Cow::Borrowed(v.get(f).and_then(Value::as_str).unwrap_or("")),
+        KeyRule::Field(f) => Cow::Borrowed(v.small_get(f).and_then(Value::as_str).unwrap_or("")),
         KeyRule::Partition => {
-            let n = v.get("number").and_then(Value::as_i64).unwrap_or(0);
+            let n = v.small_get("number").and_then(Value::as_i64).unwrap_or(0);
             if n != 0 {
                 Cow::Owned(format!("number:{n}"))
-            } else if let Some(l) = v.get("label").and_then(Value::as_str) {
+            } else if let Some(l) = v.small_get("label").and_then(Value::as_str) {
                 Cow::Owned(format!("label:{l}"))
             } else {
                 Cow::Borrowed("")
@@ -122,6 +122,9 @@ pub fn duplicates(config: &Config) -> Report {
     r
 }
 
+/// The entry keys of one key space, each with its position in the walk.
+type KeySpace<'a> = Vec<(Cow<'a, str>, usize)>;
+
 fn dups_walk(
     obj: &'static Obj,
     m: &Map<String, Value>,
@@ -129,9 +132,13 @@ fn dups_walk(
     minor: u64,
     r: &mut Report,
 ) {
-    let mut spaces: HashMap<&str, HashSet<std::borrow::Cow<'_, str>>> = HashMap::new();
+    // Entry keys of each key space, with their position in the walk order (fields in schema
+    // order, entries in list order). Sorting a space by key then position finds every entry
+    // whose key an earlier entry of the same space already had, without hashing.
+    let mut spaces: Vec<(&str, KeySpace<'_>)> = Vec::new();
+    let mut at: Vec<(&'static str, usize)> = Vec::new();
     for field in obj.fields_for(minor) {
-        let items = match m.get(field.name) {
+        let items = match m.small_get(field.name) {
             Some(Value::Array(items)) => items,
             _ => continue,
         };
@@ -147,16 +154,36 @@ fn dups_walk(
         } else {
             field.name
         };
-        let seen = spaces.entry(space).or_default();
+        let seen = match spaces.iter().position(|(s, _)| *s == space) {
+            Some(p) => &mut spaces[p].1,
+            None => {
+                spaces.push((space, Vec::new()));
+                let last = spaces.len() - 1;
+                &mut spaces[last].1
+            }
+        };
         for (i, item) in items.iter().enumerate() {
             let key = match &field.kind {
                 Kind::ObjList(s) => entry_key_ref(s.key, item),
-                _ => std::borrow::Cow::Borrowed(item.as_str().unwrap_or("")),
+                _ => Cow::Borrowed(item.as_str().unwrap_or("")),
             };
-            if !seen.insert(key) {
-                r.error(path.key(field.name).index(i), "duplicate entry defined");
+            seen.push((key, at.len()));
+            at.push((field.name, i));
+        }
+    }
+    let mut repeated = Vec::new();
+    for (_, keys) in &mut spaces {
+        keys.sort_unstable();
+        for w in keys.windows(2) {
+            if w[0].0 == w[1].0 {
+                repeated.push(w[1].1);
             }
         }
+    }
+    repeated.sort_unstable();
+    for n in repeated {
+        let (name, i) = at[n];
+        r.error(path.key(name).index(i), "duplicate entry defined");
     }
     descend(obj, m, minor, path, |s, cm, path| {
         dups_walk(s, cm, path, minor, r)

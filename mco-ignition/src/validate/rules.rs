@@ -5,29 +5,30 @@ use crate::dataurl;
 use crate::path::JsonPath;
 use crate::report::Report;
 use crate::schema::Obj;
+use crate::small_map::SmallGet;
 use serde_json::{Map, Value};
 
 fn s<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
-    m.get(k).and_then(Value::as_str)
+    m.small_get(k).and_then(Value::as_str)
 }
 
 fn i(m: &Map<String, Value>, k: &str) -> Option<i64> {
-    m.get(k).and_then(Value::as_i64)
+    m.small_get(k).and_then(Value::as_i64)
 }
 
 fn is_true(m: &Map<String, Value>, k: &str) -> bool {
-    m.get(k).and_then(Value::as_bool) == Some(true)
+    m.small_get(k).and_then(Value::as_bool) == Some(true)
 }
 
 fn list<'a>(m: &'a Map<String, Value>, k: &str) -> &'a [Value] {
-    m.get(k)
+    m.small_get(k)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
 }
 
 fn obj<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
-    m.get(k).and_then(Value::as_object)
+    m.small_get(k).and_then(Value::as_object)
 }
 
 fn nil_or_empty(v: Option<&str>) -> bool {
@@ -155,7 +156,7 @@ fn ext(name: &str) -> &str {
 }
 
 fn required_source(res: &Value, minor: u64) -> Option<String> {
-    let src = res.get("source").and_then(Value::as_str);
+    let src = res.small_get("source").and_then(Value::as_str);
     match src {
         None | Some("") => Some("source is required".into()),
         Some(u) => url_error(u, minor),
@@ -256,18 +257,18 @@ fn config_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let systemd = obj(m, "systemd").unwrap_or(&empty);
     let mut unit_paths = std::collections::HashSet::new();
     for u in list(systemd, "units") {
-        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
-        if !nil_or_empty(u.get("contents").and_then(Value::as_str)) {
+        let name = u.small_get("name").and_then(Value::as_str).unwrap_or("");
+        if !nil_or_empty(u.small_get("contents").and_then(Value::as_str)) {
             unit_paths.insert(format!("/etc/systemd/system/{name}"));
         }
         for d in u
-            .get("dropins")
+            .small_get("dropins")
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
         {
-            if !nil_or_empty(d.get("contents").and_then(Value::as_str)) {
-                let dn = d.get("name").and_then(Value::as_str).unwrap_or("");
+            if !nil_or_empty(d.small_get("contents").and_then(Value::as_str)) {
+                let dn = d.small_get("name").and_then(Value::as_str).unwrap_or("");
                 unit_paths.insert(format!("/etc/systemd/system/{name}.d/{dn}"));
             }
         }
@@ -278,7 +279,7 @@ fn config_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let storage = obj(m, "storage").unwrap_or(&empty);
     for kind in ["files", "directories", "links"] {
         for (idx, n) in list(storage, kind).iter().enumerate() {
-            let p = n.get("path").and_then(Value::as_str).unwrap_or("");
+            let p = n.small_get("path").and_then(Value::as_str).unwrap_or("");
             if unit_paths.contains(p) {
                 r.error(
                     path.key("storage").key(kind).index(idx).key("path"),
@@ -293,7 +294,7 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
     let links = list(m, "links");
     let link_paths: Vec<&str> = links
         .iter()
-        .map(|l| l.get("path").and_then(Value::as_str).unwrap_or(""))
+        .map(|l| l.small_get("path").and_then(Value::as_str).unwrap_or(""))
         .collect();
     let under_link = |p: &str| {
         link_paths
@@ -302,7 +303,7 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
             .count()
     };
     for (idx, d) in list(m, "directories").iter().enumerate() {
-        for _ in 0..under_link(d.get("path").and_then(Value::as_str).unwrap_or("")) {
+        for _ in 0..under_link(d.small_get("path").and_then(Value::as_str).unwrap_or("")) {
             r.error(
                 path.key("directories").index(idx),
                 "directory path includes link in config",
@@ -310,7 +311,7 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
         }
     }
     for (idx, f) in list(m, "files").iter().enumerate() {
-        for _ in 0..under_link(f.get("path").and_then(Value::as_str).unwrap_or("")) {
+        for _ in 0..under_link(f.small_get("path").and_then(Value::as_str).unwrap_or("")) {
             r.error(
                 path.key("files").index(idx),
                 "file path includes link in config",
@@ -319,17 +320,17 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
     }
     let dirs: Vec<&str> = list(m, "directories")
         .iter()
-        .map(|d| d.get("path").and_then(Value::as_str).unwrap_or(""))
+        .map(|d| d.small_get("path").and_then(Value::as_str).unwrap_or(""))
         .collect();
     for (idx, l) in links.iter().enumerate() {
-        let lp = l.get("path").and_then(Value::as_str).unwrap_or("");
+        let lp = l.small_get("path").and_then(Value::as_str).unwrap_or("");
         for _ in 0..under_link(lp) {
             r.error(
                 path.key("links").index(idx),
                 "link path includes link in config",
             );
         }
-        let target = l.get("target").and_then(Value::as_str).unwrap_or("");
+        let target = l.small_get("target").and_then(Value::as_str).unwrap_or("");
         // Before 3.3 the target is a plain string and its absence is not checked.
         if target.is_empty() {
             if minor >= 3 {
@@ -340,7 +341,7 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
             }
             continue;
         }
-        if l.get("hard").and_then(Value::as_bool) != Some(true) {
+        if l.small_get("hard").and_then(Value::as_bool) != Some(true) {
             continue;
         }
         let mut t = clean_path(target);
@@ -370,14 +371,14 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
     }
     let disks = list(m, "disks");
     for (idx, fs) in list(m, "filesystems").iter().enumerate() {
-        let dev = fs.get("device").and_then(Value::as_str).unwrap_or("");
+        let dev = fs.small_get("device").and_then(Value::as_str).unwrap_or("");
         if let Some(disk) = disks
             .iter()
             .rev()
-            .find(|d| d.get("device").and_then(Value::as_str) == Some(dev))
+            .find(|d| d.small_get("device").and_then(Value::as_str) == Some(dev))
         {
             let parts = disk
-                .get("partitions")
+                .small_get("partitions")
                 .and_then(Value::as_array)
                 .is_some_and(|p| !p.is_empty());
             if parts {
@@ -385,8 +386,8 @@ fn storage_rules(m: &Map<String, Value>, path: &JsonPath, minor: u64, r: &mut Re
                     path.key("filesystems").index(idx).key("device"),
                     "filesystem overwrites partitioned device",
                 );
-            } else if fs.get("wipeFilesystem").and_then(Value::as_bool) != Some(true)
-                && disk.get("wipeTable").and_then(Value::as_bool) == Some(true)
+            } else if fs.small_get("wipeFilesystem").and_then(Value::as_bool) != Some(true)
+                && disk.small_get("wipeTable").and_then(Value::as_bool) == Some(true)
             {
                 r.warn(
                     path.key("filesystems").index(idx).key("device"),
@@ -441,8 +442,8 @@ fn unit_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
 fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let units = list(m, "units");
     for (idx, u) in units.iter().enumerate() {
-        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
-        if u.get("enabled").and_then(Value::as_bool) != Some(true) {
+        let name = u.small_get("name").and_then(Value::as_str).unwrap_or("");
+        if u.small_get("enabled").and_then(Value::as_bool) != Some(true) {
             continue;
         }
         let Some(stem) = name.strip_suffix(".service") else {
@@ -456,8 +457,11 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         let tpl = units
             .iter()
             .rev()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(template.as_str()));
-        let Some(contents) = tpl.and_then(|t| t.get("contents")).and_then(Value::as_str) else {
+            .find(|t| t.small_get("name").and_then(Value::as_str) == Some(template.as_str()));
+        let Some(contents) = tpl
+            .and_then(|t| t.small_get("contents"))
+            .and_then(Value::as_str)
+        else {
             continue;
         };
         if contents.is_empty() {
@@ -477,7 +481,7 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
 
 fn partition_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     let number = i(m, "number").unwrap_or(0);
-    if m.get("shouldExist").and_then(Value::as_bool) == Some(false) {
+    if m.small_get("shouldExist").and_then(Value::as_bool) == Some(false) {
         let others = [
             "label",
             "typeGuid",

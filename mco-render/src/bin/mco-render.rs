@@ -8,7 +8,7 @@ use mco_render::manifests::Manifests;
 use mco_render::plan::{self, MachineConfiguration};
 use mco_render::reconcile::RenderedInput;
 use mco_render::render::{
-    render_pool, validate_machine_config, NameScheme, RenderOptions, Rendered,
+    render_pool, render_pool_owned, validate_machine_config, NameScheme, RenderOptions, Rendered,
 };
 use mco_render::serve;
 use mco_render::templates::{generate_template_machine_configs, TemplateTree};
@@ -353,16 +353,40 @@ fn pools<'a>(m: &'a Manifests, only: Option<&str>) -> Result<Vec<&'a MachineConf
 }
 
 fn render_all(
-    m: &Manifests,
+    m: &mut Manifests,
     only: Option<&str>,
     opts: &RenderOptions,
 ) -> Result<Vec<(String, Rendered)>, Failure> {
     let cc = controller_spec(m);
-    let configs = m.configs();
+    // The Ignition configs move to the copies rendered from (they are not needed afterwards),
+    // so only the small rest of each MachineConfig is copied; the last pool takes the copies
+    // and parses the configs in place.
+    let mut configs = Some(
+        m.machine_configs
+            .iter_mut()
+            .map(|(_, mc)| {
+                let config = mc.spec.config.take();
+                let mut copy = mc.clone();
+                copy.spec.config = config;
+                copy
+            })
+            .collect::<Vec<_>>(),
+    );
     let mut out = Vec::new();
     let mut lines = Vec::new();
-    for pool in pools(m, only)? {
-        match render_pool(pool, &configs, &cc, opts) {
+    let selected = pools(m, only)?;
+    let last = selected.len().saturating_sub(1);
+    for (i, pool) in selected.into_iter().enumerate() {
+        let result = match configs.take() {
+            Some(all) if i == last => render_pool_owned(pool, all, &cc, opts),
+            Some(all) => {
+                let r = render_pool(pool, &all, &cc, opts);
+                configs = Some(all);
+                r
+            }
+            None => render_pool(pool, &[], &cc, opts),
+        };
+        match result {
             Ok(r) => out.push((pool.name().to_string(), r)),
             Err(f) => {
                 lines.push(format!("error: pool {:?} failed to render:", pool.name()));
@@ -404,7 +428,7 @@ fn cmd_render(
     scheme: Scheme,
     templates: Option<&Path>,
 ) -> Result<(), Failure> {
-    let m = load_cluster(paths, controller_version, templates)?;
+    let mut m = load_cluster(paths, controller_version, templates)?;
     let opts = RenderOptions {
         controller_version: controller_version.to_string(),
         name_scheme: match scheme {
@@ -413,7 +437,7 @@ fn cmd_render(
         },
         ..RenderOptions::default()
     };
-    let rendered = render_all(&m, pool, &opts)?;
+    let rendered = render_all(&mut m, pool, &opts)?;
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
@@ -525,7 +549,7 @@ fn cmd_ignition(
     let target = SpecVersion::parse(version)
         .filter(|v| *v != SpecVersion::V3_0)
         .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
-    let m = load_cluster(paths, controller_version, None)?;
+    let mut m = load_cluster(paths, controller_version, None)?;
     if pool.is_none() && m.pools.len() > 1 {
         return Err(Failure::input(
             "the manifests hold several pools: choose one with --pool",
@@ -535,11 +559,11 @@ fn cmd_ignition(
         controller_version: controller_version.to_string(),
         ..RenderOptions::default()
     };
-    let rendered = render_all(&m, pool, &opts)?;
+    let rendered = render_all(&mut m, pool, &opts)?;
     let Some((_, r)) = rendered.first() else {
         return Err(Failure::input("nothing rendered"));
     };
-    let served = serve::convert(&r.config.to_value(), target).map_err(|e| Failure {
+    let served = serve::convert(r.ignition(), target).map_err(|e| Failure {
         code: 1,
         lines: vec![format!("error: {e}")],
     })?;
@@ -552,7 +576,7 @@ fn rendered_input(
     pool: Option<&str>,
     controller_version: &str,
 ) -> Result<RenderedInput, Failure> {
-    let m = load_cluster(&[path.to_path_buf()], controller_version, None)?;
+    let mut m = load_cluster(&[path.to_path_buf()], controller_version, None)?;
     if m.pools.is_empty() {
         let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
         let [mc] = rendered.as_slice() else {
@@ -576,7 +600,7 @@ fn rendered_input(
         controller_version: controller_version.to_string(),
         ..RenderOptions::default()
     };
-    let rendered = render_all(&m, pool, &opts)?;
+    let rendered = render_all(&mut m, pool, &opts)?;
     let Some((_, r)) = rendered.into_iter().next() else {
         return Err(Failure::input("nothing rendered"));
     };

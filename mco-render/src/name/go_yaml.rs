@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+use super::byte_scan::{run_len, Run};
 use super::go_float::push_go_float;
 use super::key_order::sort_by_key_order;
 use super::yaml_resolve::{is_base60_float, resolves_to_non_string};
@@ -169,12 +170,7 @@ impl<'s> Emitter<'s> {
     fn block_mapping(&mut self, map: &serde_json::Map<String, Value>) {
         let saved = self.indent;
         self.increase_indent(false, false);
-        let mut entries: Vec<(Vec<char>, (&String, &Value))> = map
-            .iter()
-            .map(|(k, v)| (k.chars().collect(), (k, v)))
-            .collect();
-        sort_by_key_order(&mut entries);
-        for (_, (key, value)) in entries {
+        for (key, value) in ordered_entries(map) {
             self.write_indent();
             let analysis = analyze(key.as_bytes());
             let value_ctx = Ctx {
@@ -260,7 +256,7 @@ impl<'s> Emitter<'s> {
                 if breaks {
                     self.write_indent();
                 }
-                self.write_run(v, &mut i, ends_plain_run);
+                self.write_run(v, &mut i, Run::Plain, ends_plain_run);
                 self.indention = false;
                 spaces = false;
                 breaks = false;
@@ -384,7 +380,7 @@ impl<'s> Emitter<'s> {
                 if starts_with_bom {
                     self.write_char(v, &mut i);
                 } else {
-                    self.write_run(v, &mut i, ends_double_quoted_run);
+                    self.write_run(v, &mut i, Run::DoubleQuoted, ends_double_quoted_run);
                 }
                 spaces = false;
             }
@@ -411,7 +407,7 @@ impl<'s> Emitter<'s> {
                 if breaks {
                     self.write_indent();
                 }
-                self.write_run(v, &mut i, ends_literal_run);
+                self.write_run(v, &mut i, Run::Literal, ends_literal_run);
                 self.indention = false;
                 breaks = false;
             }
@@ -471,11 +467,10 @@ impl<'s> Emitter<'s> {
     /// that needs per-character treatment, and never for a UTF-8
     /// continuation byte, so the run ends on a character boundary. Every
     /// character counts as one column.
-    fn write_run<F: Fn(u8) -> bool>(&mut self, v: &[u8], i: &mut usize, ends: F) {
+    fn write_run<F: Fn(u8) -> bool>(&mut self, v: &[u8], i: &mut usize, class: Run, ends: F) {
         self.write_char(v, i);
         let start = *i;
-        let rest = &v[start..];
-        let end = start + rest.iter().position(|&b| ends(b)).unwrap_or(rest.len());
+        let end = start + run_len(&v[start..], class, |b| !ends(b));
         let run = &v[start..end];
         self.buf.extend_from_slice(run);
         // Columns count characters: every byte but UTF-8 continuation bytes.
@@ -525,6 +520,28 @@ impl<'s> Emitter<'s> {
         self.whitespace = is_whitespace;
         self.indention = self.indention && is_indention;
     }
+}
+
+/// A mapping's entries in upstream's key order.
+///
+/// When every key is made of ASCII letters only, upstream's order is plain byte order (two
+/// letters compare by code point, and a key that is a prefix of another sorts first), so the
+/// keys are sorted as they are; any other mapping takes the general order.
+fn ordered_entries(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    if entries
+        .iter()
+        .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
+    {
+        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        return entries;
+    }
+    let mut keyed: Vec<(Vec<char>, (&String, &Value))> = entries
+        .into_iter()
+        .map(|(k, v)| (k.chars().collect(), (k, v)))
+        .collect();
+    sort_by_key_order(&mut keyed);
+    keyed.into_iter().map(|(_, e)| e).collect()
 }
 
 /// Bytes that may start a line break (CR, LF, NEL, LS, PS).

@@ -5,6 +5,7 @@
 //! upstream's YAML library writes it. [`to_go_yaml`] reproduces those YAML
 //! bytes exactly; [`rendered_name`] builds the name.
 
+mod byte_scan;
 mod go_float;
 mod go_yaml;
 mod hash;

@@ -6,6 +6,8 @@
 //! way the emitter does (for example, only characters up to U+FFFF count as
 //! printable, so a 4-byte character forces double quotes).
 
+use super::byte_scan::{run_len, Run};
+
 /// Length of the UTF-8 sequence starting with `b` (1 for a stray byte).
 pub(crate) fn width(b: u8) -> usize {
     if b & 0x80 == 0 {
@@ -114,10 +116,7 @@ pub(crate) fn analyze(value: &[u8]) -> Analysis {
         // Fast path: a run of ordinary printable ASCII characters after the
         // first affects nothing but the neighbour flags.
         if i > 0 && ORDINARY[usize::from(c)] {
-            let run = value[i..]
-                .iter()
-                .position(|&b| !ORDINARY[usize::from(b)])
-                .unwrap_or(value.len() - i);
+            let run = run_len(&value[i..], Run::Ordinary, |b| ORDINARY[usize::from(b)]);
             previous_space = false;
             previous_break = false;
             preceded_by_whitespace = false;
