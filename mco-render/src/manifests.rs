@@ -4,6 +4,14 @@
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use serde_json::Value;
 
+/// Whether a file name is one that manifest folders are read for (`.yaml`, `.yml`, `.json`).
+/// The folder walks of the command line and the server share this rule.
+pub fn is_manifest_file(path: &std::path::Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+}
+
 /// The objects found in a set of manifests.
 #[derive(Debug, Clone, Default)]
 pub struct Manifests {

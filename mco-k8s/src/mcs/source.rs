@@ -44,11 +44,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
     for p in entries {
         if p.is_dir() {
             collect(&p, out)?;
-        } else if p
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-        {
+        } else if mco_render::manifests::is_manifest_file(&p) {
             out.push(p);
         }
     }

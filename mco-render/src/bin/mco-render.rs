@@ -235,11 +235,7 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
         for p in entries {
             if p.is_dir() {
                 collect_files(&p, out)?;
-            } else if p
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-            {
+            } else if mco_render::manifests::is_manifest_file(&p) {
                 out.push(p);
             }
         }
