@@ -1,21 +1,8 @@
 //! Snapshots of the `mco-render` command line on the bundled examples.
 
-use std::path::Path;
-use std::process::Command;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_mco-render"))
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("run mco-render");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "run_cli.rs"]
+mod run_cli;
+use run_cli::run;
 
 #[test]
 fn render_examples_yaml() {

@@ -1,22 +1,14 @@
 //! The `mco-render generate` command on small synthetic manifests.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::Value;
 
+#[path = "run_cli.rs"]
+mod run_cli;
+
+/// Runs `mco-render` from the generate fixtures folder.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/generate_fixtures");
-    let out = Command::new(env!("CARGO_BIN_EXE_mco-render"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run mco-render");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/generate_fixtures");
+    run_cli::run_in(&dir, args)
 }
 
 fn file_text(mc: &Value, path: &str) -> Option<String> {
