@@ -6,9 +6,9 @@ use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
 use kube::api::{EvictParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use mco_render::controller::drain::{
-    drain_action, drain_failure_reason, should_evict, DrainAction, Pod,
+    drain_action, drain_failure_annotation, should_evict, DrainAction, Pod,
 };
-use mco_render::controller::node::LAST_APPLIED_DRAIN;
+use mco_render::controller::node::{DRAIN_FAILURE, LAST_APPLIED_DRAIN};
 use mco_render::controller::Node;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -46,8 +46,12 @@ impl Drainer {
         Ok(())
     }
 
+    /// Records `request` as applied and clears any drain failure report.
     async fn mark_applied(&self, node: &str, request: &str) -> Result<(), SyncError> {
-        let patch = json!({"metadata": {"annotations": {LAST_APPLIED_DRAIN: request}}});
+        let patch = json!({"metadata": {"annotations": {
+            LAST_APPLIED_DRAIN: request,
+            DRAIN_FAILURE: null,
+        }}});
         self.nodes
             .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
@@ -112,12 +116,18 @@ impl Drainer {
                     if blocking.is_empty() {
                         self.mark_applied(n.name(), &request).await?;
                         self.started.remove(n.name());
-                    } else if started.elapsed() > self.timeout {
-                        tracing::error!(
-                            node = n.name(),
-                            "{}",
-                            drain_failure_reason(n.name(), &blocking)
-                        );
+                        continue;
+                    }
+                    let timed_out = started.elapsed() > self.timeout;
+                    let report = drain_failure_annotation(n, &blocking, timed_out);
+                    if report.as_deref() != n.annotation(DRAIN_FAILURE) {
+                        if let Some(r) = &report {
+                            tracing::error!(node = n.name(), "{r}");
+                        }
+                        let patch = json!({"metadata": {"annotations": {DRAIN_FAILURE: report}}});
+                        self.nodes
+                            .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
+                            .await?;
                     }
                 }
             }

@@ -10,6 +10,7 @@ use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
 use mco_render::api::MachineConfig;
+use mco_render::controller::node::DRAIN_FAILURE;
 use mco_render::controller::Node;
 
 use super::{
@@ -282,7 +283,7 @@ impl<H: Host> Agent<H> {
         let (limit, reason) = if request.starts_with(DRAIN) {
             (
                 self.opts.drain_timeout,
-                drain_timeout_reason(&self.opts.node_name),
+                drain_timeout_reason(&self.opts.node_name, node.annotation(DRAIN_FAILURE)),
             )
         } else if request.starts_with(UNCORDON) {
             (

@@ -263,11 +263,16 @@ impl Step {
     }
 }
 
-/// Upstream's message when the controller has not drained the node in time.
-pub fn drain_timeout_reason(node: &str) -> String {
-    format!(
-        "failed to drain node: {node} after 1 hour. Please see machine-config-controller logs for more information"
-    )
+/// The Degraded reason when the controller has not drained the node in time: upstream's
+/// message, or, when the controller has reported which pods block the drain (the node's
+/// `drainFailure` annotation), that report instead of a pointer to the controller's logs.
+pub fn drain_timeout_reason(node: &str, failure: Option<&str>) -> String {
+    match failure {
+        Some(f) => format!("failed to drain node: {node} after 1 hour: {f}"),
+        None => format!(
+            "failed to drain node: {node} after 1 hour. Please see machine-config-controller logs for more information"
+        ),
+    }
 }
 
 /// Upstream's message when the controller has not uncordoned the node in time.

@@ -1,7 +1,7 @@
 //! Drains the daemon asks for through the desiredDrain annotation, and which pods a drain
 //! evicts.
 
-use super::node::{Node, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
+use super::node::{Node, DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -104,6 +104,24 @@ pub fn drain_failure_reason(node: &str, blocking: &[(String, String)]) -> String
     )
 }
 
+/// The value the node's [`DRAIN_FAILURE`] annotation should take after an eviction pass:
+/// the reason naming the blocking pods once the drain has been blocked past its timeout,
+/// nothing once no pod blocks, and otherwise whatever it holds now (a drain still within its
+/// time keeps an earlier report until it succeeds).
+pub fn drain_failure_annotation(
+    node: &Node,
+    blocking: &[(String, String)],
+    timed_out: bool,
+) -> Option<String> {
+    if blocking.is_empty() {
+        None
+    } else if timed_out {
+        Some(drain_failure_reason(node.name(), blocking))
+    } else {
+        node.annotation(DRAIN_FAILURE).map(str::to_string)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::node::testing::node;
@@ -153,5 +171,24 @@ mod tests {
             drain_failure_reason("w1", &[("ns".into(), "db-0".into())]),
             "failed to drain node w1: 1 pod(s) could not be evicted (disruption budget or timeout): ns/db-0"
         );
+    }
+
+    #[test]
+    fn failure_annotation_follows_the_blocking_pods() {
+        let mut n = node("w1", &[]);
+        let blocking = vec![("apps".to_string(), "web-1".to_string())];
+        // Blocked, but within the timeout: nothing reported yet.
+        assert_eq!(drain_failure_annotation(&n, &blocking, false), None);
+        let reason = drain_failure_annotation(&n, &blocking, true);
+        assert_eq!(
+            reason.as_deref(),
+            Some("failed to drain node w1: 1 pod(s) could not be evicted (disruption budget or timeout): apps/web-1")
+        );
+        n.metadata
+            .annotations
+            .insert(DRAIN_FAILURE.into(), reason.clone().unwrap_or_default());
+        // A report stays while the drain is still blocked, and goes once it succeeds.
+        assert_eq!(drain_failure_annotation(&n, &blocking, false), reason);
+        assert_eq!(drain_failure_annotation(&n, &[], true), None);
     }
 }

@@ -327,3 +327,33 @@ async fn failed_apply_reports_degraded_and_backs_off() {
     drop(agent);
     let _ = server.await;
 }
+
+#[tokio::test]
+async fn drain_timeout_reports_the_pods_the_controller_names() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r3", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut opts = AgentOptions::new("w1");
+    opts.drain_timeout = std::time::Duration::ZERO;
+    let mut agent = Agent::new(client, root, RecordingHost::new(), opts);
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r3".into())));
+    requests(&fake);
+    // The controller could not evict a pod and said which.
+    lock(&fake).node["metadata"]["annotations"][DRAIN_FAILURE] = json!(
+        "failed to drain node w1: 1 pod(s) could not be evicted (disruption budget or timeout): apps/web-1"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let second = agent.sync(node_of(&fake)).await;
+    assert_eq!(second.ok(), Some(Synced::Waiting("drain-r3".into())));
+    let n = node_of(&fake);
+    assert_eq!(n.annotation(STATE), Some("Degraded"));
+    assert_eq!(
+        n.annotation("machineconfiguration.openshift.io/reason"),
+        Some("failed to drain node: w1 after 1 hour: failed to drain node w1: 1 pod(s) could not be evicted (disruption budget or timeout): apps/web-1")
+    );
+    drop(agent);
+    let _ = server.await;
+}

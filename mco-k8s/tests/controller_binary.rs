@@ -1,0 +1,219 @@
+//! The `machine-config-controller` binary itself, started as a process with a kubeconfig
+//! pointing at the in-process API server: it renders the example pools, and a drain that a
+//! disruption budget blocks past the timeout is reported on the node, naming the pod, until
+//! the budget lets the pod go.
+
+mod support;
+
+use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use mco_render::controller::node::{
+    DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
+};
+use mco_render::controller::render_sync::sync_pool;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn examples() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
+}
+
+fn yaml(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+/// Kills the controller process when the test ends, however it ends.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Stores the example cluster's pools, ControllerConfig and MachineConfigs.
+fn seed(server: &ApiServer) {
+    let def = |p: &str| resource(p).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(examples())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        for obj in yaml(&f) {
+            let plural = match obj["kind"].as_str() {
+                Some("MachineConfigPool") => "machineconfigpools",
+                Some("MachineConfig") => "machineconfigs",
+                Some("ControllerConfig") => "controllerconfigs",
+                _ => continue,
+            };
+            server.store.create(def(plural), "", obj).unwrap();
+        }
+    }
+}
+
+/// The rendered name the controller must give `pool`, from the pure library.
+fn expected_rendered(server: &ApiServer, pool: &str) -> String {
+    let mcs: Vec<MachineConfig> = server
+        .store
+        .list("machineconfigs")
+        .iter()
+        .map(decode)
+        .collect();
+    let p: MachineConfigPool = decode(&server.store.get("machineconfigpools", "", pool).unwrap());
+    let cc: ControllerConfig = decode(
+        &server
+            .store
+            .get("controllerconfigs", "", "machine-config-controller")
+            .unwrap(),
+    );
+    let rs = sync_pool(&p, &mcs, Some(&cc), &Default::default(), "now");
+    assert!(rs.error.is_none(), "{:?}", rs.error);
+    rs.create.unwrap().name().to_string()
+}
+
+async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let run = async {
+        loop {
+            if let Some(v) = check() {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    };
+    match tokio::time::timeout(LIMIT, run).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+fn kubeconfig(dir: &Path, server: &ApiServer) -> PathBuf {
+    let path = dir.join("kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{}\n\
+         users:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n\
+         current-context: test\n",
+        server.addr
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn annotation(server: &ApiServer, node: &str, key: &str) -> Option<String> {
+    server.store.get("nodes", "", node)?["metadata"]["annotations"][key]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
+    let server = ApiServer::start().await.unwrap();
+    seed(&server);
+    let worker = expected_rendered(&server, "worker");
+    let master = expected_rendered(&server, "master");
+
+    // A worker whose daemon asks for a drain, with a pod a disruption budget protects.
+    server
+        .store
+        .create(
+            resource("nodes").unwrap(),
+            "",
+            json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {
+                    "name": "worker-0",
+                    "labels": {"node-role.kubernetes.io/worker": "", ZONE_LABEL: "a",
+                               "kubernetes.io/os": "linux"},
+                    "annotations": {STATE: "Working", DESIRED_DRAIN: "drain-x"}
+                },
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+            }),
+        )
+        .unwrap();
+    server
+        .store
+        .create(
+            resource("pods").unwrap(),
+            "apps",
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-0", "namespace": "apps",
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                  "name": "web", "uid": "u"}]},
+                "spec": {"nodeName": "worker-0", "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Running"}
+            }),
+        )
+        .unwrap();
+    server.store.block_eviction("apps", "web-0", u32::MAX);
+
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"))
+        .args([
+            "--debounce-ms",
+            "20",
+            "--resync-seconds",
+            "1",
+            "--drain-timeout-seconds",
+            "0",
+        ])
+        .env("KUBECONFIG", kubeconfig(dir.path(), &server))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _process = Process(child);
+
+    // The pools point at the configs the library renders, which the binary created.
+    for (pool, name) in [("worker", &worker), ("master", &master)] {
+        eventually(&format!("{pool} pool rendered"), || {
+            let p = server.store.get("machineconfigpools", "", pool)?;
+            (p["spec"]["configuration"]["name"] == name.as_str()).then_some(())
+        })
+        .await;
+        let rendered = server.store.get("machineconfigs", "", name).unwrap();
+        assert_eq!(
+            rendered["metadata"]["ownerReferences"][0]["name"], pool,
+            "{rendered}"
+        );
+    }
+
+    // The drain is blocked past its (zero) timeout: the node says which pod blocks it.
+    let report = eventually("the drain failure report", || {
+        annotation(&server, "worker-0", DRAIN_FAILURE)
+    })
+    .await;
+    assert_eq!(
+        report,
+        "failed to drain node worker-0: 1 pod(s) could not be evicted (disruption budget or timeout): apps/web-0"
+    );
+    assert_eq!(
+        server.store.get("nodes", "", "worker-0").unwrap()["spec"]["unschedulable"],
+        true
+    );
+    assert_eq!(annotation(&server, "worker-0", LAST_APPLIED_DRAIN), None);
+
+    // The budget lets the pod go: the drain completes and the report is cleared.
+    server.store.block_eviction("apps", "web-0", 0);
+    eventually("the drain to complete", || {
+        (annotation(&server, "worker-0", LAST_APPLIED_DRAIN).as_deref() == Some("drain-x"))
+            .then_some(())
+    })
+    .await;
+    assert_eq!(annotation(&server, "worker-0", DRAIN_FAILURE), None);
+    assert!(server.store.get("pods", "apps", "web-0").is_none());
+}
