@@ -1,7 +1,7 @@
 //! The `machine-config-controller` binary itself, started as a process with a kubeconfig
 //! pointing at the in-process API server: it renders the example pools, and a drain that a
 //! disruption budget blocks past the timeout is reported on the node, naming the pod, until
-//! the budget lets the pod go.
+//! the budget lets the pod go. Every request it made is one its ClusterRole in manifests/ grants.
 
 mod support;
 
@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
+use support::rbac;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -216,4 +217,16 @@ async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
     .await;
     assert_eq!(annotation(&server, "worker-0", DRAIN_FAILURE), None);
     assert!(server.store.get("pods", "apps", "web-0").is_none());
+
+    // Everything the binary asked for, the ClusterRole in manifests/ grants.
+    let requests = server.store.request_counts();
+    assert!(requests.contains_key("POST pods/eviction"), "{requests:?}");
+    let missing = rbac::ungranted(
+        &requests,
+        &rbac::cluster_role_rules("machine-config-controller"),
+    );
+    assert!(
+        missing.is_empty(),
+        "not granted by manifests/02-rbac.yaml: {missing:?}"
+    );
 }

@@ -22,7 +22,8 @@
 //!   path (`spec.nodeName=n`, `metadata.name!=x`).
 //!
 //! Simplified: lists ignore `limit` (everything comes in one page), history is never
-//! compacted (no 410 Gone), strategic merge patches are applied as JSON merge patches, and
+//! compacted (no 410 Gone), strategic merge patches (refused on custom resources, as the
+//! real server does) are applied as JSON merge patches, and
 //! server-side apply is refused with 415 (the controllers do not use it). Pods are deleted at
 //! once (no grace period).
 // Handlers return the Status error object by value: it is built once per failed request in a
@@ -85,8 +86,10 @@ impl ResourceDef {
         }
     }
 
+    /// Defined by a CustomResourceDefinition rather than built into the server.
     fn is_custom(&self) -> bool {
-        !self.group.is_empty()
+        const BUILT_IN: &[&str] = &["", "apps", "batch", "policy", "autoscaling"];
+        !BUILT_IN.contains(&self.group) && !self.group.ends_with(".k8s.io")
     }
 }
 
@@ -1155,6 +1158,14 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            // As the real server: custom resources have no strategic-merge schema.
+            if def.is_custom() && kind == "application/strategic-merge-patch+json" {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                ));
+            }
             let out = store.write(def, &ns, name, status_only, |old| {
                 let mut doc = old.clone();
                 match kind.as_str() {

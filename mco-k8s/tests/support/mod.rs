@@ -4,3 +4,4 @@
 
 pub mod apiserver;
 pub mod patch;
+pub mod rbac;

@@ -1,0 +1,59 @@
+//! Checks that a ClusterRole in manifests/ grants every request a component made to the
+//! in-process API server, so a real server enforcing RBAC would not refuse it.
+
+use super::apiserver::resource;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The rules of the ClusterRole `name` in manifests/02-rbac.yaml.
+pub fn cluster_role_rules(name: &str) -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/02-rbac.yaml");
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let role = serde_yaml_ng::Deserializer::from_str(&text)
+        .filter_map(|d| <Value as serde::Deserialize>::deserialize(d).ok())
+        .find(|v| v["kind"] == "ClusterRole" && v["metadata"]["name"] == name);
+    role.and_then(|v| v["rules"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn verb_of(method: &str) -> &'static str {
+    match method {
+        "LIST" => "list",
+        "WATCH" => "watch",
+        "GET" => "get",
+        "POST" => "create",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        _ => "?",
+    }
+}
+
+fn has(list: &Value, item: &str) -> bool {
+    list.as_array()
+        .is_some_and(|a| a.iter().any(|v| v == item || v == "*"))
+}
+
+/// The requests (as the server counts them: `METHOD plural[/subresource]`) that no rule of
+/// `rules` allows.
+pub fn ungranted(requests: &BTreeMap<String, u64>, rules: &[Value]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for key in requests.keys() {
+        let Some((method, what)) = key.split_once(' ') else {
+            continue;
+        };
+        let plural = what.split('/').next().unwrap_or(what);
+        let group = match (plural, what) {
+            ("pods", "pods/eviction") => "",
+            _ => resource(plural).map_or("?", |d| d.group),
+        };
+        let verb = verb_of(method);
+        let allowed = rules.iter().any(|r| {
+            has(&r["apiGroups"], group) && has(&r["resources"], what) && has(&r["verbs"], verb)
+        });
+        if !allowed {
+            missing.push(format!("{verb} {what} (group {group:?})"));
+        }
+    }
+    missing
+}
