@@ -89,3 +89,17 @@ fn no_resources_is_an_input_error() {
         "{err}"
     );
 }
+
+#[test]
+fn generate_snapshot_yaml() {
+    let (code, out, err) = run(&["generate", "cluster"]);
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!("generate_cluster_yaml", out);
+}
+
+#[test]
+fn generate_snapshot_errors() {
+    let (code, _out, err) = run(&["generate", "cluster", "invalid"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!("generate_invalid_stderr", err);
+}
