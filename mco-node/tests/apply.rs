@@ -123,20 +123,27 @@ fn update_changes_only_what_differs_and_runs_policy_actions() {
 #[test]
 fn failing_step_rolls_back_files_units_and_keys() {
     let (_d, root) = temp_root();
+    write(
+        &root,
+        "/etc/shadow",
+        "root:!::0:::::\ncore:*:19000:0:99999:7:::\n",
+    );
     let mut host = RecordingHost::new();
     let a = mc_with(
         "rendered-a",
         json!({
-            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["old-key"]}]},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["old-key"], "passwordHash": "$6$a$old"}]},
             "storage": {"files": [file("/etc/one", "old one\n")]},
             "systemd": {"units": [{"name": "x.service", "contents": "old\n", "enabled": true}]}
         }),
     );
     assert_eq!(apply(&root, &mut host, &a).status.state, NodeState::Done);
+    let shadow_a = "root:!::0:::::\ncore:$6$a$old:19000:0:99999:7:::\n";
+    assert_eq!(read(&root, "/etc/shadow").as_deref(), Some(shadow_a));
     let b = mc_with(
         "rendered-b",
         json!({
-            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["new-key"]}]},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["new-key"], "passwordHash": "$6$b$new"}]},
             "storage": {"files": [file("/etc/one", "new one\n"), file("/etc/two/new", "two\n")]},
             "systemd": {"units": [
                 {"name": "x.service", "contents": "new\n", "enabled": true},
@@ -172,6 +179,7 @@ fn failing_step_rolls_back_files_units_and_keys() {
         read(&root, "/home/core/.ssh/authorized_keys.d/ignition").as_deref(),
         Some("old-key")
     );
+    assert_eq!(read(&root, "/etc/shadow").as_deref(), Some(shadow_a));
     assert_eq!(read_current(&root).unwrap().name(), "rendered-a");
     assert!(!host_path(&root, "/etc/machine-config-daemon/txn").exists());
     // The undo calls put the unit enablement back.
@@ -461,4 +469,43 @@ fn failed_health_check_reverts() {
             .count(),
         2
     );
+}
+
+#[test]
+fn password_hash_is_set_in_shadow_keeping_its_mode() {
+    let (_d, root) = temp_root();
+    write(
+        &root,
+        "/etc/shadow",
+        "root:!::0:::::\ncore:*:19000:0:99999:7:::\n",
+    );
+    std::fs::set_permissions(
+        host_path(&root, "/etc/shadow"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    let mut host = RecordingHost::new();
+    let a = mc_with(
+        "rendered-a",
+        json!({"passwd": {"users": [{"name": "core", "passwordHash": "$6$s$h"}]}}),
+    );
+    assert_eq!(apply(&root, &mut host, &a).status.state, NodeState::Done);
+    assert_eq!(
+        read(&root, "/etc/shadow").as_deref(),
+        Some("root:!::0:::::\ncore:$6$s$h:19000:0:99999:7:::\n")
+    );
+    let mode = std::fs::metadata(host_path(&root, "/etc/shadow"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o640);
+    // Dropping the user clears the hash, as upstream's daemon does.
+    let b = mc_with("rendered-b", json!({}));
+    assert_eq!(apply(&root, &mut host, &b).status.state, NodeState::Done);
+    assert_eq!(
+        read(&root, "/etc/shadow").as_deref(),
+        Some("root:!::0:::::\ncore::19000:0:99999:7:::\n")
+    );
+    // No host command was needed.
+    assert!(!host.calls.iter().any(|c| c.contains("usermod")));
 }

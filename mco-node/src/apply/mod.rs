@@ -8,6 +8,7 @@
 pub mod files;
 pub mod orig;
 pub mod owner;
+pub mod password;
 pub mod ssh;
 pub mod units;
 
@@ -126,6 +127,7 @@ pub fn plan_update(
 
     if d.passwd {
         ssh::plan(root, &n.config, &mut ops)?;
+        password::plan(root, &o.config, &n.config, &mut ops)?;
         actions.extend(fs(std::mem::take(&mut ops)));
     }
 
