@@ -118,3 +118,35 @@ fn cluster_mode_needs_a_node_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--node-name or NODE_NAME"), "{err}");
 }
+
+#[test]
+fn policies_file_changes_the_planned_action() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, a, b) = setup(d.path());
+    let r = root.to_str().unwrap();
+    let (ok, out) = run(&["once-from", a.to_str().unwrap(), "--root", r]);
+    assert!(ok, "{out}");
+    let policies = d.path().join("machineconfiguration.yaml");
+    std::fs::write(
+        &policies,
+        "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  name: cluster\n\
+         spec:\n  nodeDisruptionPolicy:\n    files:\n    - path: /etc/containers/policy.json\n      \
+         actions:\n      - type: Restart\n        restart:\n          serviceName: podman.socket\n",
+    )
+    .unwrap();
+    let b = b.to_str().unwrap();
+    let (ok, out) = run(&["once-from", b, "--root", r, "--dry-run"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("then systemctl reload crio.service"), "{out}");
+    let p = policies.to_str().unwrap();
+    let (ok, out) = run(&["once-from", b, "--root", r, "--dry-run", "--policies", p]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("then systemctl restart podman.socket"),
+        "{out}"
+    );
+    assert!(!out.contains("crio.service"), "{out}");
+    // Anything but a MachineConfiguration is refused before touching the root.
+    let (ok, _) = run(&["once-from", b, "--root", r, "--policies", b]);
+    assert!(!ok);
+}

@@ -12,6 +12,7 @@ use kube::{Api, Client};
 use mco_render::api::MachineConfig;
 use mco_render::controller::node::DRAIN_FAILURE;
 use mco_render::controller::Node;
+use mco_render::plan::MachineConfiguration;
 
 use super::{
     after_apply, decide, drain_timeout_reason, uncordon_timeout_reason, Step, DRAIN, UNCORDON,
@@ -30,6 +31,18 @@ pub fn machine_config_resource() -> ApiResource {
         api_version: "machineconfiguration.openshift.io/v1".into(),
         kind: "MachineConfig".into(),
         plural: "machineconfigs".into(),
+    }
+}
+
+/// The cluster's `MachineConfiguration` resource (`operator.openshift.io/v1`); the one named
+/// `cluster` holds the node disruption policies.
+pub fn machine_configuration_resource() -> ApiResource {
+    ApiResource {
+        group: "operator.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "operator.openshift.io/v1".into(),
+        kind: "MachineConfiguration".into(),
+        plural: "machineconfigurations".into(),
     }
 }
 
@@ -108,6 +121,8 @@ pub struct Agent<H: Host> {
     root: HostRoot,
     host: H,
     opts: AgentOptions,
+    machine_configurations: Api<DynamicObject>,
+    policies: Option<MachineConfiguration>,
     cache: BTreeMap<String, DesiredConfig>,
     waiting: Option<(String, Instant, bool)>,
     retry: Option<(String, Instant)>,
@@ -144,7 +159,9 @@ impl<H: Host> Agent<H> {
     pub fn new(client: Client, root: HostRoot, host: H, opts: AgentOptions) -> Self {
         Agent {
             nodes: Api::all(client.clone()),
-            mcs: Api::all_with(client, &machine_config_resource()),
+            mcs: Api::all_with(client.clone(), &machine_config_resource()),
+            machine_configurations: Api::all_with(client, &machine_configuration_resource()),
+            policies: None,
             root,
             host,
             opts,
@@ -157,6 +174,13 @@ impl<H: Host> Agent<H> {
     /// The host the agent acts through.
     pub fn host(&self) -> &H {
         &self.host
+    }
+
+    /// Plans updates under the cluster's `MachineConfiguration` (its user node disruption
+    /// policies and validation overrides); `None` uses the built-in policies. [`Agent::run`]
+    /// keeps it current from the `cluster` object.
+    pub fn set_policies(&mut self, policies: Option<MachineConfiguration>) {
+        self.policies = policies;
     }
 
     /// The MachineConfig `name`, or `None` when the API server has none.
@@ -210,7 +234,7 @@ impl<H: Host> Agent<H> {
             };
             self.cache
                 .retain(|k, _| k == current.name() || *k == want || k == node.current_config());
-            let step = decide(&node, &current, desired.as_ref());
+            let step = decide(&node, &current, desired.as_ref(), self.policies.as_ref());
             tracing::debug!(node = %self.opts.node_name, ?step, "next step");
             match step {
                 Step::Idle { why } => {
@@ -232,6 +256,7 @@ impl<H: Host> Agent<H> {
                     let opts = ApplyOptions {
                         check_drift: true,
                         allow_reboot: false,
+                        policies: self.policies.as_ref(),
                     };
                     let out =
                         run_update(&self.root, &mut self.host, &current, &desired, opts, None);
@@ -308,6 +333,12 @@ impl<H: Host> Agent<H> {
         let cfg =
             watcher::Config::default().fields(&format!("metadata.name={}", self.opts.node_name));
         let mut events = watcher(self.nodes.clone(), cfg).default_backoff().boxed();
+        // The policies: absent on clusters without the MachineConfiguration API, which only
+        // makes this watch back off.
+        let policy_cfg = watcher::Config::default().fields("metadata.name=cluster");
+        let mut policy_events = watcher(self.machine_configurations.clone(), policy_cfg)
+            .default_backoff()
+            .boxed();
         let mut latest: Option<Node> = None;
         let mut tick = tokio::time::interval(self.opts.resync);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -325,6 +356,20 @@ impl<H: Host> Agent<H> {
                         continue;
                     }
                 },
+                ev = policy_events.next() => {
+                    match ev {
+                        Some(Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o))) => {
+                            match convert::<MachineConfiguration, _>("MachineConfiguration cluster", &o) {
+                                Ok(m) => self.policies = Some(m),
+                                Err(e) => tracing::warn!("{e}; keeping the previous policies"),
+                            }
+                        }
+                        Some(Ok(watcher::Event::Delete(_))) => self.policies = None,
+                        Some(Err(e)) => tracing::debug!("MachineConfiguration watch: {e}"),
+                        Some(Ok(_)) | None => {}
+                    }
+                    continue;
+                }
                 _ = tick.tick() => {}
             }
             let Some(n) = latest.clone() else { continue };

@@ -17,7 +17,7 @@ use mco_render::controller::node::{
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
 };
 use mco_render::controller::Node;
-use mco_render::plan::{self, ActionType};
+use mco_render::plan::{self, ActionType, MachineConfiguration};
 use serde_json::{json, Map, Value};
 
 use crate::apply::Outcome;
@@ -108,8 +108,14 @@ fn request(kind: &str, config: &str) -> String {
 /// The next step for `node`, whose host runs `current` (the config on disk, or the one its
 /// `currentConfig` annotation names when the disk holds none). `desired` is the MachineConfig
 /// the `desiredConfig` annotation names, when it could be fetched (it is not needed when that
-/// name is `current`'s).
-pub fn decide(node: &Node, current: &DesiredConfig, desired: Option<&DesiredConfig>) -> Step {
+/// name is `current`'s). `policies` is the cluster's `MachineConfiguration` (`None`: the
+/// built-in node disruption policies).
+pub fn decide(
+    node: &Node,
+    current: &DesiredConfig,
+    desired: Option<&DesiredConfig>,
+    policies: Option<&MachineConfiguration>,
+) -> Step {
     if node.annotation(POST_CONFIG_ACTION) == Some(STATE_REBOOTING) {
         return Step::ClearRebooting;
     }
@@ -153,7 +159,7 @@ pub fn decide(node: &Node, current: &DesiredConfig, desired: Option<&DesiredConf
     if state != STATE_WORKING && state != STATE_DEGRADED && state != STATE_UNRECONCILABLE {
         return Step::SetWorking;
     }
-    let p = plan::compute(&current.input, &desired.input, None);
+    let p = plan::compute(&current.input, &desired.input, policies);
     if let Err(e) = &p.reconcilable {
         let why = cap_reason(&format!("can't reconcile config {cur} with {want}: {e}"));
         if state == STATE_UNRECONCILABLE && reason == why {

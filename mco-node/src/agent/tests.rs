@@ -73,7 +73,7 @@ fn idle_when_done_on_desired() {
     let mut n = on("r1", "r1", STATE_DONE);
     set(&mut n, DESIRED_DRAIN, "uncordon-r1");
     set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r1");
-    assert!(matches!(decide(&n, &r1, None), Step::Idle { .. }));
+    assert!(matches!(decide(&n, &r1, None, None), Step::Idle { .. }));
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn reboot_marker_is_cleared_first() {
     let (r1, _, _) = configs();
     let mut n = on("r1", "r1", STATE_DONE);
     set(&mut n, POST_CONFIG_ACTION, STATE_REBOOTING);
-    assert_eq!(decide(&n, &r1, None), Step::ClearRebooting);
+    assert_eq!(decide(&n, &r1, None, None), Step::ClearRebooting);
     let patch = Step::ClearRebooting.patch();
     assert_eq!(
         patch,
@@ -94,20 +94,20 @@ fn missing_current_annotation_is_initialized_from_disk() {
     let (r1, _, _) = configs();
     let n = node(&[(DESIRED_CONFIG, "r1")]);
     assert_eq!(
-        decide(&n, &r1, None),
+        decide(&n, &r1, None, None),
         Step::Initialize {
             current: "r1".into()
         }
     );
     let empty = DesiredConfig::empty();
-    assert!(matches!(decide(&n, &empty, None), Step::Idle { .. }));
+    assert!(matches!(decide(&n, &empty, None, None), Step::Idle { .. }));
 }
 
 #[test]
 fn no_desired_config_is_idle() {
     let (r1, _, _) = configs();
     let n = node(&[(CURRENT_CONFIG, "r1"), (STATE, STATE_DONE)]);
-    assert!(matches!(decide(&n, &r1, None), Step::Idle { .. }));
+    assert!(matches!(decide(&n, &r1, None, None), Step::Idle { .. }));
 }
 
 #[test]
@@ -116,13 +116,16 @@ fn pending_drain_request_waits() {
     let mut n = on("r1", "r3", STATE_WORKING);
     set(&mut n, DESIRED_DRAIN, "drain-r3");
     assert_eq!(
-        decide(&n, &r1, Some(&r3)),
+        decide(&n, &r1, Some(&r3), None),
         Step::Wait {
             request: "drain-r3".into()
         }
     );
     set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r1");
-    assert!(matches!(decide(&n, &r1, Some(&r3)), Step::Wait { .. }));
+    assert!(matches!(
+        decide(&n, &r1, Some(&r3), None),
+        Step::Wait { .. }
+    ));
 }
 
 #[test]
@@ -132,7 +135,7 @@ fn rebootless_update_walks_to_done() {
     let mut current = r1;
     let mut seen = Vec::new();
     for _ in 0..10 {
-        let step = decide(&n, &current, Some(&r2));
+        let step = decide(&n, &current, Some(&r2), None);
         seen.push(step.clone());
         match &step {
             Step::Apply { drain, reboot, .. } => {
@@ -181,7 +184,7 @@ fn rebooting_update_drains_first_and_uncordons_after() {
     let mut current = r1;
     let mut seen = Vec::new();
     for _ in 0..12 {
-        let step = decide(&n, &current, Some(&r3));
+        let step = decide(&n, &current, Some(&r3), None);
         seen.push(step.clone());
         match &step {
             Step::Apply { drain, reboot, .. } => {
@@ -240,7 +243,7 @@ fn drain_already_applied_is_not_requested_again() {
     set(&mut n, DESIRED_DRAIN, "drain-r3");
     set(&mut n, LAST_APPLIED_DRAIN, "drain-r3");
     assert!(matches!(
-        decide(&n, &r1, Some(&r3)),
+        decide(&n, &r1, Some(&r3), None),
         Step::Apply { drain: true, .. }
     ));
 }
@@ -250,7 +253,10 @@ fn degraded_node_retries_without_going_working() {
     let (r1, r2, _) = configs();
     let mut n = on("r1", "r2", STATE_DEGRADED);
     set(&mut n, REASON, "boom");
-    assert!(matches!(decide(&n, &r1, Some(&r2)), Step::Apply { .. }));
+    assert!(matches!(
+        decide(&n, &r1, Some(&r2), None),
+        Step::Apply { .. }
+    ));
 }
 
 #[test]
@@ -258,7 +264,7 @@ fn unreconcilable_is_reported_once() {
     let (r1, _, _) = configs();
     let bad = mc("r9", json!({"passwd": {"groups": [{"name": "g"}]}}));
     let mut n = on("r1", "r9", STATE_WORKING);
-    let step = decide(&n, &r1, Some(&bad));
+    let step = decide(&n, &r1, Some(&bad), None);
     let Step::Unreconcilable { reason } = &step else {
         panic!("expected unreconcilable, got {step:?}");
     };
@@ -267,18 +273,24 @@ fn unreconcilable_is_reported_once() {
         "{reason}"
     );
     step.apply_to(&mut n);
-    assert!(matches!(decide(&n, &r1, Some(&bad)), Step::Idle { .. }));
+    assert!(matches!(
+        decide(&n, &r1, Some(&bad), None),
+        Step::Idle { .. }
+    ));
 }
 
 #[test]
 fn desired_not_fetched_is_idle() {
     let (r1, _, r3) = configs();
     let n = on("r1", "r3", STATE_DONE);
-    assert!(matches!(decide(&n, &r1, None), Step::Idle { .. }));
+    assert!(matches!(decide(&n, &r1, None, None), Step::Idle { .. }));
     // A config under another name is not the desired one.
     let (_, r2, _) = configs();
-    assert!(matches!(decide(&n, &r1, Some(&r2)), Step::Idle { .. }));
-    assert_eq!(decide(&n, &r1, Some(&r3)), Step::SetWorking);
+    assert!(matches!(
+        decide(&n, &r1, Some(&r2), None),
+        Step::Idle { .. }
+    ));
+    assert_eq!(decide(&n, &r1, Some(&r3), None), Step::SetWorking);
 }
 
 #[test]
@@ -289,7 +301,7 @@ fn disk_wins_over_the_current_annotation() {
     set(&mut n, DESIRED_DRAIN, "uncordon-r2");
     set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r2");
     assert_eq!(
-        decide(&n, &r2, None),
+        decide(&n, &r2, None, None),
         Step::Done {
             current: "r2".into()
         }
@@ -352,4 +364,32 @@ fn reason_cap_counts_characters() {
     let s = "é".repeat(MAX_REASON + 1);
     assert_eq!(cap_reason(&s).chars().count(), MAX_REASON);
     assert_eq!(cap_reason("short"), "short");
+}
+
+#[test]
+fn cluster_policies_decide_drain_and_reboot() {
+    let (r1, _, r3) = configs();
+    let n = on("r1", "r3", STATE_WORKING);
+    // Built in: a change to /etc/foo reboots, after a drain.
+    assert!(matches!(
+        decide(&n, &r1, Some(&r3), None),
+        Step::RequestDrain { .. }
+    ));
+    // The cluster says /etc/foo needs nothing: applied in place, no drain, no reboot.
+    let policies: MachineConfiguration = serde_json::from_value(json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
+        "metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {"files": [
+            {"path": "/etc/foo", "actions": [{"type": "None"}]}
+        ]}}
+    }))
+    .unwrap_or_default();
+    assert_eq!(
+        decide(&n, &r1, Some(&r3), Some(&policies)),
+        Step::Apply {
+            desired: "r3".into(),
+            drain: false,
+            reboot: false
+        }
+    );
 }

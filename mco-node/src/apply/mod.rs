@@ -15,7 +15,7 @@ pub mod units;
 use std::collections::BTreeSet;
 
 use mco_render::plan::actions::{extension_packages, steps, Step};
-use mco_render::plan::{self, ActionType, Plan};
+use mco_render::plan::{self, ActionType, MachineConfiguration, Plan};
 
 use crate::config::DesiredConfig;
 use crate::drift::{self, Drift};
@@ -95,14 +95,16 @@ impl UpdatePlan {
     }
 }
 
-/// Plans the update from `old` (on disk) to `new`. Reads the root, changes nothing.
+/// Plans the update from `old` (on disk) to `new` under the cluster's node disruption
+/// `policies`. Reads the root, changes nothing.
 pub fn plan_update(
     root: &HostRoot,
     old: &DesiredConfig,
     new: &DesiredConfig,
+    policies: Option<&MachineConfiguration>,
 ) -> Result<UpdatePlan, ApplyError> {
     let (o, n) = (&old.input, &new.input);
-    let p = plan::compute(o, n, None);
+    let p = plan::compute(o, n, policies);
     let st = steps(&p, o, n);
     let d = &p.diff;
     let mut actions = Vec::new();
@@ -221,18 +223,22 @@ fn post_calls(p: &Plan) -> Vec<HostCall> {
 
 /// How an update is run.
 #[derive(Debug, Clone, Copy)]
-pub struct ApplyOptions {
+pub struct ApplyOptions<'a> {
     /// Refuse to update when the disk drifted from the current config (upstream's behaviour).
     pub check_drift: bool,
     /// Run the reboot post-config action (otherwise a reboot is only reported as pending).
     pub allow_reboot: bool,
+    /// The cluster's `MachineConfiguration`: user node disruption policies and validation
+    /// overrides (`None`: the built-in policies).
+    pub policies: Option<&'a MachineConfiguration>,
 }
 
-impl Default for ApplyOptions {
+impl Default for ApplyOptions<'_> {
     fn default() -> Self {
         ApplyOptions {
             check_drift: true,
             allow_reboot: true,
+            policies: None,
         }
     }
 }
@@ -263,7 +269,7 @@ pub fn run_update(
     host: &mut dyn Host,
     old: &DesiredConfig,
     new: &DesiredConfig,
-    opts: ApplyOptions,
+    opts: ApplyOptions<'_>,
     health: Option<HealthCheck<'_>>,
 ) -> Outcome {
     let mut out = Outcome {
@@ -296,7 +302,7 @@ pub fn run_update(
         Ok(None) => {}
         Err(e) => return finish(out, NodeState::Degraded, format!("recovering: {e}")),
     }
-    let up = match plan_update(root, old, new) {
+    let up = match plan_update(root, old, new, opts.policies) {
         Ok(up) => up,
         Err(e) => return finish(out, NodeState::Degraded, e.to_string()),
     };

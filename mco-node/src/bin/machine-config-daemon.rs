@@ -2,7 +2,7 @@
 //! from a file or, in cluster mode, as its Node's annotations ask.
 
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,7 @@ use mco_node::apply::{plan_update, run_update, ApplyOptions, Outcome};
 use mco_node::host::{Host, PrintHost, SystemHost};
 use mco_node::state::read_current;
 use mco_node::{drift, journal, DesiredConfig, HostRoot, NodeState};
+use mco_render::plan::MachineConfiguration;
 
 #[derive(Parser)]
 #[command(
@@ -58,6 +59,9 @@ enum Cmd {
         /// Never reboot; report a pending reboot instead.
         #[arg(long)]
         no_reboot: bool,
+        /// A MachineConfiguration manifest whose node disruption policies plan the update.
+        #[arg(long)]
+        policies: Option<PathBuf>,
     },
     /// Apply, run a health command, and revert automatically when it fails.
     Try {
@@ -74,6 +78,9 @@ enum Cmd {
         /// Apply even when the disk drifted from the current config.
         #[arg(long)]
         force: bool,
+        /// A MachineConfiguration manifest whose node disruption policies plan the update.
+        #[arg(long)]
+        policies: Option<PathBuf>,
     },
     /// Roll back an interrupted update, if any.
     Recover {
@@ -138,8 +145,31 @@ fn report(out: &Outcome) -> ExitCode {
     }
 }
 
-fn dry_run(root: &HostRoot, old: &DesiredConfig, new: &DesiredConfig) -> Result<(), String> {
-    let up = plan_update(root, old, new).map_err(|e| e.to_string())?;
+/// Reads a MachineConfiguration manifest (YAML or JSON).
+fn load_policies(path: Option<&Path>) -> Result<Option<MachineConfiguration>, String> {
+    let Some(p) = path else { return Ok(None) };
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let v: serde_json::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| format!("{}: invalid YAML: {e}", p.display()))?;
+    if v["kind"] != "MachineConfiguration" {
+        return Err(format!(
+            "{}: not a MachineConfiguration (kind {})",
+            p.display(),
+            v["kind"]
+        ));
+    }
+    serde_json::from_value(v)
+        .map(Some)
+        .map_err(|e| format!("{}: MachineConfiguration: {e}", p.display()))
+}
+
+fn dry_run(
+    root: &HostRoot,
+    old: &DesiredConfig,
+    new: &DesiredConfig,
+    policies: Option<&MachineConfiguration>,
+) -> Result<(), String> {
+    let up = plan_update(root, old, new, policies).map_err(|e| e.to_string())?;
     println!("plan: {:?} -> {:?}", old.name(), new.name());
     if let Err(e) = &up.plan.reconcilable {
         println!("unreconcilable: {e}");
@@ -241,8 +271,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             dry_run: dry,
             force,
             no_reboot,
+            policies,
         } => {
             let new = DesiredConfig::from_file(&file).map_err(|e| e.to_string())?;
+            let policies = load_policies(policies.as_deref())?;
             let (root, mut host) = open(&common)?;
             if dry {
                 if let Some(j) = journal::read_journal(&root).map_err(|e| e.to_string())? {
@@ -252,7 +284,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     );
                 }
                 let old = read_current(&root).map_err(|e| e.to_string())?;
-                dry_run(&root, &old, &new)?;
+                dry_run(&root, &old, &new, policies.as_ref())?;
                 return Ok(ExitCode::SUCCESS);
             }
             // Recover before reading currentconfig, so it is the committed one.
@@ -261,6 +293,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let opts = ApplyOptions {
                 check_drift: !force,
                 allow_reboot: !no_reboot,
+                policies: policies.as_ref(),
             };
             let out = run_update(&root, host.as_mut(), &old, &new, opts, None);
             Ok(report(&out))
@@ -271,14 +304,17 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             health_cmd,
             timeout,
             force,
+            policies,
         } => {
             let new = DesiredConfig::from_file(&file).map_err(|e| e.to_string())?;
+            let policies = load_policies(policies.as_deref())?;
             let (root, mut host) = open(&common)?;
             journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
             let old = read_current(&root).map_err(|e| e.to_string())?;
             let opts = ApplyOptions {
                 check_drift: !force,
                 allow_reboot: false,
+                policies: policies.as_ref(),
             };
             let timeout = Duration::from_secs(timeout);
             let mut check = || run_health(&root, &health_cmd, timeout);

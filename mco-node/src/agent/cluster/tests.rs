@@ -117,6 +117,7 @@ fn root_on(mc: &Value) -> (tempfile::TempDir, HostRoot) {
     let opts = ApplyOptions {
         check_drift: false,
         allow_reboot: false,
+        policies: None,
     };
     let out = run_update(
         &root,
