@@ -210,18 +210,50 @@ impl HostCall {
     }
 }
 
-/// The real host: runs the commands with [`std::process::Command`].
-#[derive(Debug, Default)]
-pub struct SystemHost;
+/// The real host: runs the commands with [`std::process::Command`], directly or, from a
+/// container, inside the host's namespaces.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SystemHost {
+    /// Words run before each command (empty: run it directly).
+    prefix: Vec<String>,
+}
+
+/// Enters the namespaces of the host's PID 1 (a privileged container with `hostPID`).
+const NSENTER: &[&str] = &[
+    "nsenter", "--target", "1", "--mount", "--uts", "--ipc", "--net", "--pid", "--",
+];
 
 impl SystemHost {
-    fn run(prog: &str, args: &[String]) -> Result<(), HostError> {
-        let command = std::iter::once(prog.to_string())
+    /// Runs commands in the agent's own namespaces (the agent runs on the host).
+    pub fn direct() -> Self {
+        SystemHost::default()
+    }
+
+    /// Runs commands in the host's namespaces through `nsenter`, for an agent in a
+    /// privileged container with the host's PID namespace and the host's files under a root
+    /// such as `/rootfs`.
+    pub fn in_host_namespaces() -> Self {
+        SystemHost {
+            prefix: NSENTER.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+
+    /// The argv run for `prog ARGS`.
+    pub fn argv(&self, prog: &str, args: &[String]) -> Vec<String> {
+        self.prefix
+            .iter()
+            .cloned()
+            .chain(std::iter::once(prog.to_string()))
             .chain(args.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let out = Command::new(prog)
-            .args(args)
+            .collect()
+    }
+
+    fn run(&self, prog: &str, args: &[String]) -> Result<(), HostError> {
+        let argv = self.argv(prog, args);
+        let command = argv.join(" ");
+        let (first, rest) = argv.split_first().unwrap_or((&command, &[]));
+        let out = Command::new(first)
+            .args(rest)
             .output()
             .map_err(|e| HostError {
                 command: command.clone(),
@@ -242,13 +274,13 @@ impl SystemHost {
 
 impl Host for SystemHost {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
-        Self::run("systemctl", args)
+        self.run("systemctl", args)
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
-        Self::run("rpm-ostree", args)
+        self.run("rpm-ostree", args)
     }
     fn reboot(&mut self) -> Result<(), HostError> {
-        Self::run("systemctl", &["reboot".to_string()])
+        self.run("systemctl", &["reboot".to_string()])
     }
 }
 
@@ -317,5 +349,37 @@ impl Host for PrintHost {
     fn reboot(&mut self) -> Result<(), HostError> {
         eprintln!("host (not run): reboot");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_enter_the_host_namespaces_when_asked() {
+        let args = vec!["reload".to_string(), "crio.service".to_string()];
+        assert_eq!(
+            SystemHost::direct().argv("systemctl", &args),
+            ["systemctl", "reload", "crio.service"]
+        );
+        assert_eq!(
+            SystemHost::in_host_namespaces()
+                .argv("systemctl", &args)
+                .join(" "),
+            "nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl reload crio.service"
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_naming_the_command() {
+        let host = SystemHost {
+            prefix: vec!["/nonexistent/mco-test-wrapper".into()],
+        };
+        let err = host.run("systemctl", &["status".into()]);
+        assert_eq!(
+            err.map_err(|e| e.command),
+            Err("/nonexistent/mco-test-wrapper systemctl status".to_string())
+        );
     }
 }

@@ -150,3 +150,27 @@ fn policies_file_changes_the_planned_action() {
     let (ok, _) = run(&["once-from", b, "--root", r, "--policies", b]);
     assert!(!ok);
 }
+
+/// The DaemonSet in manifests/ runs the agent with arguments it accepts.
+#[test]
+fn daemonset_command_is_accepted() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/05-daemon.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let ds: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let cmd: Vec<&str> = ds
+        .pointer("/spec/template/spec/containers/0/command")
+        .and_then(|c| c.as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(cmd.first(), Some(&"machine-config-daemon"), "{cmd:?}");
+    // Without NODE_NAME the agent stops before touching anything, after parsing.
+    let out = Command::new(BIN)
+        .args(&cmd[1..])
+        .env_remove("NODE_NAME")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(!err.contains("Usage:"), "{cmd:?}: {err}");
+    assert!(err.contains("NODE_NAME"), "{cmd:?}: {err}");
+}

@@ -28,6 +28,9 @@ struct Cli {
 enum HostMode {
     /// Run systemctl, rpm-ostree and reboot for real.
     Run,
+    /// Run them in the host's namespaces through nsenter (a privileged container with
+    /// hostPID and the host's files under --root).
+    Nsenter,
     /// Print them instead.
     Print,
 }
@@ -111,9 +114,10 @@ enum Cmd {
 
 fn host_for(root: &HostRoot, mode: Option<HostMode>) -> Box<dyn Host> {
     match mode {
-        Some(HostMode::Run) => Box::new(SystemHost),
+        Some(HostMode::Run) => Box::new(SystemHost::direct()),
+        Some(HostMode::Nsenter) => Box::new(SystemHost::in_host_namespaces()),
         Some(HostMode::Print) => Box::new(PrintHost),
-        None if root.is_real_root() => Box::new(SystemHost),
+        None if root.is_real_root() => Box::new(SystemHost::direct()),
         None => Box::new(PrintHost),
     }
 }
@@ -240,7 +244,7 @@ fn cluster(
     opts.drain_timeout = Duration::from_secs(drain_timeout);
     // A host that only prints commands does not go down on reboot: keep following the node.
     opts.continue_after_reboot =
-        !root.is_real_root() && !matches!(common.host, Some(HostMode::Run));
+        !root.is_real_root() && !matches!(common.host, Some(HostMode::Run | HostMode::Nsenter));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
