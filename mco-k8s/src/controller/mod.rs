@@ -3,11 +3,17 @@
 //!
 //! One pass syncs every pool: render (create the rendered MachineConfig, point the pool at
 //! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
-//! status, drain requests, and garbage collection of unused rendered configs. Passes run on
-//! any watched change, debounced, and on a resync timer.
+//! status, drain requests, and garbage collection of unused rendered configs. Before that,
+//! each pass runs the template controller (when a templates folder is given, see
+//! [`templates`]) and the KubeletConfig and ContainerRuntimeConfig controllers (see
+//! [`resources`]), so the render sees what they wrote. Passes run on any watched change,
+//! debounced, and on a resync timer.
 
 pub mod cluster;
 pub mod drain;
+pub mod resources;
+pub mod templates;
+pub mod writes;
 
 use crate::crd;
 use cluster::{Cluster, SyncError};
@@ -31,6 +37,8 @@ pub struct Options {
     pub gc_keep: Option<usize>,
     /// How long a drain may be blocked before it is reported failed.
     pub drain_timeout: Duration,
+    /// Role templates for the template controller; `None` turns it off.
+    pub templates: Option<mco_render::templates::TemplateTree>,
 }
 
 impl Default for Options {
@@ -41,6 +49,7 @@ impl Default for Options {
             resync: Duration::from_secs(60),
             gc_keep: Some(5),
             drain_timeout: Duration::from_secs(600),
+            templates: None,
         }
     }
 }
@@ -76,7 +85,7 @@ where
 pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let dynamic = |ar: ApiResource| Api::<DynamicObject>::all_with(client.clone(), &ar);
-    let watchers = [
+    let mut watchers = vec![
         watch_into(
             dynamic(ApiResource::erase::<crd::MachineConfig>(&())),
             tx.clone(),
@@ -93,13 +102,57 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
             Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
             tx.clone(),
         ),
+        watch_into(
+            dynamic(ApiResource::erase::<crd::KubeletConfig>(&())),
+            tx.clone(),
+        ),
+        watch_into(
+            dynamic(ApiResource::erase::<crd::ContainerRuntimeConfig>(&())),
+            tx.clone(),
+        ),
     ];
+    // The config.openshift.io APIs may not be installed: watch only those that are.
+    for ar in resources::config_resources() {
+        let api = dynamic(ar);
+        match api.list(&kube::api::ListParams::default().limit(1)).await {
+            Err(e) if writes::is_absent(&e) => {}
+            _ => watchers.push(watch_into(api, tx.clone())),
+        }
+    }
+    let version = opts.render.controller_version.clone();
+    let custom = resources::Resources::new(client.clone(), &version);
+    let template_ctrl = opts
+        .templates
+        .clone()
+        .map(|t| templates::Templates::new(client.clone(), t, &version));
     let mut cluster = Cluster::new(client, opts.clone());
     loop {
         let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
         // Debounce: let a burst of changes settle into one pass.
         tokio::time::sleep(opts.debounce).await;
         while rx.try_recv().is_ok() {}
+        if let Some(t) = &template_ctrl {
+            match t.sync().await {
+                Ok(true) => {}
+                Ok(false) => {
+                    let _ = tx.try_send(());
+                }
+                Err(e) => {
+                    tracing::warn!("template sync failed: {e}");
+                    let _ = tx.try_send(());
+                }
+            }
+        }
+        match custom.sync_all().await {
+            Ok(r) if !r.retry => {}
+            Ok(_) => {
+                let _ = tx.try_send(());
+            }
+            Err(e) => {
+                tracing::warn!("KubeletConfig/ContainerRuntimeConfig sync failed: {e}");
+                let _ = tx.try_send(());
+            }
+        }
         if let Err(e) = cluster.sync_all().await {
             tracing::warn!("sync failed: {e}");
             let _ = tx.try_send(());
