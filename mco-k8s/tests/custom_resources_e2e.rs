@@ -50,10 +50,18 @@ fn options() -> Options {
     }
 }
 
+/// The render controller and the generating controllers, as machine-config-controller runs
+/// them.
 fn start_controller(client: Client) -> JoinHandle<()> {
     tokio::spawn(async move {
-        if let Err(e) = controller::run(client, options()).await {
-            panic!("controller stopped: {e}");
+        let generators = controller::generators::run(client.clone(), options());
+        tokio::select! {
+            r = controller::run(client, options()) => {
+                if let Err(e) = r {
+                    panic!("controller stopped: {e}");
+                }
+            }
+            () = generators => {}
         }
     })
 }

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use mco_k8s::controller::templates::read_tree;
-use mco_k8s::controller::{run, Options};
+use mco_k8s::controller::{generators, run, Options};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -65,11 +65,17 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match run(client, opts).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("machine-config-controller: {e}");
-            ExitCode::FAILURE
-        }
+    // The render/rollout loop and the generating controllers run side by side; the process
+    // ends when either stops.
+    let generators = generators::run(client.clone(), opts.clone());
+    tokio::select! {
+        r = run(client, opts) => match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("machine-config-controller: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        () = generators => ExitCode::SUCCESS,
     }
 }

@@ -3,14 +3,16 @@
 //!
 //! One pass syncs every pool: render (create the rendered MachineConfig, point the pool at
 //! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
-//! status, drain requests, and garbage collection of unused rendered configs. Before that,
-//! each pass runs the template controller (when a templates folder is given, see
-//! [`templates`]) and the KubeletConfig and ContainerRuntimeConfig controllers (see
-//! [`resources`]), so the render sees what they wrote. Passes run on any watched change,
-//! debounced, and on a resync timer.
+//! status, drain requests, and garbage collection of unused rendered configs. Passes run on
+//! any watched change, debounced, and on a resync timer.
+//!
+//! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
+//! template controller (with a templates folder) and the KubeletConfig and
+//! ContainerRuntimeConfig controllers.
 
 pub mod cluster;
 pub mod drain;
+pub mod generators;
 pub mod resources;
 pub mod templates;
 pub mod writes;
@@ -55,7 +57,7 @@ impl Default for Options {
 }
 
 /// A spawned watch that stops when dropped, so a cancelled [`run`] leaves no watch behind.
-struct WatchTask(tokio::task::JoinHandle<()>);
+pub(crate) struct WatchTask(tokio::task::JoinHandle<()>);
 
 impl Drop for WatchTask {
     fn drop(&mut self) {
@@ -63,7 +65,14 @@ impl Drop for WatchTask {
     }
 }
 
-fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> WatchTask
+impl WatchTask {
+    /// Whether the watch has ended.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
+pub(crate) fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> WatchTask
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
@@ -85,7 +94,7 @@ where
 pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let dynamic = |ar: ApiResource| Api::<DynamicObject>::all_with(client.clone(), &ar);
-    let mut watchers = vec![
+    let watchers = [
         watch_into(
             dynamic(ApiResource::erase::<crd::MachineConfig>(&())),
             tx.clone(),
@@ -102,57 +111,13 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
             Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
             tx.clone(),
         ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::KubeletConfig>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::ContainerRuntimeConfig>(&())),
-            tx.clone(),
-        ),
     ];
-    // The config.openshift.io APIs may not be installed: watch only those that are.
-    for ar in resources::config_resources() {
-        let api = dynamic(ar);
-        match api.list(&kube::api::ListParams::default().limit(1)).await {
-            Err(e) if writes::is_absent(&e) => {}
-            _ => watchers.push(watch_into(api, tx.clone())),
-        }
-    }
-    let version = opts.render.controller_version.clone();
-    let custom = resources::Resources::new(client.clone(), &version);
-    let template_ctrl = opts
-        .templates
-        .clone()
-        .map(|t| templates::Templates::new(client.clone(), t, &version));
     let mut cluster = Cluster::new(client, opts.clone());
     loop {
         let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
         // Debounce: let a burst of changes settle into one pass.
         tokio::time::sleep(opts.debounce).await;
         while rx.try_recv().is_ok() {}
-        if let Some(t) = &template_ctrl {
-            match t.sync().await {
-                Ok(true) => {}
-                Ok(false) => {
-                    let _ = tx.try_send(());
-                }
-                Err(e) => {
-                    tracing::warn!("template sync failed: {e}");
-                    let _ = tx.try_send(());
-                }
-            }
-        }
-        match custom.sync_all().await {
-            Ok(r) if !r.retry => {}
-            Ok(_) => {
-                let _ = tx.try_send(());
-            }
-            Err(e) => {
-                tracing::warn!("KubeletConfig/ContainerRuntimeConfig sync failed: {e}");
-                let _ = tx.try_send(());
-            }
-        }
         if let Err(e) = cluster.sync_all().await {
             tracing::warn!("sync failed: {e}");
             let _ = tx.try_send(());
