@@ -371,3 +371,57 @@ async fn custom_resources_and_templates_become_machine_configs() {
     );
     controller.abort();
 }
+
+/// A MachineConfig write against a stale copy reports a conflict instead of failing, and the
+/// next attempt with the fresh copy goes through; an equal object is not written again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_config_writes_survive_conflicts_and_skip_no_ops() {
+    use mco_k8s::controller::writes::{ensure, Written};
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client();
+    let ar = ApiResource::erase::<crd::MachineConfig>(&());
+    let mcs: Api<DynamicObject> = Api::all_with(client, &ar);
+    let mc = |text: &str| {
+        json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": {"name": "99-worker-generated-kubelet",
+                "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {"config": {"ignition": {"version": "3.5.0"}}, "kernelType": text,
+                "kernelArguments": null},
+        })
+    };
+    let w = ensure(&mcs, &ar, None, &mc("")).await.unwrap();
+    assert_eq!(w, Written::Created);
+    let stale = server
+        .store
+        .get("machineconfigs", "", "99-worker-generated-kubelet")
+        .unwrap();
+    // Nulls and server-set metadata do not count as a change.
+    assert_eq!(
+        ensure(&mcs, &ar, Some(&stale), &mc("")).await.unwrap(),
+        Written::Unchanged
+    );
+    // Someone else writes it in between.
+    let mut other = stale.clone();
+    other["spec"]["kernelType"] = json!("default");
+    ensure(&mcs, &ar, Some(&stale), &other).await.unwrap();
+    let w = ensure(&mcs, &ar, Some(&stale), &mc("realtime"))
+        .await
+        .unwrap();
+    assert_eq!(w, Written::Conflict);
+    let fresh = server
+        .store
+        .get("machineconfigs", "", "99-worker-generated-kubelet")
+        .unwrap();
+    assert_eq!(fresh["spec"]["kernelType"], "default");
+    let w = ensure(&mcs, &ar, Some(&fresh), &mc("realtime"))
+        .await
+        .unwrap();
+    assert_eq!(w, Written::Updated);
+    let after = server
+        .store
+        .get("machineconfigs", "", "99-worker-generated-kubelet")
+        .unwrap();
+    assert_eq!(after["spec"]["kernelType"], "realtime");
+}
