@@ -216,6 +216,8 @@ fn manifests_parse() {
     }
     for want in [
         "CustomResourceDefinition/machineconfigpools.machineconfiguration.openshift.io",
+        "CustomResourceDefinition/kubeletconfigs.machineconfiguration.openshift.io",
+        "CustomResourceDefinition/containerruntimeconfigs.machineconfiguration.openshift.io",
         "Deployment/machine-config-controller",
         "Deployment/machine-config-server",
         "DaemonSet/machine-config-daemon",
@@ -227,5 +229,59 @@ fn manifests_parse() {
             kinds.iter().any(|k| k == want),
             "{want} missing from {kinds:?}"
         );
+    }
+}
+
+/// The `openAPIV3Schema` of a CRD's first version, as JSON.
+fn schema_of(name: &str) -> Value {
+    let crd = crds()
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("{name} missing"));
+    let v = serde_json::to_value(&crd).unwrap();
+    v["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+}
+
+#[test]
+fn kubelet_and_runtime_config_schemas() {
+    let kc = schema_of("kubeletconfigs.machineconfiguration.openshift.io");
+    let spec = &kc["properties"]["spec"]["properties"];
+    assert_eq!(
+        spec["kubeletConfig"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+    for field in [
+        "machineConfigPoolSelector",
+        "autoSizingReserved",
+        "logLevel",
+        "tlsSecurityProfile",
+    ] {
+        assert!(spec.get(field).is_some(), "KubeletConfig spec.{field}");
+    }
+    let ctr = schema_of("containerruntimeconfigs.machineconfiguration.openshift.io");
+    let settings = &ctr["properties"]["spec"]["properties"]["containerRuntimeConfig"]["properties"];
+    for field in [
+        "pidsLimit",
+        "logLevel",
+        "logSizeMax",
+        "overlaySize",
+        "defaultRuntime",
+        "additionalLayerStores",
+        "additionalImageStores",
+        "additionalArtifactStores",
+    ] {
+        assert!(
+            settings.get(field).is_some(),
+            "ContainerRuntimeConfig spec.containerRuntimeConfig.{field}"
+        );
+    }
+    assert_eq!(settings["overlaySize"]["x-kubernetes-int-or-string"], true);
+    for schema in [&kc, &ctr] {
+        let status = &schema["properties"]["status"]["properties"];
+        assert!(status.get("observedGeneration").is_some());
+        let cond = &status["conditions"]["items"]["properties"];
+        for field in ["type", "status", "lastTransitionTime", "message"] {
+            assert!(cond.get(field).is_some(), "condition {field}");
+        }
     }
 }

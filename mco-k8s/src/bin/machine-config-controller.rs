@@ -1,7 +1,8 @@
 //! machine-config-controller: renders pools and rolls nodes out on a Kubernetes cluster.
 
 use clap::Parser;
-use mco_k8s::controller::{run, Options};
+use mco_k8s::controller::templates::read_tree;
+use mco_k8s::controller::{generators, run, Options};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -26,6 +27,10 @@ struct Cli {
     /// Seconds a drain may stay blocked before it is reported failed.
     #[arg(long, default_value_t = 600)]
     drain_timeout_seconds: u64,
+    /// A folder of role templates: keep 00-<role>, 01-<role>-kubelet and
+    /// 01-<role>-container-runtime rendered from it and the ControllerConfig. Off without it.
+    #[arg(long)]
+    templates: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -34,6 +39,13 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let templates = match cli.templates.as_deref().map(read_tree).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("machine-config-controller: --templates: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let opts = Options {
         render: mco_render::RenderOptions {
             controller_version: cli.controller_version,
@@ -44,6 +56,7 @@ async fn main() -> ExitCode {
         resync: Duration::from_secs(cli.resync_seconds),
         gc_keep: usize::try_from(cli.keep_rendered).ok(),
         drain_timeout: Duration::from_secs(cli.drain_timeout_seconds),
+        templates,
     };
     let client = match kube::Client::try_default().await {
         Ok(c) => c,
@@ -52,11 +65,17 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match run(client, opts).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("machine-config-controller: {e}");
-            ExitCode::FAILURE
-        }
+    // The render/rollout loop and the generating controllers run side by side; the process
+    // ends when either stops.
+    let generators = generators::run(client.clone(), opts.clone());
+    tokio::select! {
+        r = run(client, opts) => match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("machine-config-controller: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        () = generators => ExitCode::SUCCESS,
     }
 }

@@ -5,9 +5,17 @@
 //! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
 //! status, drain requests, and garbage collection of unused rendered configs. Passes run on
 //! any watched change, debounced, and on a resync timer.
+//!
+//! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
+//! template controller (with a templates folder) and the KubeletConfig and
+//! ContainerRuntimeConfig controllers.
 
 pub mod cluster;
 pub mod drain;
+pub mod generators;
+pub mod resources;
+pub mod templates;
+pub mod writes;
 
 use crate::crd;
 use cluster::{Cluster, SyncError};
@@ -31,6 +39,8 @@ pub struct Options {
     pub gc_keep: Option<usize>,
     /// How long a drain may be blocked before it is reported failed.
     pub drain_timeout: Duration,
+    /// Role templates for the template controller; `None` turns it off.
+    pub templates: Option<mco_render::templates::TemplateTree>,
 }
 
 impl Default for Options {
@@ -41,12 +51,13 @@ impl Default for Options {
             resync: Duration::from_secs(60),
             gc_keep: Some(5),
             drain_timeout: Duration::from_secs(600),
+            templates: None,
         }
     }
 }
 
 /// A spawned watch that stops when dropped, so a cancelled [`run`] leaves no watch behind.
-struct WatchTask(tokio::task::JoinHandle<()>);
+pub(crate) struct WatchTask(tokio::task::JoinHandle<()>);
 
 impl Drop for WatchTask {
     fn drop(&mut self) {
@@ -54,7 +65,14 @@ impl Drop for WatchTask {
     }
 }
 
-fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> WatchTask
+impl WatchTask {
+    /// Whether the watch has ended.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
+pub(crate) fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> WatchTask
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {

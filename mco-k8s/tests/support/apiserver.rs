@@ -137,6 +137,39 @@ pub const RESOURCES: &[ResourceDef] = &[
         namespaced: false,
         status: true,
     },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "kubeletconfigs",
+        kind: "KubeletConfig",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "containerruntimeconfigs",
+        kind: "ContainerRuntimeConfig",
+        namespaced: false,
+        status: true,
+    },
+    // config.openshift.io Node is left out: its plural would share the store with core nodes.
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "featuregates",
+        kind: "FeatureGate",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "apiservers",
+        kind: "APIServer",
+        namespaced: false,
+        status: true,
+    },
 ];
 
 /// The resource named by its plural.

@@ -1,0 +1,186 @@
+//! The template controller in the cluster: keeps each role's base MachineConfigs
+//! (`00-<role>`, `01-<role>-container-runtime`, `01-<role>-kubelet`) equal to what
+//! `mco_render::templates` renders from the ControllerConfig and a folder of templates, owned
+//! by the ControllerConfig.
+
+use super::cluster::CONTROLLER_CONFIG_NAME;
+use super::resources::CLUSTER;
+use super::writes::{
+    config_resource, ensure, get_optional, is_absent, name_of, to_json, WriteError, Written,
+};
+use crate::crd;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{ApiResource, DynamicObject};
+use kube::{Api, Client};
+use mco_render::api::ControllerConfig;
+use mco_render::templates::{generate_template_machine_configs, TemplateOptions, TemplateTree};
+use serde_json::Value;
+use std::path::Path;
+
+/// The key of a pull secret's Docker config.
+const DOCKER_CONFIG_KEY: &str = ".dockerconfigjson";
+
+/// Reads every file under `dir` into a tree (paths relative to `dir`).
+pub fn read_tree(dir: &Path) -> std::io::Result<TemplateTree> {
+    fn walk(base: &Path, dir: &Path, tree: &mut TemplateTree) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let p = entry?.path();
+            if p.is_dir() {
+                walk(base, &p, tree)?;
+            } else {
+                let rel = p.strip_prefix(base).unwrap_or(&p);
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                tree.insert(&parts.join("/"), std::fs::read(&p)?);
+            }
+        }
+        Ok(())
+    }
+    let mut tree = TemplateTree::new();
+    walk(dir, dir, &mut tree)?;
+    Ok(tree)
+}
+
+/// JSON text without the whitespace outside strings.
+fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The template controller's handle on the cluster.
+pub struct Templates {
+    tree: TemplateTree,
+    client: Client,
+    mcs: Api<DynamicObject>,
+    mc_resource: ApiResource,
+    ccs: Api<DynamicObject>,
+    api_servers: Api<DynamicObject>,
+    controller_version: String,
+}
+
+impl Templates {
+    /// A handle rendering `tree`, stamping `controller_version`.
+    pub fn new(client: Client, tree: TemplateTree, controller_version: &str) -> Self {
+        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
+        let cc = ApiResource::erase::<crd::ControllerConfig>(&());
+        Templates {
+            tree,
+            mcs: Api::all_with(client.clone(), &mc_resource),
+            mc_resource,
+            ccs: Api::all_with(client.clone(), &cc),
+            api_servers: Api::all_with(client.clone(), &config_resource("APIServer", "apiservers")),
+            client,
+            controller_version: controller_version.to_string(),
+        }
+    }
+
+    /// The pull secret the ControllerConfig names, compact; empty when it names none or the
+    /// Secret cannot be read.
+    async fn pull_secret(&self, cc: &Value) -> String {
+        let name = cc
+            .pointer("/spec/pullSecret/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let ns = cc
+            .pointer("/spec/pullSecret/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if name.is_empty() || ns.is_empty() {
+            return String::new();
+        }
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        match secrets.get(name).await {
+            Ok(s) => s
+                .data
+                .and_then(|d| d.get(DOCKER_CONFIG_KEY).cloned())
+                .map(|b| compact_json(&String::from_utf8_lossy(&b.0)))
+                .unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!("pull secret {ns}/{name}: {e}");
+                String::new()
+            }
+        }
+    }
+
+    /// One pass: renders the templates with the ControllerConfig and writes the
+    /// MachineConfigs that differ. Without a ControllerConfig there is nothing to render.
+    pub async fn sync(&self) -> Result<bool, WriteError> {
+        let Some(cc_json) = get_optional(&self.ccs, CONTROLLER_CONFIG_NAME).await? else {
+            return Ok(true);
+        };
+        let cc: ControllerConfig =
+            serde_json::from_value(cc_json.clone()).map_err(|source| WriteError::Json {
+                name: CONTROLLER_CONFIG_NAME.into(),
+                source,
+            })?;
+        let profile = get_optional(&self.api_servers, CLUSTER)
+            .await?
+            .and_then(|a| a.pointer("/spec/tlsSecurityProfile").cloned())
+            .filter(|p| !p.is_null());
+        let (tls_min_version, tls_cipher_suites) =
+            mco_render::generate::tls::security_profile_ciphers(profile.as_ref());
+        let opts = TemplateOptions {
+            controller_version: self.controller_version.clone(),
+            pull_secret: self.pull_secret(&cc_json).await,
+            tls_min_version,
+            tls_cipher_suites,
+        };
+        let mcs = match generate_template_machine_configs(&self.tree, &cc, &opts) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!("templates: {e}");
+                return Ok(true);
+            }
+        };
+        let mut settled = true;
+        for mc in mcs {
+            let want = serde_json::to_value(&mc).map_err(|source| WriteError::Json {
+                name: mc.name().to_string(),
+                source,
+            })?;
+            let current = match self.mcs.get(name_of(&want)).await {
+                Ok(o) => Some(to_json(&o)?),
+                Err(e) if is_absent(&e) => None,
+                Err(e) => return Err(e.into()),
+            };
+            match ensure(&self.mcs, &self.mc_resource, current.as_ref(), &want).await? {
+                Written::Conflict => settled = false,
+                Written::Unchanged => {}
+                Written::Created => tracing::info!("created {}", mc.name()),
+                Written::Updated => tracing::info!("updated {}", mc.name()),
+            }
+        }
+        Ok(settled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn compact_keeps_strings() {
+        assert_eq!(
+            super::compact_json("{ \"a b\" : [1, 2],\n \"c\": \"x \\\" y\" }"),
+            "{\"a b\":[1,2],\"c\":\"x \\\" y\"}"
+        );
+    }
+}

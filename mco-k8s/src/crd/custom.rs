@@ -1,0 +1,182 @@
+//! The resources users write to tune nodes: KubeletConfig and ContainerRuntimeConfig. The
+//! controller turns each into a generated MachineConfig per pool it selects.
+
+// Several printer columns share a `type_`; clippy reads the derive's arguments as repeated
+// attributes.
+#![allow(clippy::duplicated_attributes)]
+
+use super::schema::{int_or_string, preserve_object};
+use super::types::LabelSelector;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A KubeletConfig: kubelet settings merged into the kubelet configuration of the pools it
+/// selects.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[kube(
+    group = "machineconfiguration.openshift.io",
+    version = "v1",
+    kind = "KubeletConfig",
+    plural = "kubeletconfigs",
+    status = "CustomResourceStatus",
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletConfigSpec {
+    /// Automatic sizing of the node's reserved resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_sizing_reserved: Option<bool>,
+    /// The kubelet's log verbosity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<i32>,
+    /// Which pools the settings apply to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_config_pool_selector: Option<LabelSelector>,
+    /// Fields of a `KubeletConfiguration` (kubelet.config.k8s.io/v1beta1), kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_object")]
+    pub kubelet_config: Option<serde_json::Value>,
+    /// The TLS profile of the kubelet's server; the APIServer's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_security_profile: Option<TlsSecurityProfile>,
+}
+
+/// A TLS security profile, as in `config.openshift.io/v1`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+pub struct TlsSecurityProfile {
+    /// Old, Intermediate, Modern or Custom.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// The Old profile (no settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_object")]
+    pub old: Option<serde_json::Value>,
+    /// The Intermediate profile (no settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_object")]
+    pub intermediate: Option<serde_json::Value>,
+    /// The Modern profile (no settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_object")]
+    pub modern: Option<serde_json::Value>,
+    /// A custom profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomTlsProfile>,
+}
+
+/// The settings of a custom TLS profile.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomTlsProfile {
+    /// Cipher names (OpenSSL or IANA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ciphers: Option<Vec<String>>,
+    /// The minimum TLS version (`VersionTLS12`, ...).
+    #[serde(
+        rename = "minTLSVersion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub min_tls_version: Option<String>,
+}
+
+/// A ContainerRuntimeConfig: CRI-O and storage settings for the pools it selects.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[kube(
+    group = "machineconfiguration.openshift.io",
+    version = "v1",
+    kind = "ContainerRuntimeConfig",
+    plural = "containerruntimeconfigs",
+    shortname = "ctrcfg",
+    status = "CustomResourceStatus",
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerRuntimeConfigSpec {
+    /// Which pools the settings apply to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_config_pool_selector: Option<LabelSelector>,
+    /// The settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_runtime_config: Option<ContainerRuntimeConfiguration>,
+}
+
+/// CRI-O and container storage settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerRuntimeConfiguration {
+    /// The most processes a container may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<i64>,
+    /// CRI-O's log level (fatal, panic, error, warn, info, debug).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    /// The largest a container log may grow (a quantity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "int_or_string")]
+    pub log_size_max: Option<serde_json::Value>,
+    /// The size of a container's overlay root (a quantity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "int_or_string")]
+    pub overlay_size: Option<serde_json::Value>,
+    /// The default OCI runtime: crun or runc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_runtime: Option<String>,
+    /// Extra read-only layer stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_layer_stores: Option<Vec<StorePath>>,
+    /// Extra read-only image stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_image_stores: Option<Vec<StorePath>>,
+    /// Extra read-only artifact stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_artifact_stores: Option<Vec<StorePath>>,
+}
+
+/// One additional store.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+pub struct StorePath {
+    /// Its absolute path.
+    pub path: String,
+}
+
+/// The status of a KubeletConfig or ContainerRuntimeConfig.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomResourceStatus {
+    /// The generation the controller last synced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// What the syncs reported, oldest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<CustomResourceCondition>>,
+}
+
+/// One reported sync result.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomResourceCondition {
+    /// Condition type: Success, Failure or Accepted.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// True or False.
+    pub status: String,
+    /// When it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// Machine-readable reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
