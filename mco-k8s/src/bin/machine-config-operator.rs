@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "machine-config-operator", version, about, long_about = None)]
+// `--version` is the version deployed, so clap's own version flag is left out.
+#[command(name = "machine-config-operator", about, long_about = None)]
 struct Cli {
     /// A folder of manifests to deploy (default: the repository's manifests/, built in).
     #[arg(long)]
@@ -83,5 +84,16 @@ async fn main() -> ExitCode {
             eprintln!("machine-config-operator: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

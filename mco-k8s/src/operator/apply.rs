@@ -8,6 +8,63 @@ use kube::{Api, Client};
 use mco_render::operator::NAMESPACE;
 use serde_json::Value;
 
+/// The merge patch that sets `want`'s fields on `live`. JSON merge patches replace arrays
+/// whole, so an array is sent as `want`'s elements each laid over the live element it
+/// matches (same `name`, else same position): fields others set inside list items (an env
+/// added to a container, defaults the server filled) survive.
+pub fn patch_for(live: &Value, want: &Value) -> Value {
+    match (live, want) {
+        (Value::Object(l), Value::Object(w)) => Value::Object(
+            w.iter()
+                .map(|(k, wv)| {
+                    let v = match l.get(k) {
+                        Some(lv) => patch_for(lv, wv),
+                        None => wv.clone(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        (Value::Array(l), Value::Array(w)) => Value::Array(
+            w.iter()
+                .enumerate()
+                .map(|(i, wv)| {
+                    let by_name = wv
+                        .get("name")
+                        .and_then(|n| l.iter().find(|lv| lv.get("name") == Some(n)));
+                    let same_place = l
+                        .get(i)
+                        .filter(|lv| wv.get("name").is_none() || lv.get("name") == wv.get("name"));
+                    match by_name.or(same_place) {
+                        Some(lv) => overlay(lv, wv),
+                        None => wv.clone(),
+                    }
+                })
+                .collect(),
+        ),
+        (_, w) => w.clone(),
+    }
+}
+
+/// `want` laid over `live`: objects keep `live`'s other keys, recursively.
+fn overlay(live: &Value, want: &Value) -> Value {
+    match (live, want) {
+        (Value::Object(l), Value::Object(w)) => {
+            let mut out = l.clone();
+            for (k, wv) in w {
+                let v = match l.get(k) {
+                    Some(lv) => overlay(lv, wv),
+                    None => wv.clone(),
+                };
+                out.insert(k.clone(), v);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(_), Value::Array(_)) => patch_for(live, want),
+        (_, w) => w.clone(),
+    }
+}
+
 /// What applying an object did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -91,7 +148,12 @@ pub async fn apply(client: &Client, desired: &Value) -> Result<Applied, Operator
     if contains(&live, &want) {
         return Ok(Applied::Unchanged);
     }
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&want))
+    let mut patch = patch_for(&live, &want);
+    // Fail (and retry on the next pass) rather than overwrite a change made meanwhile.
+    if let Some(rv) = live.pointer("/metadata/resourceVersion") {
+        patch["metadata"]["resourceVersion"] = rv.clone();
+    }
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(Applied::Patched)
 }
@@ -109,5 +171,29 @@ mod tests {
         assert!(!contains(&live, &json!({"a": 2})));
         assert!(!contains(&live, &json!({"b": {"c": [{"x": 1}, {"x": 2}]}})));
         assert!(!contains(&live, &json!({"new": "v"})));
+    }
+
+    #[test]
+    fn patch_keeps_foreign_fields_in_list_items() {
+        let live = json!({"spec": {"containers": [
+            {"name": "a", "image": "old", "env": [{"name": "X"}]},
+            {"name": "b", "image": "b"}]}, "other": 1});
+        let want = json!({"spec": {"containers": [
+            {"name": "b", "image": "b"},
+            {"name": "a", "image": "new"}]}});
+        let p = patch_for(&live, &want);
+        assert_eq!(
+            p,
+            json!({"spec": {"containers": [
+            {"name": "b", "image": "b"},
+            {"name": "a", "image": "new", "env": [{"name": "X"}]}]}})
+        );
+        let mut merged = live.clone();
+        if let (Some(l), Some(p)) = (merged.as_object_mut(), p.as_object()) {
+            for (k, v) in p {
+                l.insert(k.clone(), v.clone());
+            }
+        }
+        assert!(contains(&merged, &want));
     }
 }
