@@ -3,3 +3,4 @@
 pub mod controller;
 pub mod crd;
 pub mod mcs;
+pub mod operator;

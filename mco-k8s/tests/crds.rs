@@ -285,3 +285,40 @@ fn kubelet_and_runtime_config_schemas() {
         }
     }
 }
+
+#[test]
+fn clusteroperator_crd_is_structural_with_status() {
+    let crd = mco_k8s::crd::clusteroperator_crd();
+    assert_eq!(crd.spec.scope, "Cluster");
+    assert_eq!(crd.spec.group, "config.openshift.io");
+    assert_eq!(crd.spec.names.plural, "clusteroperators");
+    let v = serde_json::to_value(&crd).unwrap();
+    let version = &v["spec"]["versions"][0];
+    assert!(version["subresources"]["status"].is_object());
+    let mut errs = Vec::new();
+    check(
+        &version["schema"]["openAPIV3Schema"],
+        "clusteroperators",
+        true,
+        false,
+        &mut errs,
+    );
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+#[test]
+fn clusteroperator_manifest_matches_the_type() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../manifests/00-clusteroperator-crd.yaml"
+    );
+    let want = mco_k8s::crd::clusteroperator_crd_yaml().unwrap();
+    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
+        std::fs::write(path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        have == want,
+        "manifests/00-clusteroperator-crd.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
+    );
+}

@@ -398,3 +398,57 @@ async fn tls_port_and_certificate_reload() {
     .await
     .expect("test finished in time");
 }
+
+/// The file paths a served config writes.
+fn served_paths(body: &[u8]) -> Vec<String> {
+    let served: Value = serde_json::from_slice(body).expect("json body");
+    served["storage"]["files"]
+        .as_array()
+        .map(|fs| {
+            fs.iter()
+                .filter_map(|f| f["path"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn renders_with_the_templates_folder() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let templates = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../templates"));
+        let v35 = Some("application/vnd.coreos.ignition+json;version=3.5.0");
+        let dir = cluster_dir("templates");
+
+        let plain = start(config(&dir, None)).await;
+        let addr = plain.insecure_addr.expect("plain port");
+        let without = get(addr, "/config/worker", v35).await;
+        assert_eq!(without.status, 200);
+        assert!(!served_paths(&without.body).contains(&"/etc/example-mco/node-role".to_string()));
+        plain.stop().await;
+
+        let mut cfg = config(&dir, None);
+        cfg.source = Source::DirTemplates {
+            dir: dir.clone(),
+            templates,
+        };
+        let srv = start(cfg).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let with = get(addr, "/config/worker", v35).await;
+        assert_eq!(with.status, 200);
+        let paths = served_paths(&with.body);
+        // templates/worker/00-worker/_base/files/node-role.yaml, through the 00-worker
+        // MachineConfig the template controller generates.
+        assert!(
+            paths.contains(&"/etc/example-mco/node-role".to_string()),
+            "{paths:?}"
+        );
+        // The manifests' own MachineConfigs are still there.
+        assert!(paths.len() > served_paths(&without.body).len());
+        let master = get(addr, "/config/master", v35).await;
+        assert_eq!(master.status, 200);
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("within the test limit");
+}

@@ -11,6 +11,7 @@ fn binary(name: &str) -> Option<&'static str> {
     match name {
         "machine-config-controller" => Some(env!("CARGO_BIN_EXE_machine-config-controller")),
         "machine-config-server" => Some(env!("CARGO_BIN_EXE_machine-config-server")),
+        "machine-config-operator" => Some(env!("CARGO_BIN_EXE_machine-config-operator")),
         _ => None,
     }
 }
@@ -82,7 +83,7 @@ fn manifest_commands_are_accepted_by_the_binaries() {
         .iter()
         .filter(|(_, c)| c.first().is_some_and(|p| binary(p).is_some()))
         .collect();
-    assert!(ours.len() >= 2, "{cmds:?}");
+    assert!(ours.len() >= 3, "{cmds:?}");
     let dir = std::env::temp_dir();
     for (file, cmd) in ours {
         let bin = binary(&cmd[0]).unwrap();

@@ -10,6 +10,7 @@ pub mod error;
 pub mod generate;
 pub mod manifests;
 pub mod name;
+pub mod operator;
 pub mod plan;
 pub mod reconcile;
 pub mod render;

@@ -20,6 +20,10 @@ struct Cli {
     /// Folder of YAML/JSON manifests (the same inputs as `mco-render render`).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// With --dir: a folder of role templates; the pools are rendered with the template
+    /// controller's MachineConfigs generated from it (as `mco-render render --templates`).
+    #[arg(long, requires = "dir")]
+    templates: Option<PathBuf>,
     /// Serve the cluster's pools (kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster
     /// service account).
     #[arg(long)]
@@ -86,7 +90,7 @@ fn config(cli: Cli, source: Source) -> Result<Config, String> {
             let ca = match &cli.kubeconfig_ca {
                 Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
                 None => match &source {
-                    Source::Dir(dir) => controller_ca(dir)?,
+                    Source::Dir(dir) | Source::DirTemplates { dir, .. } => controller_ca(dir)?,
                     Source::Cluster(_) => {
                         return Err("--bootstrap-token with --cluster needs --kubeconfig-ca".into())
                     }
@@ -157,7 +161,13 @@ fn main() -> ExitCode {
     };
     rt.block_on(async move {
         let source = match (&cli.dir, cli.cluster) {
-            (Some(dir), false) => Source::Dir(dir.clone()),
+            (Some(dir), false) => match &cli.templates {
+                Some(templates) => Source::DirTemplates {
+                    dir: dir.clone(),
+                    templates: templates.clone(),
+                },
+                None => Source::Dir(dir.clone()),
+            },
             _ => match kube::Client::try_default().await {
                 Ok(c) => Source::Cluster(c),
                 Err(e) => {

@@ -4,6 +4,7 @@
 //! The controller itself works on `mco_render`'s object model; these types exist to define
 //! the API (schemas, printer columns, subresources) and to name the resources to kube-rs.
 
+pub mod clusteroperator;
 pub mod custom;
 pub mod schema;
 pub mod types;
@@ -11,6 +12,7 @@ pub mod types;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+pub use clusteroperator::{clusteroperator_crd, clusteroperator_crd_yaml, ClusterOperator};
 pub use custom::{ContainerRuntimeConfig, KubeletConfig};
 pub use types::{ControllerConfig, MachineConfig, MachineConfigPool};
 

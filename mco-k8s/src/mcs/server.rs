@@ -33,6 +33,16 @@ use tokio_rustls::TlsAcceptor;
 pub enum Source {
     /// A folder of manifests, rendered here and re-rendered when it changes.
     Dir(PathBuf),
+    /// A folder of manifests and a folder of role templates: the template controller's
+    /// MachineConfigs (`00-<role>`, `01-<role>-container-runtime`, ...) are rendered from the
+    /// templates and the manifests' ControllerConfig, as `mco-render render --templates`
+    /// does. Both folders are re-read when they change.
+    DirTemplates {
+        /// The manifests.
+        dir: PathBuf,
+        /// The templates.
+        templates: PathBuf,
+    },
     /// The API server: pools and the controller's rendered MachineConfigs, watched.
     Cluster(kube::Client),
 }
@@ -41,6 +51,11 @@ impl std::fmt::Debug for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Source::Dir(d) => f.debug_tuple("Dir").field(d).finish(),
+            Source::DirTemplates { dir, templates } => f
+                .debug_struct("DirTemplates")
+                .field("dir", dir)
+                .field("templates", templates)
+                .finish(),
             Source::Cluster(_) => f.write_str("Cluster"),
         }
     }
@@ -154,6 +169,7 @@ impl Running {
 enum Live {
     Dir {
         dir: PathBuf,
+        templates: Option<PathBuf>,
         fp: source::Fingerprint,
     },
     Cluster {
@@ -179,12 +195,13 @@ impl Live {
 
 fn build_state(
     dir: &std::path::Path,
+    templates: Option<&std::path::Path>,
     cfg: &Config,
     previous: Option<&ServedState>,
 ) -> Result<ServedState, source::SourceError> {
     let opts = mco_render::cluster::ClusterOptions {
         controller_version: cfg.build.render.controller_version.clone(),
-        templates: None,
+        templates: templates.map(source::read_templates).transpose()?,
     };
     let (m, errors) = source::load_cluster(dir, &opts)?;
     for e in &errors {
@@ -205,12 +222,17 @@ fn log_state(state: &ServedState) {
 /// Loads the source, binds the ports and starts serving.
 pub async fn start(cfg: Config) -> Result<Running, StartError> {
     let (live, state) = match &cfg.source {
-        Source::Dir(dir) => {
-            let fp = source::fingerprint(dir)?;
-            let state = build_state(dir, &cfg, None)?;
+        Source::Dir(dir) | Source::DirTemplates { dir, .. } => {
+            let templates = match &cfg.source {
+                Source::DirTemplates { templates, .. } => Some(templates.clone()),
+                _ => None,
+            };
+            let fp = source::fingerprint_with(dir, templates.as_deref())?;
+            let state = build_state(dir, templates.as_deref(), &cfg, None)?;
             (
                 Live::Dir {
                     dir: dir.clone(),
+                    templates,
                     fp,
                 },
                 state,
@@ -322,8 +344,8 @@ async fn reload_loop(
                 Err(e) => tracing::warn!(error = %e, "serving certificate not reloaded"),
             }
         }
-        let (dir, fp) = match &mut live {
-            Live::Dir { dir, fp } => (dir.clone(), fp),
+        let (dir, templates, fp) = match &mut live {
+            Live::Dir { dir, templates, fp } => (dir.clone(), templates.clone(), fp),
             Live::Cluster { cache, changed, cc } => {
                 if objects_changed {
                     // Let a burst of changes settle into one rebuild.
@@ -354,7 +376,7 @@ async fn reload_loop(
                 continue;
             }
         };
-        let now = match source::fingerprint(&dir) {
+        let now = match source::fingerprint_with(&dir, templates.as_deref()) {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot scan the manifests folder");
@@ -367,8 +389,10 @@ async fn reload_loop(
         *fp = now;
         let prev = shared.state();
         let cfg2 = cfg.clone();
-        let built =
-            tokio::task::spawn_blocking(move || build_state(&dir, &cfg2, Some(&prev))).await;
+        let built = tokio::task::spawn_blocking(move || {
+            build_state(&dir, templates.as_deref(), &cfg2, Some(&prev))
+        })
+        .await;
         match built {
             Ok(Ok(state)) => {
                 log_state(&state);

@@ -1,6 +1,7 @@
 //! File mode: the pools come from a folder of manifests, re-read when its files change.
 
 use mco_render::manifests::Manifests;
+use mco_render::templates::TemplateTree;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -65,6 +66,56 @@ pub fn fingerprint(dir: &Path) -> Result<Fingerprint, SourceError> {
         .collect()
 }
 
+/// Every file under a folder (any name), sorted, recursively.
+fn all_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            all_files(&p, out)?;
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The fingerprint of a manifests folder and, when given, a templates folder (every file).
+pub fn fingerprint_with(dir: &Path, templates: Option<&Path>) -> Result<Fingerprint, SourceError> {
+    let mut fp = fingerprint(dir)?;
+    if let Some(t) = templates {
+        let mut files = Vec::new();
+        all_files(t, &mut files)?;
+        for p in files {
+            let meta = std::fs::metadata(&p).map_err(io(&p))?;
+            fp.push((p, meta.len(), meta.modified().ok()));
+        }
+    }
+    Ok(fp)
+}
+
+/// Reads every file under a templates folder (`<role>/<name>/<overlay>/...`), as
+/// `mco-render render --templates` does.
+pub fn read_templates(dir: &Path) -> Result<TemplateTree, SourceError> {
+    let mut files = Vec::new();
+    all_files(dir, &mut files)?;
+    let mut tree = TemplateTree::new();
+    for p in files {
+        let bytes = std::fs::read(&p).map_err(io(&p))?;
+        let rel = p.strip_prefix(dir).unwrap_or(&p);
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        tree.insert(&parts.join("/"), bytes);
+    }
+    Ok(tree)
+}
+
 /// Reads and decodes every manifest under a folder.
 pub fn load(dir: &Path) -> Result<Manifests, SourceError> {
     let mut m = Manifests::default();
@@ -107,5 +158,21 @@ mod tests {
         assert_eq!(m.machine_configs.len(), plain + 2);
         assert!(m.file_of("99-worker-generated-kubelet").is_some());
         assert!(m.file_of("99-worker-generated-containerruntime").is_some());
+    }
+
+    #[test]
+    fn reads_the_repository_templates() {
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../templates"));
+        let Ok(tree) = read_templates(dir) else {
+            panic!("templates read");
+        };
+        assert!(tree.len() > 10, "{}", tree.len());
+        let Ok(plain) = fingerprint(dir) else {
+            panic!("fingerprint");
+        };
+        let Ok(with) = fingerprint_with(dir, Some(dir)) else {
+            panic!("fingerprint");
+        };
+        assert!(with.len() > plain.len());
     }
 }

@@ -114,6 +114,110 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
     ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        kind: "ServiceAccount",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "services",
+        kind: "Service",
+        namespaced: true,
+        status: true,
+    },
+    ResourceDef {
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        kind: "Deployment",
+        namespaced: true,
+        status: true,
+    },
+    ResourceDef {
+        group: "apps",
+        version: "v1",
+        plural: "daemonsets",
+        kind: "DaemonSet",
+        namespaced: true,
+        status: true,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterroles",
+        kind: "ClusterRole",
+        namespaced: false,
+        status: false,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterrolebindings",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        status: false,
+    },
+    ResourceDef {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        plural: "customresourcedefinitions",
+        kind: "CustomResourceDefinition",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "clusteroperators",
+        kind: "ClusterOperator",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "infrastructures",
+        kind: "Infrastructure",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "networks",
+        kind: "Network",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "dnses",
+        kind: "DNS",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "proxies",
+        kind: "Proxy",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
         group: MCO,
         version: "v1",
         plural: "machineconfigs",
@@ -906,6 +1010,7 @@ fn groups() -> Value {
         .filter(|d| d.is_custom())
         .map(|d| d.group)
         .collect();
+    names.sort_unstable();
     names.dedup();
     let groups: Vec<Value> = names
         .iter()

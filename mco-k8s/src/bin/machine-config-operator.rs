@@ -1,0 +1,99 @@
+//! machine-config-operator: keeps the controller, server and agent deployed from the
+//! manifests, builds the ControllerConfig, and reports in the `machine-config`
+//! ClusterOperator.
+
+use clap::Parser;
+use mco_k8s::operator::{embedded, run, Options};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+// `--version` is the version deployed, so clap's own version flag is left out.
+#[command(name = "machine-config-operator", about, long_about = None)]
+struct Cli {
+    /// A folder of manifests to deploy (default: the repository's manifests/, built in).
+    #[arg(long)]
+    manifests: Option<PathBuf>,
+    /// The image the workloads run (replaces the manifests' `mco-rs:latest`).
+    #[arg(long, default_value = mco_render::operator::IMAGE_PLACEHOLDER)]
+    image: String,
+    /// The version deployed and reported in the ClusterOperator.
+    #[arg(long, default_value = env!("CARGO_PKG_VERSION"))]
+    version: String,
+    /// Seconds between full resyncs.
+    #[arg(long, default_value_t = 60)]
+    resync_seconds: u64,
+    /// Milliseconds to wait after a change before syncing.
+    #[arg(long, default_value_t = 200)]
+    debounce_ms: u64,
+}
+
+/// The manifest files directly in a folder (sorted by name).
+fn read_manifests(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && mco_render::manifests::is_manifest_file(p))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map(|t| (p.display().to_string(), t))
+                .map_err(|e| format!("{}: {e}", p.display()))
+        })
+        .collect()
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let manifests = match &cli.manifests {
+        Some(dir) => match read_manifests(dir) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("machine-config-operator: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => embedded::manifests(),
+    };
+    let opts = Options {
+        manifests,
+        image: cli.image,
+        version: cli.version,
+        resync: Duration::from_secs(cli.resync_seconds.max(1)),
+        debounce: Duration::from_millis(cli.debounce_ms),
+    };
+    let client = match kube::Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("machine-config-operator: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(client, opts).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("machine-config-operator: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,144 @@
+//! The config.openshift.io/v1 ClusterOperator, for clusters that lack OpenShift's CRD: the
+//! operator reports its state in the `machine-config` one.
+
+// Several printer columns share a `type_`; clippy reads the derive's arguments as repeated
+// attributes.
+#![allow(clippy::duplicated_attributes)]
+
+use super::schema::preserve_object;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A ClusterOperator: an operator's reported state. The spec is empty.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[kube(
+    group = "config.openshift.io",
+    version = "v1",
+    kind = "ClusterOperator",
+    plural = "clusteroperators",
+    shortname = "co",
+    status = "ClusterOperatorStatus",
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        json_path = ".status.versions[?(@.name==\"operator\")].version",
+        description = "The version the operator is at."
+    ),
+    printcolumn(
+        name = "Available",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Available\")].status",
+        description = "Whether the operator's operands are available."
+    ),
+    printcolumn(
+        name = "Progressing",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Progressing\")].status",
+        description = "Whether the operator is rolling out a change."
+    ),
+    printcolumn(
+        name = "Degraded",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Degraded\")].status",
+        description = "Whether the operator failed to reach its desired state."
+    ),
+    printcolumn(
+        name = "Since",
+        type_ = "date",
+        json_path = ".status.conditions[?(@.type==\"Available\")].lastTransitionTime",
+        description = "When Available last changed."
+    )
+)]
+pub struct ClusterOperatorSpec {}
+
+/// What an operator reports.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterOperatorStatus {
+    /// Available, Progressing, Degraded, Upgradeable, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<ClusterOperatorCondition>>,
+    /// The versions of the operands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Vec<OperandVersion>>,
+    /// Objects to gather when debugging the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_objects: Option<Vec<ObjectReference>>,
+    /// Operator-specific data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_object")]
+    pub extension: Option<serde_json::Value>,
+}
+
+/// One condition.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterOperatorCondition {
+    /// The condition type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// True, False or Unknown.
+    pub status: String,
+    /// When the status last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// A CamelCase reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// An operand's version.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+pub struct OperandVersion {
+    /// The operand.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// A reference to a resource or one object.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+pub struct ObjectReference {
+    /// The API group ("" for core).
+    pub group: String,
+    /// The plural resource.
+    pub resource: String,
+    /// The namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// The ClusterOperator CRD. Its spec keeps whatever is written, as OpenShift's does.
+pub fn clusteroperator_crd() -> CustomResourceDefinition {
+    let mut crd = ClusterOperator::crd();
+    for v in &mut crd.spec.versions {
+        let spec = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .and_then(|s| s.properties.as_mut())
+            .and_then(|p| p.get_mut("spec"));
+        if let Some(spec) = spec {
+            spec.properties = None;
+            spec.x_kubernetes_preserve_unknown_fields = Some(true);
+        }
+    }
+    crd
+}
+
+/// The ClusterOperator CRD as a YAML document (the content of
+/// `manifests/00-clusteroperator-crd.yaml`).
+pub fn clusteroperator_crd_yaml() -> Result<String, serde_yaml_ng::Error> {
+    Ok(format!(
+        "---\n{}",
+        serde_yaml_ng::to_string(&clusteroperator_crd())?
+    ))
+}

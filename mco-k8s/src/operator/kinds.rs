@@ -1,0 +1,99 @@
+//! The kinds the operator can apply, and where the API server serves them.
+
+use kube::api::ApiResource;
+
+/// A kind's API resource and scope.
+#[derive(Debug, Clone)]
+pub struct KindInfo {
+    /// The resource kube-rs addresses.
+    pub resource: ApiResource,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+}
+
+const TABLE: &[(&str, &str, &str, bool)] = &[
+    (
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        false,
+    ),
+    ("Namespace", "v1", "namespaces", false),
+    ("ServiceAccount", "v1", "serviceaccounts", true),
+    ("Service", "v1", "services", true),
+    ("ConfigMap", "v1", "configmaps", true),
+    ("Secret", "v1", "secrets", true),
+    (
+        "ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        false,
+    ),
+    (
+        "ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        false,
+    ),
+    ("Role", "rbac.authorization.k8s.io/v1", "roles", true),
+    (
+        "RoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        true,
+    ),
+    ("Deployment", "apps/v1", "deployments", true),
+    ("DaemonSet", "apps/v1", "daemonsets", true),
+    (
+        "ControllerConfig",
+        "machineconfiguration.openshift.io/v1",
+        "controllerconfigs",
+        false,
+    ),
+    (
+        "MachineConfigPool",
+        "machineconfiguration.openshift.io/v1",
+        "machineconfigpools",
+        false,
+    ),
+    (
+        "MachineConfig",
+        "machineconfiguration.openshift.io/v1",
+        "machineconfigs",
+        false,
+    ),
+    (
+        "ClusterOperator",
+        "config.openshift.io/v1",
+        "clusteroperators",
+        false,
+    ),
+    (
+        "Infrastructure",
+        "config.openshift.io/v1",
+        "infrastructures",
+        false,
+    ),
+    ("Network", "config.openshift.io/v1", "networks", false),
+    ("DNS", "config.openshift.io/v1", "dnses", false),
+    ("Proxy", "config.openshift.io/v1", "proxies", false),
+];
+
+/// Where a kind is served, if the operator knows it.
+pub fn kind_info(kind: &str) -> Option<KindInfo> {
+    let (_, api_version, plural, namespaced) = TABLE.iter().find(|e| e.0 == kind)?;
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g.to_string(), v.to_string()),
+        None => (String::new(), api_version.to_string()),
+    };
+    Some(KindInfo {
+        resource: ApiResource {
+            group,
+            version,
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            plural: plural.to_string(),
+        },
+        namespaced: *namespaced,
+    })
+}

@@ -1,0 +1,326 @@
+//! The operator: keeps the controller, server and agent deployed from the manifests at one
+//! image and version, keeps the `machine-config-controller` ControllerConfig built from the
+//! cluster's config objects, and reports in the `machine-config` ClusterOperator.
+//!
+//! The decisions are `mco_render::operator`'s; this module reads the cluster, applies the
+//! desired objects in order (create when missing, JSON merge patch when a field they set
+//! differs) and writes the status subresource when it changed.
+
+pub mod apply;
+pub mod embedded;
+pub mod kinds;
+
+use apply::{apply, Applied};
+use futures::StreamExt;
+use kinds::kind_info;
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use mco_render::operator::desired::is_workload;
+use mco_render::operator::status::{task_name, Workload};
+use mco_render::operator::{
+    compute_status, desired_objects, parse_manifests, ClusterConfigObjects, ClusterOperatorStatus,
+    DesiredOptions, StatusInput, SyncFailure, CLUSTER_OPERATOR_NAME, NAMESPACE,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How the operator runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The manifest files (name, text), in apply-file order.
+    pub manifests: Vec<(String, String)>,
+    /// The image for the workloads.
+    pub image: String,
+    /// The version deployed and reported.
+    pub version: String,
+    /// Seconds between full resyncs when nothing changes.
+    pub resync: Duration,
+    /// The wait after a change before syncing.
+    pub debounce: Duration,
+}
+
+/// Why the operator cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// A manifest does not decode.
+    #[error(transparent)]
+    Manifest(#[from] mco_render::operator::OperatorError),
+    /// The API server refused or failed a request.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// A manifest holds a kind the operator cannot address.
+    #[error("the operator does not know where {0:?} objects are served")]
+    UnknownKind(String),
+    /// An object did not convert to or from JSON.
+    #[error("encoding: {0}")]
+    Encode(serde_json::Error),
+}
+
+/// What one sync pass did.
+#[derive(Debug, Clone, Default)]
+pub struct SyncReport {
+    /// Objects created.
+    pub created: usize,
+    /// Objects patched.
+    pub patched: usize,
+    /// Whether the ClusterOperator (or its status) was written.
+    pub status_written: bool,
+    /// The first task that failed.
+    pub failure: Option<SyncFailure>,
+    /// The status now reported.
+    pub status: ClusterOperatorStatus,
+}
+
+impl SyncReport {
+    /// Whether the pass wrote anything.
+    pub fn wrote(&self) -> bool {
+        self.created > 0 || self.patched > 0 || self.status_written
+    }
+}
+
+/// The sync task an object belongs to (used in failure reasons).
+fn task_of(obj: &Value) -> String {
+    let kind = obj.pointer("/kind").and_then(Value::as_str).unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match kind {
+        "Deployment" | "DaemonSet" | "Service" => task_name(name),
+        "ControllerConfig" => "RenderConfig".to_string(),
+        "MachineConfigPool" => "MachineConfigPools".to_string(),
+        "CustomResourceDefinition" => "CustomResourceDefinitions".to_string(),
+        _ => "Resources".to_string(),
+    }
+}
+
+/// The operator bound to a cluster.
+pub struct Operator {
+    client: Client,
+    opts: Options,
+    manifests: Vec<Value>,
+}
+
+async fn get_value(api: &Api<DynamicObject>, name: &str) -> Result<Option<Value>, OperatorError> {
+    match api.get_opt(name).await? {
+        Some(o) => Ok(Some(
+            serde_json::to_value(&o).map_err(OperatorError::Encode)?,
+        )),
+        None => Ok(None),
+    }
+}
+
+fn api_all(client: &Client, kind: &str) -> Result<Api<DynamicObject>, OperatorError> {
+    let info = kind_info(kind).ok_or_else(|| OperatorError::UnknownKind(kind.to_string()))?;
+    Ok(Api::all_with(client.clone(), &info.resource))
+}
+
+impl Operator {
+    /// Decodes the manifests; fails on a manifest that does not decode.
+    pub fn new(client: Client, opts: Options) -> Result<Self, OperatorError> {
+        let manifests = parse_manifests(&opts.manifests)?;
+        Ok(Operator {
+            client,
+            opts,
+            manifests,
+        })
+    }
+
+    /// The cluster's config.openshift.io `cluster` objects. A missing object (or API group)
+    /// is absent; any other error fails the pass.
+    async fn cluster_config(&self) -> Result<ClusterConfigObjects, OperatorError> {
+        let get = |kind: &'static str| async move {
+            let api = api_all(&self.client, kind)?;
+            match get_value(&api, "cluster").await {
+                Err(OperatorError::Kube(kube::Error::Api(e))) if e.code == 404 => Ok(None),
+                other => other,
+            }
+        };
+        Ok(ClusterConfigObjects {
+            infrastructure: get("Infrastructure").await?,
+            network: get("Network").await?,
+            dns: get("DNS").await?,
+            proxy: get("Proxy").await?,
+        })
+    }
+
+    /// The objects this pass applies, in order.
+    pub async fn desired(&self) -> Result<Vec<Value>, OperatorError> {
+        let cluster = self.cluster_config().await?;
+        Ok(desired_objects(
+            &self.manifests,
+            &DesiredOptions {
+                image: self.opts.image.clone(),
+                version: self.opts.version.clone(),
+            },
+            &cluster,
+        ))
+    }
+
+    /// One pass: apply every object in order (stopping at the first failure), then read the
+    /// workloads and pools back and write the ClusterOperator status if it changed.
+    pub async fn sync_once(&self) -> Result<SyncReport, OperatorError> {
+        let mut report = SyncReport::default();
+        let desired = match self.desired().await {
+            Ok(d) => d,
+            Err(e) => {
+                report.failure = Some(SyncFailure {
+                    task: "RenderConfig".to_string(),
+                    message: e.to_string(),
+                });
+                Vec::new()
+            }
+        };
+        if report.failure.is_none() {
+            for obj in &desired {
+                match apply(&self.client, obj).await {
+                    Ok(Applied::Created) => report.created += 1,
+                    Ok(Applied::Patched) => report.patched += 1,
+                    Ok(Applied::Unchanged) => {}
+                    Err(e) => {
+                        report.failure = Some(SyncFailure {
+                            task: task_of(obj),
+                            message: e.to_string(),
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+        let mut workloads = Vec::new();
+        for obj in desired.iter().filter(|o| is_workload(o)) {
+            let (api, _) = apply::api_for(&self.client, obj)?;
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            workloads.push(Workload {
+                kind: obj["kind"].as_str().unwrap_or("").to_string(),
+                name: name.to_string(),
+                observed: get_value(&api, name).await?,
+            });
+        }
+        let pools: Vec<Value> = api_all(&self.client, "MachineConfigPool")?
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()
+            .map_err(OperatorError::Encode)?;
+        let co_api = api_all(&self.client, "ClusterOperator")?;
+        let live = match get_value(&co_api, CLUSTER_OPERATOR_NAME).await? {
+            Some(l) => l,
+            None => {
+                let co = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+                                "metadata": {"name": CLUSTER_OPERATOR_NAME}, "spec": {}});
+                let obj: DynamicObject =
+                    serde_json::from_value(co).map_err(OperatorError::Encode)?;
+                report.status_written = true;
+                serde_json::to_value(co_api.create(&PostParams::default(), &obj).await?)
+                    .map_err(OperatorError::Encode)?
+            }
+        };
+        // A status this project cannot read is replaced.
+        let previous: Option<ClusterOperatorStatus> = live
+            .get("status")
+            .and_then(|s| serde_json::from_value(s.clone()).ok());
+        let now = crate::controller::cluster::now_rfc3339();
+        let status = compute_status(&StatusInput {
+            version: &self.opts.version,
+            namespace: NAMESPACE,
+            workloads: &workloads,
+            pools: &pools,
+            failure: report.failure.as_ref(),
+            previous: previous.as_ref(),
+            now: &now,
+        });
+        if previous.as_ref() != Some(&status) {
+            let body = json!({ "status": status });
+            co_api
+                .patch_status(
+                    CLUSTER_OPERATOR_NAME,
+                    &PatchParams::default(),
+                    &Patch::Merge(&body),
+                )
+                .await?;
+            report.status_written = true;
+        }
+        report.status = status;
+        Ok(report)
+    }
+}
+
+/// A spawned watch that stops when dropped.
+struct WatchTask(tokio::task::JoinHandle<()>);
+
+impl Drop for WatchTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn watch_into(api: Api<DynamicObject>, tx: mpsc::Sender<()>) -> WatchTask {
+    WatchTask(tokio::spawn(async move {
+        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        while let Some(ev) = stream.next().await {
+            match &ev {
+                // A kind the cluster does not serve (no OpenShift config objects) keeps
+                // failing: retry slowly, and do not wake the loop for it.
+                Err(e) => {
+                    tracing::debug!("watch error: {e}");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                Ok(_) => {
+                    let _ = tx.try_send(());
+                }
+            }
+        }
+    }))
+}
+
+/// Runs the operator until the process stops: a pass at start, then one after every change
+/// to the workloads, pools or cluster config objects, and every `resync`.
+pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
+    let operator = Operator::new(client.clone(), opts.clone())?;
+    let (tx, mut rx) = mpsc::channel::<()>(1);
+    let mut watchers = Vec::new();
+    for kind in ["Deployment", "DaemonSet"] {
+        if let Some(info) = kind_info(kind) {
+            let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
+            watchers.push(watch_into(api, tx.clone()));
+        }
+    }
+    for kind in [
+        "MachineConfigPool",
+        "Infrastructure",
+        "Network",
+        "DNS",
+        "Proxy",
+    ] {
+        watchers.push(watch_into(api_all(&client, kind)?, tx.clone()));
+    }
+    loop {
+        match operator.sync_once().await {
+            Ok(r) => {
+                if let Some(f) = &r.failure {
+                    tracing::warn!(task = %f.task, "sync failed: {}", f.message);
+                }
+                if r.wrote() {
+                    tracing::info!(
+                        created = r.created,
+                        patched = r.patched,
+                        status = r.status_written,
+                        "synced"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!("sync failed: {e}"),
+        }
+        let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
+        tokio::time::sleep(opts.debounce).await;
+        while rx.try_recv().is_ok() {}
+    }
+}

@@ -1,0 +1,511 @@
+//! The operator against the in-process API server: it applies the manifests in order with the
+//! image and version set, builds the ControllerConfig from the cluster's Infrastructure,
+//! reports its rollout in the `machine-config` ClusterOperator, rolls a new version, reports
+//! degraded pools, and a pass over an up-to-date cluster writes nothing. The built binary is
+//! run once against the server through a kubeconfig.
+
+// The test server's write closures return its Status error by value.
+#![allow(clippy::result_large_err)]
+
+mod support;
+
+use mco_k8s::operator::kinds::kind_info;
+use mco_k8s::operator::{embedded, Operator, Options};
+use mco_render::operator::{CLUSTER_OPERATOR_NAME, NAMESPACE, VERSION_ANNOTATION};
+use serde_json::{json, Value};
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer, Store};
+use support::rbac;
+
+const IMAGE: &str = "quay.io/test/mco-rs:1";
+
+fn options(version: &str, image: &str) -> Options {
+    Options {
+        manifests: embedded::manifests(),
+        image: image.to_string(),
+        version: version.to_string(),
+        resync: Duration::from_secs(1),
+        debounce: Duration::from_millis(20),
+    }
+}
+
+fn def(plural: &str) -> &'static support::apiserver::ResourceDef {
+    resource(plural).unwrap_or_else(|| panic!("the test server lacks {plural}"))
+}
+
+fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Writes a status into an object's status subresource.
+fn set_status(store: &Store, plural: &str, ns: &str, name: &str, status: Value) {
+    store
+        .write(def(plural), ns, name, true, |old| {
+            let mut n = old.clone();
+            n["status"] = status;
+            Ok(n)
+        })
+        .unwrap_or_else(|e| panic!("status of {plural}/{name}: {e:?}"));
+}
+
+/// Marks every Deployment and DaemonSet as rolled out at its current generation.
+fn roll_out(store: &Store) {
+    for d in store.list("deployments") {
+        let g = d["metadata"]["generation"].as_i64().unwrap_or(1);
+        let r = d["spec"]["replicas"].as_i64().unwrap_or(1);
+        set_status(
+            store,
+            "deployments",
+            str_at(&d, "/metadata/namespace"),
+            str_at(&d, "/metadata/name"),
+            json!({"observedGeneration": g, "replicas": r, "updatedReplicas": r,
+                   "readyReplicas": r, "availableReplicas": r}),
+        );
+    }
+    for d in store.list("daemonsets") {
+        let g = d["metadata"]["generation"].as_i64().unwrap_or(1);
+        set_status(
+            store,
+            "daemonsets",
+            str_at(&d, "/metadata/namespace"),
+            str_at(&d, "/metadata/name"),
+            json!({"observedGeneration": g, "desiredNumberScheduled": 2,
+                   "currentNumberScheduled": 2, "updatedNumberScheduled": 2,
+                   "numberReady": 2, "numberAvailable": 2}),
+        );
+    }
+}
+
+fn condition<'a>(co: &'a Value, type_: &str) -> &'a Value {
+    co.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .unwrap_or_else(|| panic!("no {type_} condition in {co:#}"))
+}
+
+fn cluster_operator(store: &Store) -> Value {
+    store
+        .get("clusteroperators", "", CLUSTER_OPERATOR_NAME)
+        .unwrap_or_else(|| panic!("no ClusterOperator"))
+}
+
+fn add_infrastructure(store: &Store) {
+    let infra = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+        "metadata": {"name": "cluster"}, "spec": {"platformSpec": {"type": "AWS"}}});
+    store
+        .create(def("infrastructures"), "", infra)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    set_status(
+        store,
+        "infrastructures",
+        "",
+        "cluster",
+        json!({"infrastructureName": "test-abc", "platform": "AWS",
+               "platformStatus": {"type": "AWS", "aws": {"region": "eu-west-1"}}}),
+    );
+}
+
+fn writes(store: &Store) -> u64 {
+    store
+        .request_counts()
+        .iter()
+        .filter(|(k, _)| {
+            ["POST", "PUT", "PATCH", "DELETE"]
+                .iter()
+                .any(|m| k.starts_with(m))
+        })
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Starts a server with an Infrastructure and runs the operator to Available at `version`.
+async fn deployed(version: &str) -> (ApiServer, Operator) {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    add_infrastructure(&server.store);
+    let op =
+        Operator::new(server.client(), options(version, IMAGE)).unwrap_or_else(|e| panic!("{e}"));
+    op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    roll_out(&server.store);
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    (server, op)
+}
+
+#[tokio::test]
+async fn applies_every_manifest_and_reports_the_rollout() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = &server.store;
+    add_infrastructure(store);
+    let op =
+        Operator::new(server.client(), options("4.99.0", IMAGE)).unwrap_or_else(|e| panic!("{e}"));
+    let desired = op.desired().await.unwrap_or_else(|e| panic!("{e}"));
+    let first = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.failure.is_none(), "{:?}", first.failure);
+    assert_eq!(first.created, desired.len());
+
+    // Every object is there; workloads carry the image and the version.
+    for obj in &desired {
+        let kind = str_at(obj, "/kind");
+        let info = kind_info(kind).unwrap_or_else(|| panic!("{kind}"));
+        let ns = if info.namespaced { NAMESPACE } else { "" };
+        let name = str_at(obj, "/metadata/name");
+        let live = store
+            .get(&info.resource.plural, ns, name)
+            .unwrap_or_else(|| panic!("{kind}/{name} not applied"));
+        if kind == "Deployment" || kind == "DaemonSet" {
+            assert_eq!(
+                str_at(&live, "/spec/template/spec/containers/0/image"),
+                IMAGE
+            );
+            assert_eq!(
+                live["metadata"]["annotations"][VERSION_ANNOTATION],
+                "4.99.0"
+            );
+            assert_eq!(
+                live["spec"]["template"]["metadata"]["annotations"][VERSION_ANNOTATION],
+                "4.99.0"
+            );
+        }
+    }
+    for (plural, ns, name) in [
+        (
+            "customresourcedefinitions",
+            "",
+            "machineconfigpools.machineconfiguration.openshift.io",
+        ),
+        (
+            "customresourcedefinitions",
+            "",
+            "clusteroperators.config.openshift.io",
+        ),
+        ("namespaces", "", NAMESPACE),
+        ("serviceaccounts", NAMESPACE, "machine-config-operator"),
+        ("clusterrolebindings", "", "machine-config-daemon"),
+        ("deployments", NAMESPACE, "machine-config-controller"),
+        ("deployments", NAMESPACE, "machine-config-server"),
+        ("services", NAMESPACE, "machine-config-server"),
+        ("daemonsets", NAMESPACE, "machine-config-daemon"),
+        ("machineconfigpools", "", "worker"),
+    ] {
+        assert!(store.get(plural, ns, name).is_some(), "{plural}/{name}");
+    }
+    // The operator does not deploy itself.
+    assert!(store
+        .get("deployments", NAMESPACE, "machine-config-operator")
+        .is_none());
+
+    // The ControllerConfig folds in the Infrastructure.
+    let cc = store
+        .get("controllerconfigs", "", "machine-config-controller")
+        .unwrap_or_else(|| panic!("no ControllerConfig"));
+    assert_eq!(cc["spec"]["platform"], "aws");
+    assert_eq!(
+        cc["spec"]["infra"]["status"]["infrastructureName"],
+        "test-abc"
+    );
+    assert_eq!(
+        cc["spec"]["infra"]["status"]["platformStatus"]["aws"]["region"],
+        "eu-west-1"
+    );
+    assert_eq!(cc["spec"]["baseOSContainerImage"], "");
+    assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.99.0");
+
+    // Nothing is rolled out yet.
+    let co = cluster_operator(store);
+    let p = condition(&co, "Progressing");
+    assert_eq!(p["status"], "True");
+    assert!(
+        str_at(p, "/message").starts_with("Working towards 4.99.0"),
+        "{p}"
+    );
+    assert_eq!(condition(&co, "Available")["status"], "False");
+    assert_eq!(condition(&co, "Degraded")["status"], "False");
+    assert!(co["status"].get("versions").is_none());
+    let related = co["status"]["relatedObjects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(related
+        .iter()
+        .any(|r| r["resource"] == "namespaces" && r["name"] == NAMESPACE));
+
+    // Still rolling out: the status stays Progressing.
+    let again = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!again.wrote(), "{again:?}");
+    assert_eq!(
+        condition(&cluster_operator(store), "Progressing")["status"],
+        "True"
+    );
+
+    roll_out(store);
+    let done = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(done.status_written);
+    assert_eq!((done.created, done.patched), (0, 0));
+    let co = cluster_operator(store);
+    let a = condition(&co, "Available");
+    assert_eq!(a["status"], "True");
+    assert_eq!(a["message"], "Cluster has deployed [{operator 4.99.0}]");
+    let p = condition(&co, "Progressing");
+    assert_eq!(p["status"], "False");
+    assert_eq!(p["message"], "Cluster version is 4.99.0");
+    assert_eq!(condition(&co, "Upgradeable")["status"], "True");
+    assert_eq!(
+        co["status"]["versions"],
+        json!([{"name": "operator", "version": "4.99.0"}])
+    );
+
+    // An up-to-date cluster: a pass writes nothing.
+    let rv = store.resource_version();
+    let before = writes(store);
+    let quiet = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!quiet.wrote(), "{quiet:?}");
+    assert_eq!(store.resource_version(), rv);
+    assert_eq!(writes(store), before);
+}
+
+#[tokio::test]
+async fn a_new_version_rolls_the_workloads() {
+    let (server, _) = deployed("4.99.0").await;
+    let store = &server.store;
+    let old_gen = store
+        .get("deployments", NAMESPACE, "machine-config-controller")
+        .and_then(|d| d["metadata"]["generation"].as_i64());
+    let op = Operator::new(server.client(), options("5.0.0", "quay.io/test/mco-rs:2"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.patched >= 3, "{r:?}");
+    for (plural, name) in [
+        ("deployments", "machine-config-controller"),
+        ("deployments", "machine-config-server"),
+        ("daemonsets", "machine-config-daemon"),
+    ] {
+        let d = store
+            .get(plural, NAMESPACE, name)
+            .unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(
+            str_at(&d, "/spec/template/spec/containers/0/image"),
+            "quay.io/test/mco-rs:2"
+        );
+        assert_eq!(
+            d["spec"]["template"]["metadata"]["annotations"][VERSION_ANNOTATION],
+            "5.0.0"
+        );
+    }
+    let new_gen = store
+        .get("deployments", NAMESPACE, "machine-config-controller")
+        .and_then(|d| d["metadata"]["generation"].as_i64());
+    assert!(new_gen > old_gen);
+    let co = cluster_operator(store);
+    let p = condition(&co, "Progressing");
+    assert_eq!(p["status"], "True");
+    assert!(
+        str_at(p, "/message").starts_with("Working towards 5.0.0"),
+        "{p}"
+    );
+    assert_eq!(co["status"]["versions"][0]["version"], "4.99.0");
+    assert_eq!(condition(&co, "Available")["status"], "True");
+
+    roll_out(store);
+    op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    let co = cluster_operator(store);
+    assert_eq!(co["status"]["versions"][0]["version"], "5.0.0");
+    assert_eq!(
+        condition(&co, "Progressing")["message"],
+        "Cluster version is 5.0.0"
+    );
+}
+
+#[tokio::test]
+async fn a_degraded_pool_degrades_the_operator() {
+    let (server, op) = deployed("4.99.0").await;
+    let store = &server.store;
+    let since = str_at(
+        condition(&cluster_operator(store), "Available"),
+        "/lastTransitionTime",
+    )
+    .to_string();
+    set_status(
+        store,
+        "machineconfigpools",
+        "",
+        "worker",
+        json!({"machineCount": 2, "readyMachineCount": 1, "updatedMachineCount": 1,
+               "degradedMachineCount": 1, "unavailableMachineCount": 1,
+               "conditions": [{"type": "Degraded", "status": "True", "reason": "NodeDegraded",
+                               "message": "Node worker-1 is reporting: disk full"}]}),
+    );
+    op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    let co = cluster_operator(store);
+    let d = condition(&co, "Degraded");
+    assert_eq!(d["status"], "True");
+    assert_eq!(d["reason"], "RequiredPoolsFailed");
+    let msg = str_at(d, "/message");
+    assert!(
+        msg.contains("MachineConfigPool worker is degraded"),
+        "{msg}"
+    );
+    assert!(msg.contains("disk full"), "{msg}");
+    assert_eq!(condition(&co, "Upgradeable")["status"], "False");
+    let a = condition(&co, "Available");
+    assert_eq!(a["status"], "True");
+    assert_eq!(str_at(a, "/lastTransitionTime"), since);
+}
+
+#[tokio::test]
+async fn foreign_fields_are_left_alone_and_owned_ones_restored() {
+    let (server, op) = deployed("4.99.0").await;
+    let store = &server.store;
+    store
+        .write(
+            def("deployments"),
+            NAMESPACE,
+            "machine-config-server",
+            false,
+            |old| {
+                let mut n = old.clone();
+                n["metadata"]["labels"]["team"] = json!("infra");
+                n["spec"]["template"]["spec"]["containers"][0]["env"] =
+                    json!([{"name": "X", "value": "1"}]);
+                Ok(n)
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.patched, 0, "{r:?}");
+    store
+        .write(
+            def("deployments"),
+            NAMESPACE,
+            "machine-config-server",
+            false,
+            |old| {
+                let mut n = old.clone();
+                n["spec"]["template"]["spec"]["containers"][0]["image"] = json!("someone/else:1");
+                Ok(n)
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.patched, 1, "{r:?}");
+    let d = store
+        .get("deployments", NAMESPACE, "machine-config-server")
+        .unwrap_or_else(|| panic!("gone"));
+    assert_eq!(str_at(&d, "/spec/template/spec/containers/0/image"), IMAGE);
+    assert_eq!(d["metadata"]["labels"]["team"], "infra");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["env"][0]["name"],
+        "X"
+    );
+}
+
+#[test]
+fn embedded_manifests_are_the_folder() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    let names: Vec<&str> = embedded::MANIFESTS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names, files,
+        "add new manifests to mco-k8s/src/operator/embedded.rs"
+    );
+    for (name, text) in embedded::MANIFESTS {
+        let have = std::fs::read_to_string(format!("{dir}/{name}")).unwrap_or_default();
+        assert_eq!(&have, text, "{name}");
+    }
+}
+
+/// Kills the child when the test ends, pass or fail.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_deploys_through_a_kubeconfig() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let dir = std::env::temp_dir().join(format!("mco-operator-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{}\nusers:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\ncurrent-context: test\n",
+            server.addr
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_machine-config-operator"))
+        .args([
+            "--image",
+            IMAGE,
+            "--version",
+            "7.0.0",
+            "--resync-seconds",
+            "1",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::create(dir.join("stderr"))
+                .map_or_else(|_| std::process::Stdio::null(), Into::into),
+        )
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _child = Child(child);
+    let store = server.store.clone();
+    let reached = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let deployed = store
+                .get("daemonsets", NAMESPACE, "machine-config-daemon")
+                .is_some_and(|d| str_at(&d, "/spec/template/spec/containers/0/image") == IMAGE);
+            let reported = store
+                .get("clusteroperators", "", CLUSTER_OPERATOR_NAME)
+                .is_some_and(|co| co.pointer("/status/conditions").is_some());
+            if deployed && reported {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        reached.is_ok(),
+        "the operator binary did not deploy and report within 60s"
+    );
+    // Rolled out, the running operator notices through its watches and reports Available.
+    roll_out(&store);
+    let available = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if let Some(co) = store.get("clusteroperators", "", CLUSTER_OPERATOR_NAME) {
+                if co["status"]["versions"][0]["version"] == "7.0.0" {
+                    return co;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the operator binary did not report 7.0.0 within 60s"));
+    assert_eq!(condition(&available, "Available")["status"], "True");
+    // Everything the binary asked for, its ClusterRole in manifests/ grants.
+    let missing = rbac::ungranted(
+        &store.request_counts(),
+        &rbac::cluster_role_rules("machine-config-operator"),
+    );
+    assert!(
+        missing.is_empty(),
+        "not granted by manifests/02-rbac.yaml: {missing:?}"
+    );
+}

@@ -1,0 +1,39 @@
+//! The operator's decisions, pure: manifests and observed cluster objects in, the objects to
+//! apply and the ClusterOperator status out.
+//!
+//! The operator keeps the controller, server and agent deployed from the manifests folder at
+//! one image and version ([`desired`]), builds the `machine-config-controller`
+//! ControllerConfig from the manifest's and the cluster's config objects
+//! ([`controller_config`]), and reports how far the rollout got in the `machine-config`
+//! ClusterOperator ([`status`]). Reading and writing the API server is the adapter's job.
+
+pub mod controller_config;
+pub mod desired;
+pub mod status;
+
+pub use controller_config::{build_controller_config, ClusterConfigObjects};
+pub use desired::{desired_objects, parse_manifests, DesiredOptions, OperatorError};
+pub use status::{
+    compute_status, ClusterOperatorStatus, Condition, ObjectReference, OperandVersion, StatusInput,
+    SyncFailure,
+};
+
+/// The namespace the MCO's workloads run in.
+pub const NAMESPACE: &str = "openshift-machine-config-operator";
+
+/// The name of the ClusterOperator the operator reports in.
+pub const CLUSTER_OPERATOR_NAME: &str = "machine-config";
+
+/// The annotation (on workloads, their pod templates and the ControllerConfig) naming the
+/// version the operator deployed them at.
+pub const VERSION_ANNOTATION: &str = "machineconfiguration.openshift.io/generated-by-version";
+
+/// The image name the manifests carry, replaced by the operator's `--image`.
+pub const IMAGE_PLACEHOLDER: &str = "mco-rs:latest";
+
+/// The name of the operator's own Deployment, which it never applies (whoever installed the
+/// operator owns it).
+pub const OPERATOR_DEPLOYMENT: &str = "machine-config-operator";
+
+/// The name of the ControllerConfig the operator builds and the controller renders with.
+pub const CONTROLLER_CONFIG_NAME: &str = "machine-config-controller";
