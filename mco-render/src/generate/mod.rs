@@ -19,6 +19,9 @@ pub mod names;
 pub mod quantity;
 pub mod tls;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
 
 use base64::Engine;
