@@ -21,6 +21,8 @@ pub mod tls;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_crio;
 
 use std::collections::BTreeMap;
 

@@ -66,12 +66,8 @@ fn go_atoi(s: &str) -> Result<i64, String> {
             go_quote(s)
         ));
     }
-    s.parse().map_err(|_| {
-        format!(
-            "strconv.Atoi: parsing {}: value out of range",
-            go_quote(s)
-        )
-    })
+    s.parse()
+        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
 }
 
 /// Whether `strconv.Atoi` accepts the text.

@@ -141,7 +141,10 @@ fn validation_log_level_range() {
     let failed = format!("Error: {msg}");
     assert_eq!(
         conditions(&out),
-        vec![c("Accepted", "False", &failed), c("Failure", "True", &failed)]
+        vec![
+            c("Accepted", "False", &failed),
+            c("Failure", "True", &failed)
+        ]
     );
     assert!(out.machine_configs.is_empty());
     assert!(error_of(&worker(Value::Null, json!({"logLevel": 10}))).is_none());
@@ -178,7 +181,11 @@ fn validation_auto_sizing_with_system_reserved() {
     let msg = "KubeletConfiguration: autoSizingReserved and systemdReserved cannot be set together";
     let reserved = json!({"systemReserved": {"pid": "100"}});
     assert_eq!(
-        error_of(&worker(reserved.clone(), json!({"autoSizingReserved": true}))).as_deref(),
+        error_of(&worker(
+            reserved.clone(),
+            json!({"autoSizingReserved": true})
+        ))
+        .as_deref(),
         Some(msg)
     );
     assert_eq!(
@@ -234,14 +241,26 @@ fn static_pod_path_rules() {
     for (name, node_selector) in [
         ("master", json!(null)),
         ("arbiter", json!(null)),
-        ("infra", json!({"matchLabels": {"node-role.kubernetes.io/master": ""}})),
-        ("infra", json!({"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "Exists"}]})),
-        ("infra", json!({"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "In", "values": [""]}]})),
+        (
+            "infra",
+            json!({"matchLabels": {"node-role.kubernetes.io/master": ""}}),
+        ),
+        (
+            "infra",
+            json!({"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "Exists"}]}),
+        ),
+        (
+            "infra",
+            json!({"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "In", "values": [""]}]}),
+        ),
     ] {
         let mut p = pool(name);
         p["spec"]["nodeSelector"] = node_selector;
         let mut inp = input(
-            kubelet_config("kc", json!({"machineConfigPoolSelector": selecting(name), "kubeletConfig": spp})),
+            kubelet_config(
+                "kc",
+                json!({"machineConfigPoolSelector": selecting(name), "kubeletConfig": spp}),
+            ),
             vec![p],
         );
         inp.object["spec"]["kubeletConfig"] = json!({"staticPodPath": ""});
@@ -254,7 +273,10 @@ fn static_pod_path_rules() {
     let mut p = pool("infra");
     p["spec"]["nodeSelector"] = json!({"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "NotIn", "values": [""]}]});
     let inp = input(
-        kubelet_config("kc", json!({"machineConfigPoolSelector": selecting("infra"), "kubeletConfig": {"staticPodPath": ""}})),
+        kubelet_config(
+            "kc",
+            json!({"machineConfigPoolSelector": selecting("infra"), "kubeletConfig": {"staticPodPath": ""}}),
+        ),
         vec![p],
     );
     assert_eq!(error_of(&inp), None);
@@ -268,37 +290,64 @@ fn static_pod_path_rules() {
 fn generated_machine_config_shape() {
     let out = generate(&worker(json!({"maxPods": 100}), Value::Null));
     assert_eq!(out.error, None);
-    assert_eq!(out.machine_config_actions, vec!["create 99-worker-generated-kubelet"]);
+    assert_eq!(
+        out.machine_config_actions,
+        vec!["create 99-worker-generated-kubelet"]
+    );
     let mc = &out.machine_configs[0];
-    assert_eq!(mc["metadata"]["labels"], json!({"machineconfiguration.openshift.io/role": "worker"}));
+    assert_eq!(
+        mc["metadata"]["labels"],
+        json!({"machineconfiguration.openshift.io/role": "worker"})
+    );
     assert_eq!(
         mc["metadata"]["annotations"],
         json!({"machineconfiguration.openshift.io/generated-by-controller-version": VERSION})
     );
-    assert_eq!(mc["metadata"]["ownerReferences"][0]["kind"], "KubeletConfig");
+    assert_eq!(
+        mc["metadata"]["ownerReferences"][0]["kind"],
+        "KubeletConfig"
+    );
     assert_eq!(mc["metadata"]["ownerReferences"][0]["uid"], "uid-kc");
     assert_eq!(mc["metadata"]["ownerReferences"][0]["controller"], true);
     assert_eq!(paths(mc), vec![KUBELET_CONF_PATH]);
     let text = conf(&out);
     assert!(text.contains("maxPods: 100\n"), "{text}");
     // Every known gate is written with the base's own.
-    assert!(text.contains("featureGates:\n  Base: true\n  \"Off\": false\n  \"On\": true\n"), "{text}");
+    assert!(
+        text.contains("featureGates:\n  Base: true\n  \"Off\": false\n  \"On\": true\n"),
+        "{text}"
+    );
     assert_eq!(
-        out.object_after.annotations.get(MC_NAME_SUFFIX_ANNOTATION).map(String::as_str),
+        out.object_after
+            .annotations
+            .get(MC_NAME_SUFFIX_ANNOTATION)
+            .map(String::as_str),
         Some("")
     );
-    assert_eq!(out.object_after.finalizers, vec!["99-worker-generated-kubelet"]);
+    assert_eq!(
+        out.object_after.finalizers,
+        vec!["99-worker-generated-kubelet"]
+    );
     assert_eq!(
         conditions(&out),
-        vec![c("Accepted", "True", "Success"), c("Success", "True", "Success")]
+        vec![
+            c("Accepted", "True", "Success"),
+            c("Success", "True", "Success")
+        ]
     );
 }
 
 #[test]
 fn files_order_log_level_and_node_sizing() {
-    let out = generate(&worker(Value::Null, json!({"logLevel": 4, "autoSizingReserved": true})));
+    let out = generate(&worker(
+        Value::Null,
+        json!({"logLevel": 4, "autoSizingReserved": true}),
+    ));
     let mc = &out.machine_configs[0];
-    assert_eq!(paths(mc), vec![NODE_SIZING_PATH, LOG_LEVEL_PATH, KUBELET_CONF_PATH]);
+    assert_eq!(
+        paths(mc),
+        vec![NODE_SIZING_PATH, LOG_LEVEL_PATH, KUBELET_CONF_PATH]
+    );
     assert_eq!(
         file_text(mc, LOG_LEVEL_PATH).as_deref(),
         Some("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=4\"\n")
@@ -327,10 +376,16 @@ fn system_reserved_moves_to_node_sizing() {
         Some("NODE_SIZING_ENABLED=false\nSYSTEM_RESERVED_MEMORY=2Gi\nSYSTEM_RESERVED_CPU=500m\nSYSTEM_RESERVED_ES=1Gi\n")
     );
     let text = conf(&out);
-    assert!(text.contains("systemReserved:\n  pid: \"1000\"\n"), "{text}");
+    assert!(
+        text.contains("systemReserved:\n  pid: \"1000\"\n"),
+        "{text}"
+    );
     assert!(!text.contains("memory: 2Gi"), "{text}");
     // Only other keys: no node-sizing file.
-    let out = generate(&worker(json!({"systemReserved": {"pid": "1000"}}), Value::Null));
+    let out = generate(&worker(
+        json!({"systemReserved": {"pid": "1000"}}),
+        Value::Null,
+    ));
     assert_eq!(paths(&out.machine_configs[0]), vec![KUBELET_CONF_PATH]);
 }
 
@@ -344,27 +399,39 @@ fn merge_rules() {
     assert!(text.contains("maxPods: 250\n"), "{text}");
     assert!(!text.contains("protectKernelDefaults"), "{text}");
     // enforceNodeAllocatable without a system-reserved key clears systemReservedCgroup.
-    let text = conf(&generate(&worker(json!({"enforceNodeAllocatable": ["pods"]}), Value::Null)));
+    let text = conf(&generate(&worker(
+        json!({"enforceNodeAllocatable": ["pods"]}),
+        Value::Null,
+    )));
     assert!(!text.contains("systemReservedCgroup"), "{text}");
     assert!(text.contains("enforceNodeAllocatable:\n- pods\n"), "{text}");
     let text = conf(&generate(&worker(
         json!({"enforceNodeAllocatable": ["pods", "system-reserved-compressible"]}),
         Value::Null,
     )));
-    assert!(text.contains("systemReservedCgroup: /system.slice\n"), "{text}");
+    assert!(
+        text.contains("systemReservedCgroup: /system.slice\n"),
+        "{text}"
+    );
     // reservedSystemCPUs drops system-reserved enforcement and forces pods first.
     let text = conf(&generate(&worker(
         json!({"reservedSystemCPUs": "0-1", "enforceNodeAllocatable": ["kube-reserved", "system-reserved"]}),
         Value::Null,
     )));
     assert!(!text.contains("systemReservedCgroup"), "{text}");
-    assert!(text.contains("enforceNodeAllocatable:\n- pods\n- kube-reserved\n"), "{text}");
+    assert!(
+        text.contains("enforceNodeAllocatable:\n- pods\n- kube-reserved\n"),
+        "{text}"
+    );
 }
 
 #[test]
 fn merged_cgroup_mismatch_fails_after_merge() {
     let msg = "invalid merged configuration: systemReservedCgroup (/system.slice) must match systemCgroups (/other.slice)";
-    let out = generate(&worker(json!({"systemCgroups": "/other.slice"}), Value::Null));
+    let out = generate(&worker(
+        json!({"systemCgroups": "/other.slice"}),
+        Value::Null,
+    ));
     assert_eq!(out.error.as_deref(), Some(msg));
     assert!(out.machine_configs.is_empty());
 }
@@ -376,7 +443,10 @@ fn tls_profile_overrides_template() {
         json!({"tlsSecurityProfile": {"type": "Custom", "custom": {"minTLSVersion": "VersionTLS13", "ciphers": ["ECDHE-RSA-AES128-GCM-SHA256", "BOGUS"]}}}),
     )));
     assert!(text.contains("tlsMinVersion: VersionTLS13\n"), "{text}");
-    assert!(text.contains("tlsCipherSuites:\n- TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"), "{text}");
+    assert!(
+        text.contains("tlsCipherSuites:\n- TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"),
+        "{text}"
+    );
     // A user's own kubelet TLS settings are merged over the profile.
     let text = conf(&generate(&worker(
         json!({"tlsMinVersion": "VersionTLS11"}),
@@ -392,13 +462,17 @@ fn worker_latency_profile_only_for_worker_pool() {
     inp.node_config = Some(node.clone());
     assert!(conf(&generate(&inp)).contains("nodeStatusUpdateFrequency: 1m0s\n"));
     let mut inp = input(
-        kubelet_config("kc", json!({"machineConfigPoolSelector": selecting("infra")})),
+        kubelet_config(
+            "kc",
+            json!({"machineConfigPoolSelector": selecting("infra")}),
+        ),
         vec![pool("infra")],
     );
     inp.node_config = Some(node);
     assert!(conf(&generate(&inp)).contains("nodeStatusUpdateFrequency: 10s\n"));
     let mut inp = worker(Value::Null, Value::Null);
-    inp.node_config = Some(json!({"spec": {"workerLatencyProfile": "MediumUpdateAverageReaction"}}));
+    inp.node_config =
+        Some(json!({"spec": {"workerLatencyProfile": "MediumUpdateAverageReaction"}}));
     assert!(conf(&generate(&inp)).contains("nodeStatusUpdateFrequency: 20s\n"));
     inp.node_config = Some(json!({"spec": {"workerLatencyProfile": "FastUpdate"}}));
     assert!(conf(&generate(&inp)).contains("nodeStatusUpdateFrequency: 10s\n"));
@@ -422,7 +496,10 @@ fn annotations_replaced_only_without_suffix_annotation() {
 fn finalizers_without_kubelet_are_dropped() {
     let mut inp = worker(Value::Null, Value::Null);
     inp.object["metadata"]["finalizers"] = json!(["99-old-kubelet", "some-uid"]);
-    assert_eq!(generate(&inp).object_after.finalizers, vec!["99-worker-generated-kubelet"]);
+    assert_eq!(
+        generate(&inp).object_after.finalizers,
+        vec!["99-worker-generated-kubelet"]
+    );
     inp.object["metadata"]["finalizers"] = json!(["99-old-kubelet", "99-worker-generated-kubelet"]);
     assert_eq!(
         generate(&inp).object_after.finalizers,
@@ -455,7 +532,10 @@ fn status_conditions_keep_three_accepted_and_one_legacy() {
     ]});
     assert_eq!(
         conditions(&generate(&inp)),
-        vec![c("Accepted", "True", "Success"), c("Success", "True", "Success")]
+        vec![
+            c("Accepted", "True", "Success"),
+            c("Success", "True", "Success")
+        ]
     );
 }
 
@@ -524,7 +604,10 @@ fn existing_machine_config_without_kubelet_conf_fails_the_gate_check() {
     })];
     let out = generate(&inp);
     assert_eq!(out.error, None);
-    assert_eq!(out.machine_config_actions, vec!["update 99-worker-generated-kubelet"]);
+    assert_eq!(
+        out.machine_config_actions,
+        vec!["update 99-worker-generated-kubelet"]
+    );
 }
 
 #[test]
@@ -537,7 +620,10 @@ fn stale_generated_machine_configs_are_cleaned_up() {
     ];
     assert_eq!(
         generate(&inp).machine_config_actions,
-        vec!["create 99-worker-generated-kubelet", "delete 99-worker-generated-kubelet-3"]
+        vec![
+            "create 99-worker-generated-kubelet",
+            "delete 99-worker-generated-kubelet-3"
+        ]
     );
 }
 
@@ -555,8 +641,14 @@ fn deleted_resource_cascades_to_its_first_finalizer() {
     // No validation, no status: the MC the first finalizer names (here by UID) goes.
     let out = generate(&inp);
     assert_eq!(out.error, None);
-    assert_eq!(out.machine_config_actions, vec!["delete 99-worker-generated-kubelet-1"]);
-    assert_eq!(out.object_after.finalizers, vec!["99-worker-generated-kubelet"]);
+    assert_eq!(
+        out.machine_config_actions,
+        vec!["delete 99-worker-generated-kubelet-1"]
+    );
+    assert_eq!(
+        out.object_after.finalizers,
+        vec!["99-worker-generated-kubelet"]
+    );
     assert!(out.object_after.conditions.is_empty());
     inp.object["metadata"]["finalizers"] = json!([]);
     let out = generate(&inp);
@@ -567,12 +659,18 @@ fn deleted_resource_cascades_to_its_first_finalizer() {
 #[test]
 fn several_pools_share_the_suffix_recorded_by_the_first() {
     let other = {
-        let mut o = kubelet_config("a-older", json!({"machineConfigPoolSelector": selecting("worker")}));
+        let mut o = kubelet_config(
+            "a-older",
+            json!({"machineConfigPoolSelector": selecting("worker")}),
+        );
         o["metadata"]["annotations"] = json!({MC_NAME_SUFFIX_ANNOTATION: "2"});
         o
     };
     let mut inp = input(
-        kubelet_config("kc", json!({"machineConfigPoolSelector": {"matchLabels": {"custom": "yes"}}})),
+        kubelet_config(
+            "kc",
+            json!({"machineConfigPoolSelector": {"matchLabels": {"custom": "yes"}}}),
+        ),
         vec![pool("infra"), pool("worker")],
     );
     for p in &mut inp.pools {
@@ -585,11 +683,17 @@ fn several_pools_share_the_suffix_recorded_by_the_first() {
     // then reads "" back and takes its plain name too.
     assert_eq!(
         out.machine_config_actions,
-        vec!["create 99-infra-generated-kubelet", "create 99-worker-generated-kubelet"]
+        vec![
+            "create 99-infra-generated-kubelet",
+            "create 99-worker-generated-kubelet"
+        ]
     );
     assert_eq!(
         out.object_after.finalizers,
         vec!["99-infra-generated-kubelet", "99-worker-generated-kubelet"]
     );
-    assert_eq!(out.machine_configs[0]["metadata"]["labels"]["machineconfiguration.openshift.io/role"], "infra");
+    assert_eq!(
+        out.machine_configs[0]["metadata"]["labels"]["machineconfiguration.openshift.io/role"],
+        "infra"
+    );
 }
