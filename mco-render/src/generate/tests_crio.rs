@@ -203,9 +203,9 @@ fn storage_conf_overlay_size_and_stores() {
 #[test]
 fn missing_template_files_fail() {
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.base_machine_configs.truncate(1);
+    inp.base_machine_configs.remove(0);
     let out = generate(&inp);
-    let err = "could not generate old container runtime configs: [could not find Registries Config, could not find Policy JSON]";
+    let err = "could not generate old container runtime configs: could not find Storage Config";
     assert_eq!(out.error.as_deref(), Some(err));
     assert_eq!(
         conditions(&out),
@@ -214,6 +214,13 @@ fn missing_template_files_fail() {
             &format!("could not generate origin ContainerRuntime Configs: {err}")
         )]
     );
+    let bases = bases();
+    let refs: Vec<&Value> = bases.iter().take(1).collect();
+    assert_eq!(
+        super::crio::check_original_files(&refs, true),
+        Err("could not generate old container runtime configs: [could not find Registries Config, could not find Policy JSON]".into())
+    );
+    assert_eq!(super::crio::check_original_files(&refs, false), Ok(()));
 }
 
 #[test]
