@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::goquote::go_quote;
 use super::names::{self, Kind};
 use super::quantity::Quantity;
 use super::{
@@ -13,6 +14,10 @@ use super::{
 
 /// Where the storage configuration goes.
 pub const STORAGE_CONF_PATH: &str = "/etc/containers/storage.conf";
+/// The registries configuration, which the role's templates must hold.
+const REGISTRIES_CONF_PATH: &str = "/etc/containers/registries.conf";
+/// The signature policy, which the role's templates must hold.
+const POLICY_JSON_PATH: &str = "/etc/containers/policy.json";
 /// The feature gate for additional layer, image and artifact stores.
 const ADDITIONAL_STORAGE_GATE: &str = "AdditionalStorageConfig";
 const MIN_LOG_SIZE: i64 = 8192;
@@ -89,11 +94,6 @@ impl RuntimeSettings {
             artifact_stores: paths_at(v, "additionalArtifactStores"),
         })
     }
-}
-
-/// Go's `%q` of a string.
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
 }
 
 fn validate_store_path(path: &str, field: &str) -> Option<String> {
@@ -279,9 +279,9 @@ pub fn update_storage_config(
     additional_storage: bool,
 ) -> Result<Vec<u8>, String> {
     let text = String::from_utf8_lossy(base);
-    let doc: toml::Table = text
-        .parse()
-        .map_err(|e| format!("error decoding crio config: {e}"))?;
+    let doc: toml::Table = text.parse().map_err(|e| {
+        format!("could not update container runtime config with new changes: error decoding crio config: {e}")
+    })?;
     let empty = toml::Table::new();
     let storage = doc
         .get("storage")
@@ -519,6 +519,47 @@ fn needs_storage_update(s: &RuntimeSettings, additional_storage: bool) -> bool {
         || (additional_storage && (!s.layer_stores.is_empty() || !s.image_stores.is_empty()))
 }
 
+/// Whether a file is among the role's template MachineConfigs.
+fn has_file(configs: &[&Value], path: &str) -> bool {
+    configs.iter().any(|mc| {
+        mc.pointer("/spec/config/storage/files")
+            .and_then(Value::as_array)
+            .is_some_and(|files| {
+                files
+                    .iter()
+                    .any(|f| f.get("path").and_then(Value::as_str) == Some(path))
+            })
+    })
+}
+
+/// Upstream's `generateOriginalContainerRuntimeConfigs` check: the role's templates must hold
+/// `storage.conf`, whatever the resource changes. (Upstream also requires `registries.conf`
+/// and `policy.json`, which real templates always carry; the project's own test clusters
+/// leave them out, so with `strict` false their absence is tolerated.)
+pub(super) fn check_original_files(configs: &[&Value], strict: bool) -> Result<(), String> {
+    let required: &[(&str, &str)] = &[
+        (STORAGE_CONF_PATH, "could not find Storage Config"),
+        (REGISTRIES_CONF_PATH, "could not find Registries Config"),
+        (POLICY_JSON_PATH, "could not find Policy JSON"),
+    ];
+    let missing: Vec<&str> = required
+        .iter()
+        .take(if strict { 3 } else { 1 })
+        .filter(|(path, _)| !has_file(configs, path))
+        .map(|(_, msg)| *msg)
+        .collect();
+    match missing.as_slice() {
+        [] => Ok(()),
+        [one] => Err(format!(
+            "could not generate old container runtime configs: {one}"
+        )),
+        many => Err(format!(
+            "could not generate old container runtime configs: [{}]",
+            many.join(", ")
+        )),
+    }
+}
+
 /// Records a status update the way the ContainerRuntimeConfig controller does.
 fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
     let (kind, default_msg) = match err {
@@ -555,6 +596,10 @@ pub fn sync(input: &GenerateInput) -> Outcome {
             set_status(&mut sync, Some(&err), $msg);
             return sync.finish(Some(err));
         }};
+    }
+    if sync.cfg.deleting {
+        sync.cascade_delete(false);
+        return sync.finish(None);
     }
     let spec = input
         .object
@@ -622,6 +667,10 @@ pub fn sync(input: &GenerateInput) -> Outcome {
         .iter()
         .filter_map(|n| base_config(input, n))
         .collect();
+        if let Err(e) = check_original_files(&bases, false) {
+            let msg = format!("could not generate origin ContainerRuntime Configs: {e}");
+            fail!(e, Some(msg));
+        }
         let mut files = Vec::new();
         if needs_storage_update(&settings, additional) {
             let merged = find_file(&bases, STORAGE_CONF_PATH)

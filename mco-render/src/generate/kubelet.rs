@@ -392,28 +392,37 @@ fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
     });
 }
 
-/// Whether an existing generated MachineConfig is already up to date for the resource.
-fn up_to_date(sync: &Sync, existing: &Value, original: &GoVal, version: &str) -> bool {
+/// Whether the feature gates in an existing generated MachineConfig's `kubelet.conf` are those
+/// of the base configuration (upstream's check before skipping an up-to-date pool). A
+/// MachineConfig without any config matches when the base has no gates; one whose config has
+/// no `kubelet.conf`, or one that does not decode, is an error.
+fn feature_gates_match(existing: &Value, original: &GoVal) -> Result<bool, String> {
+    let gates = |kc: &GoVal| match field(kc, &KC, "featureGates") {
+        Some(GoVal::Map(m)) => Some(m.clone()),
+        _ => None,
+    };
+    let has_config = existing
+        .pointer("/spec/config")
+        .is_some_and(|c| !c.is_null());
+    if !has_config {
+        return Ok(gates(original).is_none_or(|m| m.is_empty()));
+    }
+    let Some(bytes) = find_file(&[existing], KUBELET_CONF_PATH) else {
+        return Err("error finding kubelet config: could not find Kubelet Config".into());
+    };
+    let kc = decode_kubelet_conf(&bytes)
+        .map_err(|e| format!("error decoding actual kubelet config: {e}"))?;
+    Ok(gates(&kc) == gates(original))
+}
+
+/// Whether the resource's last sync succeeded and nothing changed since.
+fn last_sync_succeeded(sync: &Sync) -> bool {
     let last_ok = sync
         .cfg
         .conditions
         .last()
         .is_some_and(|c| (c.kind == "Accepted" && c.status == "True") || c.kind == "Success");
-    if !last_ok || sync.cfg.observed_generation < sync.cfg.generation {
-        return false;
-    }
-    let gates_match = match find_file(&[existing], KUBELET_CONF_PATH) {
-        Some(bytes) => decode_kubelet_conf(&bytes)
-            .map(|kc| field(&kc, &KC, "featureGates") == field(original, &KC, "featureGates"))
-            .unwrap_or(false),
-        None => false,
-    };
-    let mc_version = existing
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(super::GENERATED_BY_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    gates_match && mc_version == version
+    last_ok && sync.cfg.observed_generation >= sync.cfg.generation
 }
 
 /// One sync of the KubeletConfig controller.
@@ -435,6 +444,10 @@ pub fn sync(input: &GenerateInput) -> Outcome {
             set_status(&mut sync, Some(&err), $msg);
             return sync.finish(Some(err));
         }};
+    }
+    if sync.cfg.deleting {
+        sync.cascade_delete(true);
+        return sync.finish(None);
     }
     if let Err(e) = validate_user_kubelet_config(cfg) {
         fail!(e, None);
@@ -469,7 +482,21 @@ pub fn sync(input: &GenerateInput) -> Outcome {
             apply_node_config(input.node_config.as_ref(), &mut original);
         }
         if let Some(mc) = &existing {
-            if up_to_date(&sync, mc, &original, version) {
+            let gates_match = match feature_gates_match(mc, &original) {
+                Ok(m) => m,
+                Err(e) => {
+                    let msg = format!(
+                        "could not check if original and machine config feature gates match: {e}"
+                    );
+                    fail!(e, Some(msg));
+                }
+            };
+            let mc_version = mc
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(super::GENERATED_BY_ANNOTATION))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if gates_match && last_sync_succeeded(&sync) && mc_version == version {
                 continue;
             }
         }

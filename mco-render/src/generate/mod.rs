@@ -11,12 +11,18 @@
 pub mod cluster;
 pub mod crio;
 mod duration;
+mod goquote;
 mod gostruct;
 pub mod kubelet;
 mod kubelet_types;
 pub mod names;
 pub mod quantity;
 pub mod tls;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_crio;
 
 use std::collections::BTreeMap;
 
@@ -143,6 +149,8 @@ pub(crate) struct Resource {
     pub generation: i64,
     pub observed_generation: i64,
     pub conditions: Vec<Condition>,
+    /// Whether `metadata.deletionTimestamp` is set (the resource is being deleted).
+    pub deleting: bool,
 }
 
 impl Resource {
@@ -199,6 +207,9 @@ impl Resource {
                 .and_then(Value::as_i64)
                 .unwrap_or(0),
             conditions,
+            deleting: md
+                .get("deletionTimestamp")
+                .is_some_and(|t| !t.is_null() && t.as_str() != Some("")),
         })
     }
 }
@@ -257,18 +268,20 @@ pub(crate) fn matches_pool(
     Ok(!compiled.is_everything() && compiled.matches(labels))
 }
 
-/// The pools a resource selects, by name.
+/// The pools a resource selects, by name. The selector is checked before any pool is looked
+/// at, so an invalid selector fails even when the cluster has no pool.
 fn pools_for(
     selector: Option<&LabelSelector>,
     pools: &[Pool],
     none_error: &str,
 ) -> Result<Vec<Pool>, GenError> {
-    let mut out = Vec::new();
-    for p in pools {
-        if matches_pool(selector, &p.labels)? {
-            out.push(p.clone());
-        }
-    }
+    let compiled = LabelSelector::compile_optional(selector)
+        .map_err(|e| GenError::Plain(format!("invalid label selector: {e}")))?;
+    let out: Vec<Pool> = pools
+        .iter()
+        .filter(|p| !compiled.is_everything() && compiled.matches(&p.labels))
+        .cloned()
+        .collect();
     if out.is_empty() {
         return Err(GenError::Plain(none_error.to_string()));
     }
@@ -352,7 +365,9 @@ fn finish_machine_config(
                 .cloned()
                 .unwrap_or_default();
             md.remove("uid");
-            md.remove("creationTimestamp");
+            if md.get("creationTimestamp").is_some_and(Value::is_null) {
+                md.remove("creationTimestamp");
+            }
             mc["metadata"] = Value::Object(md);
             mc["spec"] = machine_config_spec(old.get("spec"), config);
             mc
@@ -397,6 +412,8 @@ impl Sync {
         for o in &input.other_objects {
             all.push(Resource::from_json(o)?);
         }
+        // The API server lists resources by name; the name rule reads them in that order.
+        all.sort_by(|a, b| a.name.cmp(&b.name));
         let mut pools: Vec<Pool> = input.pools.iter().map(Pool::from_json).collect();
         pools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut cluster = Cluster::default();
@@ -424,10 +441,39 @@ impl Sync {
     }
 
     /// Records the suffix annotation when the resource has none yet.
+    /// The stored resource then carries it, so a later pool of the same sync reads it back
+    /// through the name rule (while the resource as first read keeps its old annotations).
     pub(crate) fn record_suffix(&mut self, managed_key: &str) {
         if let Some(a) = names::annotations_after(managed_key, &self.cfg.annotations) {
+            for r in self.all.iter_mut().filter(|r| r.name == self.cfg.name) {
+                r.annotations = a.clone();
+            }
             self.after.annotations = a;
         }
+    }
+
+    /// Handles a resource being deleted: deletes the MachineConfig its first finalizer names
+    /// (`by_uid`: also one whose UID equals it) and drops that finalizer.
+    pub(crate) fn cascade_delete(&mut self, by_uid: bool) {
+        let Some(first) = self.after.finalizers.first().cloned() else {
+            return;
+        };
+        let target = self
+            .cluster
+            .machine_configs
+            .iter()
+            .find(|(name, mc)| {
+                **name == first
+                    || (by_uid
+                        && mc.pointer("/metadata/uid").and_then(Value::as_str)
+                            == Some(first.as_str()))
+            })
+            .map(|(name, _)| name.clone());
+        if let Some(name) = target {
+            self.cluster.machine_configs.remove(&name);
+            self.cluster.actions.push(format!("delete {name}"));
+        }
+        self.after.finalizers.remove(0);
     }
 
     /// Creates or updates the MachineConfig.

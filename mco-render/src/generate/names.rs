@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::goquote::go_quote;
 use super::{matches_pool, Cluster, GenError, Resource};
 
 /// The annotation that records a resource's MachineConfig name suffix.
@@ -56,13 +57,22 @@ fn deprecated_name(kind: Kind, pool: &str, pool_uid: &str) -> String {
     }
 }
 
-/// Go's `strconv.Atoi` success test.
-fn atoi(s: &str) -> Option<i64> {
+/// Go's `strconv.Atoi`, with its error text.
+fn go_atoi(s: &str) -> Result<i64, String> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+        return Err(format!(
+            "strconv.Atoi: parsing {}: invalid syntax",
+            go_quote(s)
+        ));
     }
-    s.parse().ok()
+    s.parse()
+        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
+}
+
+/// Whether `strconv.Atoi` accepts the text.
+fn atoi(s: &str) -> Option<i64> {
+    go_atoi(s).ok()
 }
 
 /// The plain name, moving a MachineConfig with the deprecated name to it first when one
@@ -155,12 +165,8 @@ pub(crate) fn managed_key(
     for r in &selecting {
         if let Some(val) = r.annotations.get(MC_NAME_SUFFIX_ANNOTATION) {
             if !val.is_empty() {
-                let n = atoi(val).ok_or_else(|| {
-                    GenError::Plain(format!(
-                        "error converting {val} to int: strconv.Atoi: parsing {}: invalid syntax",
-                        go_quote(val)
-                    ))
-                })?;
+                let n = go_atoi(val)
+                    .map_err(|e| GenError::Plain(format!("error converting {val} to int: {e}")))?;
                 max = max.max(n);
             }
         }
@@ -169,10 +175,6 @@ pub(crate) fn managed_key(
         return Err(GenError::Plain(kind.limit_message().to_string()));
     }
     Ok(format!("{}-{}", base_name(kind, &pool.name), max + 1))
-}
-
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
 }
 
 /// The annotations a resource has after the controller records its suffix: when it had no
