@@ -26,6 +26,18 @@ impl SmallGet for Map<String, Value> {
     }
 }
 
+/// Mutable lookup by exact key, scanning small objects as [`SmallGet::small_get`] does.
+#[inline]
+pub fn small_get_mut<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if m.len() <= SCAN_MAX {
+        m.iter_mut()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        m.get_mut(key)
+    }
+}
+
 impl SmallGet for Value {
     #[inline]
     fn small_get(&self, key: &str) -> Option<&Value> {

@@ -15,6 +15,7 @@ use crate::api::{
 use crate::error::{RenderError, RenderErrorKind as K};
 use crate::source_config::{self, ConfigError};
 use mco_ignition::merge_fold::MergeFold;
+use mco_ignition::small_map::{small_get_mut, SmallGet};
 use mco_ignition::{Config, JsonPath, SpecVersion};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -520,12 +521,14 @@ pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
 fn set_default_compression(config: &mut Config) {
     config.edit(|root| {
         for_each_file(root, |f| {
-            let contents = f
-                .entry("contents")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(c) = contents {
-                c.entry("compression")
-                    .or_insert_with(|| Value::String(String::new()));
+            // Looked up before inserting: `entry` would allocate its key on every call.
+            if f.small_get("contents").is_none() {
+                f.insert("contents".to_string(), Value::Object(Map::new()));
+            }
+            if let Some(Value::Object(c)) = small_get_mut(f, "contents") {
+                if c.small_get("compression").is_none() {
+                    c.insert("compression".to_string(), Value::String(String::new()));
+                }
             }
         })
     });
@@ -538,8 +541,8 @@ fn unset_default_compression(root: &mut Map<String, Value>) {
 /// Drops a file's `compression: ""` and then its `contents` if nothing is left in them.
 fn unset_file_compression(f: &mut Map<String, Value>) {
     let mut drop_contents = false;
-    if let Some(Value::Object(c)) = f.get_mut("contents") {
-        if c.get("compression").and_then(Value::as_str) == Some("") {
+    if let Some(Value::Object(c)) = small_get_mut(f, "contents") {
+        if c.small_get("compression").and_then(Value::as_str) == Some("") {
             c.remove("compression");
         }
         drop_contents = c.is_empty();
@@ -601,7 +604,9 @@ fn merge_specs(
         .unwrap_or_else(|| Config::empty(SpecVersion::LATEST));
     config.edit(|root| {
         for_each_file(root, |f| {
-            f.entry("overwrite").or_insert(Value::Bool(true));
+            if f.small_get("overwrite").is_none() {
+                f.insert("overwrite".to_string(), Value::Bool(true));
+            }
         })
     });
 

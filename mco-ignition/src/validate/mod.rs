@@ -66,12 +66,12 @@ fn descend(
     for field in obj.fields_for(minor) {
         match (&field.kind, m.small_get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
-                path.0.push(Step::Key(field.name.to_string()));
+                path.0.push(Step::Key(Cow::Borrowed(field.name)));
                 f(s, cm, path);
                 path.0.pop();
             }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
-                path.0.push(Step::Key(field.name.to_string()));
+                path.0.push(Step::Key(Cow::Borrowed(field.name)));
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
                         path.0.push(Step::Index(i));
@@ -273,7 +273,7 @@ fn lookup_path<'a>(v: &'a Value, p: &JsonPath) -> Option<&'a Value> {
     let mut cur = v;
     for s in &p.0 {
         cur = match s {
-            Step::Key(k) => cur.get(k.as_str())?,
+            Step::Key(k) => cur.get(k.as_ref())?,
             Step::Index(i) => cur.get(*i)?,
         };
     }
