@@ -11,7 +11,7 @@ use crate::error::ParseError;
 use crate::path::JsonPath;
 use crate::report::{Position, Report, ReportEntry, Severity};
 use crate::schema::{self, Field, Kind, Obj, Presence};
-use crate::small_map::SmallGet;
+use crate::small_map::{key_eq, SmallGet};
 use crate::validate;
 use crate::version::SpecVersion;
 use serde_json::{Map, Value};
@@ -185,7 +185,7 @@ fn into_schema_order(
     minor: u64,
 ) -> Map<String, Value> {
     let mut fields = schema.fields_for(minor);
-    let ordered = obj.keys().all(|k| fields.any(|f| f.name == k.as_str()));
+    let ordered = obj.keys().all(|k| fields.any(|f| key_eq(f.name, k)));
     if ordered {
         for (k, v) in obj.iter_mut() {
             if let Some(field) = schema.field(k, minor) {
@@ -198,7 +198,7 @@ fn into_schema_order(
     // the map keeps its allocations and no key is hashed unless it moves.
     let mut pos = 0;
     for field in schema.fields_for(minor) {
-        let Some(at) = obj.keys().position(|k| k.as_str() == field.name) else {
+        let Some(at) = obj.keys().position(|k| key_eq(k, field.name)) else {
             continue;
         };
         if at == pos {

@@ -12,7 +12,7 @@ use crate::emit;
 use crate::path::{JsonPath, Step};
 use crate::report::{Position, Report};
 use crate::schema::{self, KeyRule, Kind, Obj};
-use crate::small_map::SmallGet;
+use crate::small_map::{key_eq, SmallGet};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -142,19 +142,19 @@ fn dups_walk(
             Some(Value::Array(items)) => items,
             _ => continue,
         };
-        if obj.no_dups.contains(&field.name) {
+        if obj.no_dups.iter().any(|n| key_eq(n, field.name)) {
             continue;
         }
         let concat = matches!(field.kind, Kind::StrList(schema::StrListRule::Concat));
         if concat {
             continue;
         }
-        let space = if obj.shared_keys.contains(&field.name) {
+        let space = if obj.shared_keys.iter().any(|n| key_eq(n, field.name)) {
             "__shared"
         } else {
             field.name
         };
-        let seen = match spaces.iter().position(|(s, _)| *s == space) {
+        let seen = match spaces.iter().position(|(s, _)| key_eq(s, space)) {
             Some(p) => &mut spaces[p].1,
             None => {
                 spaces.push((space, Vec::new()));
