@@ -178,7 +178,7 @@ fn write_value(out: &mut String, value: &Value, loc: &mut Locator<'_>) {
                     out.push(',');
                 }
                 if loc.keys {
-                    loc.path.push(Step::Key(k.clone()));
+                    loc.path.push(Step::Key(k.clone().into()));
                 }
                 write_go_string(out, k);
                 out.push(':');

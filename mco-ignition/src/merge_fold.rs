@@ -15,6 +15,7 @@
 use crate::config::Config;
 use crate::merge::{child_keys, item_key, merge_list, merge_obj};
 use crate::schema::{self, Field, Kind, Obj, Presence, StrListRule};
+use crate::small_map::SmallGet;
 use crate::version::SpecVersion;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -43,6 +44,13 @@ impl MergeFold {
     /// The config so far.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Whether the keyed list at a dotted path (`storage.files`) of the config so far holds an
+    /// entry with `key`, answered from the index the fold keeps between steps; `None` when it
+    /// has no index for that list at this point (the list may hold the key or not).
+    pub fn list_has_key(&self, path: &str, key: &str) -> Option<bool> {
+        self.indexes.get(path).map(|index| index.contains_key(key))
     }
 
     /// Ends the fold, giving the merged config.
@@ -108,6 +116,15 @@ impl MergeFold {
         // Owned, so that entries can be moved out of the child below.
         let mut shared_child_keys: HashMap<&str, HashSet<Cow<'static, str>>> = HashMap::new();
         for name in o.shared_keys {
+            // A list's child keys only drop entries of the parent's other lists of the space:
+            // when the parent has none of those, nothing reads them.
+            let read = o.shared_keys.iter().any(|other| {
+                other != name
+                    && matches!(p.small_get(other), Some(Value::Array(a)) if !a.is_empty())
+            });
+            if !read {
+                continue;
+            }
             if let Some(f) = o.field(name, minor) {
                 let keys = child_keys(f, c.get(*name))
                     .into_iter()

@@ -11,7 +11,7 @@ use crate::error::ParseError;
 use crate::path::JsonPath;
 use crate::report::{Position, Report, ReportEntry, Severity};
 use crate::schema::{self, Field, Kind, Obj, Presence};
-use crate::small_map::SmallGet;
+use crate::small_map::{key_eq, SmallGet};
 use crate::validate;
 use crate::version::SpecVersion;
 use serde_json::{Map, Value};
@@ -185,7 +185,7 @@ fn into_schema_order(
     minor: u64,
 ) -> Map<String, Value> {
     let mut fields = schema.fields_for(minor);
-    let ordered = obj.keys().all(|k| fields.any(|f| f.name == k.as_str()));
+    let ordered = obj.keys().all(|k| fields.any(|f| key_eq(f.name, k)));
     if ordered {
         for (k, v) in obj.iter_mut() {
             if let Some(field) = schema.field(k, minor) {
@@ -194,16 +194,30 @@ fn into_schema_order(
         }
         return obj;
     }
-    let mut entries: Vec<(String, Value)> = std::mem::take(&mut obj).into_iter().collect();
-    let mut out = Map::with_capacity(entries.len());
+    // Reorder in place: every key that is not yet where schema order puts it moves there, so
+    // the map keeps its allocations and no key is hashed unless it moves.
+    let mut pos = 0;
     for field in schema.fields_for(minor) {
-        if let Some(i) = entries.iter().position(|(k, _)| k.as_str() == field.name) {
-            let (k, mut v) = entries.swap_remove(i);
+        let Some(at) = obj.keys().position(|k| key_eq(k, field.name)) else {
+            continue;
+        };
+        if at == pos {
+            if let Some(v) = obj.get_mut(field.name) {
+                order_children(field, v, minor);
+            }
+        } else if let Some((k, mut v)) = obj.shift_remove_entry(field.name) {
             order_children(field, &mut v, minor);
-            out.insert(k, v);
+            // Keys before `pos` are placed and this one came from after them, so `pos` is
+            // within the map; the check only keeps a mistake from panicking.
+            if pos <= obj.len() {
+                obj.shift_insert(pos, k, v);
+            } else {
+                obj.insert(k, v);
+            }
         }
+        pos += 1;
     }
-    out
+    obj
 }
 
 fn order_children(field: &'static Field, v: &mut Value, minor: u64) {
@@ -324,7 +338,7 @@ fn type_err(
     let dotted: Vec<&str> = path
         .iter()
         .filter_map(|s| match s {
-            crate::path::Step::Key(k) => Some(k.as_str()),
+            crate::path::Step::Key(k) => Some(k.as_ref()),
             crate::path::Step::Index(_) => None,
         })
         .collect();
@@ -354,7 +368,7 @@ fn normalise_obj(
     for field in schema.fields_for(minor) {
         let entry = raw_entry(obj, field.name).filter(|(_, v)| !v.is_null());
         let value = entry.and_then(|(key, v)| {
-            path.push(crate::path::Step::Key(key.to_string()));
+            path.push(crate::path::Step::Key(key.to_string().into()));
             let n = normalise_field(v, schema, field, minor, path, errors);
             path.pop();
             n

@@ -1,5 +1,6 @@
 //! JSON paths that locate a problem inside a config (`$.storage.files.0.path`).
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Go's `path.Clean` (Unix paths): the shortest lexically equivalent path.
@@ -33,8 +34,8 @@ pub fn clean(p: &str) -> String {
 /// One step of a [`JsonPath`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Step {
-    /// An object key.
-    Key(String),
+    /// An object key (borrowed when it is a schema field name, as in validation walks).
+    Key(Cow<'static, str>),
     /// A list index.
     Index(usize),
 }
@@ -52,7 +53,7 @@ impl JsonPath {
     /// This path extended by a key.
     pub fn key(&self, k: &str) -> Self {
         let mut p = self.clone();
-        p.0.push(Step::Key(k.to_string()));
+        p.0.push(Step::Key(Cow::Owned(k.to_string())));
         p
     }
 
@@ -71,7 +72,7 @@ impl JsonPath {
                 .filter(|p| !p.is_empty())
                 .map(|p| match p.parse::<usize>() {
                     Ok(i) => Step::Index(i),
-                    Err(_) => Step::Key(p.to_string()),
+                    Err(_) => Step::Key(Cow::Owned(p.to_string())),
                 })
                 .collect(),
         )

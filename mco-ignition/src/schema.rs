@@ -94,7 +94,8 @@ impl Obj {
 
     /// The field of this name known to a minor version.
     pub fn field(&'static self, name: &str, minor: u64) -> Option<&'static Field> {
-        self.fields_for(minor).find(|f| f.name == name)
+        self.fields_for(minor)
+            .find(|f| crate::small_map::key_eq(f.name, name))
     }
 }
 

@@ -9,6 +9,14 @@ use serde_json::{Map, Value};
 /// Up to this many entries, a lookup scans the entries.
 const SCAN_MAX: usize = 16;
 
+/// Whether two keys are equal, comparing the first and last bytes before the rest: keys of a
+/// config are short and mostly differ there, so most comparisons end without a `memcmp` call.
+#[inline(always)]
+pub fn key_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.first() == b.first() && a.last() == b.last() && a == b
+}
+
 /// Lookup by exact key, scanning small objects.
 pub trait SmallGet {
     /// The value at `key`, if present.
@@ -19,10 +27,20 @@ impl SmallGet for Map<String, Value> {
     #[inline]
     fn small_get(&self, key: &str) -> Option<&Value> {
         if self.len() <= SCAN_MAX {
-            self.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+            self.iter().find(|(k, _)| key_eq(k, key)).map(|(_, v)| v)
         } else {
             self.get(key)
         }
+    }
+}
+
+/// Mutable lookup by exact key, scanning small objects as [`SmallGet::small_get`] does.
+#[inline]
+pub fn small_get_mut<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if m.len() <= SCAN_MAX {
+        m.iter_mut().find(|(k, _)| key_eq(k, key)).map(|(_, v)| v)
+    } else {
+        m.get_mut(key)
     }
 }
 

@@ -97,7 +97,19 @@ impl Manifests {
                 }
             }
             "MachineConfig" => {
-                let mc: MachineConfig = serde_json::from_value(v).map_err(err)?;
+                // The Ignition config is kept as the tree it already is: deserialising a
+                // `Value` from a `Value` would rebuild every object of it.
+                let mut v = v;
+                let config = v
+                    .get_mut("spec")
+                    .and_then(Value::as_object_mut)
+                    .and_then(|spec| spec.get_mut("config"))
+                    .map(Value::take)
+                    .filter(|c| !c.is_null());
+                let mut mc: MachineConfig = serde_json::from_value(v).map_err(err)?;
+                if config.is_some() {
+                    mc.spec.config = config;
+                }
                 if mc.metadata.name.is_empty() {
                     return Err(ManifestError {
                         file: file.into(),

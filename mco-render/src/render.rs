@@ -15,6 +15,7 @@ use crate::api::{
 use crate::error::{RenderError, RenderErrorKind as K};
 use crate::source_config::{self, ConfigError};
 use mco_ignition::merge_fold::MergeFold;
+use mco_ignition::small_map::{small_get_mut, SmallGet};
 use mco_ignition::{Config, JsonPath, SpecVersion};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -517,18 +518,48 @@ pub fn spec_to_value(spec: &MachineConfigSpec, config: &Config) -> Value {
     spec_json(spec, config.to_value())
 }
 
-fn set_default_compression(config: &mut Config) {
-    config.edit(|root| {
+/// Upstream sets the default compression on every file of a child before merging it and strips
+/// it again after: it only changes the result for a file that merges with a parent's file of
+/// the same path (the empty compression replaces the parent's). A file that is appended keeps
+/// its own fields once stripped, so only files whose path the parent holds are given the
+/// default; when the fold has no index of the parent's files, or the child repeats a path,
+/// every file is.
+fn set_default_compression_for_merge(child: &mut Config, parent: &MergeFold) {
+    let mut paths: Vec<&str> = child
+        .list(FILES)
+        .iter()
+        .map(|f| f.small_get("path").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    paths.sort_unstable();
+    let repeats = paths.windows(2).any(|w| w[0] == w[1]);
+    if repeats || parent.list_has_key(FILES, "").is_none() {
+        set_default_compression(child);
+        return;
+    }
+    child.edit(|root| {
         for_each_file(root, |f| {
-            let contents = f
-                .entry("contents")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(c) = contents {
-                c.entry("compression")
-                    .or_insert_with(|| Value::String(String::new()));
+            let path = f.small_get("path").and_then(Value::as_str).unwrap_or("");
+            if parent.list_has_key(FILES, path) == Some(true) {
+                set_file_default_compression(f);
             }
         })
     });
+}
+
+fn set_default_compression(config: &mut Config) {
+    config.edit(|root| for_each_file(root, set_file_default_compression));
+}
+
+fn set_file_default_compression(f: &mut Map<String, Value>) {
+    // Looked up before inserting: `entry` would allocate its key on every call.
+    if f.small_get("contents").is_none() {
+        f.insert("contents".to_string(), Value::Object(Map::new()));
+    }
+    if let Some(Value::Object(c)) = small_get_mut(f, "contents") {
+        if c.small_get("compression").is_none() {
+            c.insert("compression".to_string(), Value::String(String::new()));
+        }
+    }
 }
 
 fn unset_default_compression(root: &mut Map<String, Value>) {
@@ -538,8 +569,8 @@ fn unset_default_compression(root: &mut Map<String, Value>) {
 /// Drops a file's `compression: ""` and then its `contents` if nothing is left in them.
 fn unset_file_compression(f: &mut Map<String, Value>) {
     let mut drop_contents = false;
-    if let Some(Value::Object(c)) = f.get_mut("contents") {
-        if c.get("compression").and_then(Value::as_str) == Some("") {
+    if let Some(Value::Object(c)) = small_get_mut(f, "contents") {
+        if c.small_get("compression").and_then(Value::as_str) == Some("") {
             c.remove("compression");
         }
         drop_contents = c.is_empty();
@@ -582,7 +613,7 @@ fn merge_specs(
             (_, Some(mut child)) => match out.as_mut() {
                 None => out = Some(MergeFold::new(child)),
                 Some(parent) => {
-                    set_default_compression(&mut child);
+                    set_default_compression_for_merge(&mut child, parent);
                     parent.merge_with(child, |list, entry| {
                         if let (FILES, Value::Object(f)) = (list, entry) {
                             unset_file_compression(f);
@@ -601,7 +632,9 @@ fn merge_specs(
         .unwrap_or_else(|| Config::empty(SpecVersion::LATEST));
     config.edit(|root| {
         for_each_file(root, |f| {
-            f.entry("overwrite").or_insert(Value::Bool(true));
+            if f.small_get("overwrite").is_none() {
+                f.insert("overwrite".to_string(), Value::Bool(true));
+            }
         })
     });
 

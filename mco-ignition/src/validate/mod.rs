@@ -12,7 +12,7 @@ use crate::emit;
 use crate::path::{JsonPath, Step};
 use crate::report::{Position, Report};
 use crate::schema::{self, KeyRule, Kind, Obj};
-use crate::small_map::SmallGet;
+use crate::small_map::{key_eq, SmallGet};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -66,12 +66,12 @@ fn descend(
     for field in obj.fields_for(minor) {
         match (&field.kind, m.small_get(field.name)) {
             (Kind::Obj(s), Some(Value::Object(cm))) => {
-                path.0.push(Step::Key(field.name.to_string()));
+                path.0.push(Step::Key(Cow::Borrowed(field.name)));
                 f(s, cm, path);
                 path.0.pop();
             }
             (Kind::ObjList(s), Some(Value::Array(items))) => {
-                path.0.push(Step::Key(field.name.to_string()));
+                path.0.push(Step::Key(Cow::Borrowed(field.name)));
                 for (i, item) in items.iter().enumerate() {
                     if let Value::Object(cm) = item {
                         path.0.push(Step::Index(i));
@@ -142,19 +142,19 @@ fn dups_walk(
             Some(Value::Array(items)) => items,
             _ => continue,
         };
-        if obj.no_dups.contains(&field.name) {
+        if obj.no_dups.iter().any(|n| key_eq(n, field.name)) {
             continue;
         }
         let concat = matches!(field.kind, Kind::StrList(schema::StrListRule::Concat));
         if concat {
             continue;
         }
-        let space = if obj.shared_keys.contains(&field.name) {
+        let space = if obj.shared_keys.iter().any(|n| key_eq(n, field.name)) {
             "__shared"
         } else {
             field.name
         };
-        let seen = match spaces.iter().position(|(s, _)| *s == space) {
+        let seen = match spaces.iter().position(|(s, _)| key_eq(s, space)) {
             Some(p) => &mut spaces[p].1,
             None => {
                 spaces.push((space, Vec::new()));
@@ -273,7 +273,7 @@ fn lookup_path<'a>(v: &'a Value, p: &JsonPath) -> Option<&'a Value> {
     let mut cur = v;
     for s in &p.0 {
         cur = match s {
-            Step::Key(k) => cur.get(k.as_str())?,
+            Step::Key(k) => cur.get(k.as_ref())?,
             Step::Index(i) => cur.get(*i)?,
         };
     }

@@ -43,11 +43,19 @@ pub fn path_error(p: &str) -> Option<&'static str> {
         Some("path not specified")
     } else if !p.starts_with('/') {
         Some("path not absolute")
-    } else if clean_path(p) != p {
+    } else if !is_clean_absolute(p) {
         Some("path is not fully simplified")
     } else {
         None
     }
+}
+
+/// Whether an absolute path is its own [`clean_path`]: `/`, or segments that are neither
+/// empty, `.` nor `..`, with no trailing slash. Checked without building the cleaned path.
+fn is_clean_absolute(p: &str) -> bool {
+    p == "/"
+        || p.strip_prefix('/')
+            .is_some_and(|rest| rest.split('/').all(|seg| !matches!(seg, "" | "." | "..")))
 }
 
 fn url_error(u: &str, minor: u64) -> Option<String> {
@@ -646,6 +654,24 @@ fn luks_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
             if let Some(e) = path_error(d) {
                 r.error(path.key("device"), e);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The allocation-free check agrees with cleaning the path and comparing.
+        #[test]
+        fn clean_check_agrees_with_clean_path(segs in prop::collection::vec("(|\\.|\\.\\.|a|\\.a|b\\.)", 0..6), trailing in any::<bool>()) {
+            let mut p = format!("/{}", segs.join("/"));
+            if trailing {
+                p.push('/');
+            }
+            prop_assert_eq!(is_clean_absolute(&p), clean_path(&p) == p, "{}", p);
         }
     }
 }
