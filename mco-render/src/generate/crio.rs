@@ -533,10 +533,8 @@ fn has_file(configs: &[&Value], path: &str) -> bool {
 }
 
 /// Upstream's `generateOriginalContainerRuntimeConfigs` check: the role's templates must hold
-/// `storage.conf`, whatever the resource changes. (Upstream also requires `registries.conf`
-/// and `policy.json`, which real templates always carry; the project's own test clusters
-/// leave them out, so with `strict` false their absence is tolerated.)
-pub(super) fn check_original_files(configs: &[&Value], strict: bool) -> Result<(), String> {
+/// `storage.conf`, `registries.conf` and `policy.json`, whatever the resource changes.
+pub(super) fn check_original_files(configs: &[&Value]) -> Result<(), String> {
     let required: &[(&str, &str)] = &[
         (STORAGE_CONF_PATH, "could not find Storage Config"),
         (REGISTRIES_CONF_PATH, "could not find Registries Config"),
@@ -544,7 +542,6 @@ pub(super) fn check_original_files(configs: &[&Value], strict: bool) -> Result<(
     ];
     let missing: Vec<&str> = required
         .iter()
-        .take(if strict { 3 } else { 1 })
         .filter(|(path, _)| !has_file(configs, path))
         .map(|(_, msg)| *msg)
         .collect();
@@ -667,7 +664,7 @@ pub fn sync(input: &GenerateInput) -> Outcome {
         .iter()
         .filter_map(|n| base_config(input, n))
         .collect();
-        if let Err(e) = check_original_files(&bases, false) {
+        if let Err(e) = check_original_files(&bases) {
             let msg = format!("could not generate origin ContainerRuntime Configs: {e}");
             fail!(e, Some(msg));
         }

@@ -217,10 +217,11 @@ fn missing_template_files_fail() {
     let bases = bases();
     let refs: Vec<&Value> = bases.iter().take(1).collect();
     assert_eq!(
-        super::crio::check_original_files(&refs, true),
+        super::crio::check_original_files(&refs),
         Err("could not generate old container runtime configs: [could not find Registries Config, could not find Policy JSON]".into())
     );
-    assert_eq!(super::crio::check_original_files(&refs, false), Ok(()));
+    let all: Vec<&Value> = bases.iter().collect();
+    assert_eq!(super::crio::check_original_files(&all), Ok(()));
 }
 
 #[test]
