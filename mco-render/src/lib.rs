@@ -8,6 +8,7 @@ pub mod controller;
 pub mod diff;
 pub mod error;
 pub mod generate;
+pub mod goquote;
 pub mod manifests;
 pub mod name;
 pub mod operator;

@@ -3,6 +3,7 @@
 use super::node::{Node, REASON};
 use crate::api::pool::PoolConfiguration;
 use crate::api::MachineConfigPool;
+use crate::goquote::go_quote;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -247,28 +248,6 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
         ));
     }
     status
-}
-
-/// Go's `%q` for the strings daemons write: double quotes, escapes for `"`, `\` and control
-/// characters.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

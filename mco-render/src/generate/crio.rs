@@ -4,13 +4,13 @@
 
 use serde_json::Value;
 
-use super::goquote::go_quote;
 use super::names::{self, Kind};
 use super::quantity::Quantity;
 use super::{
     base_config, find_file, ign_config, ign_file, pools_for, template_role, Condition,
     GenerateInput, Outcome, Sync,
 };
+use crate::goquote::go_quote;
 
 /// Where the storage configuration goes.
 pub const STORAGE_CONF_PATH: &str = "/etc/containers/storage.conf";

@@ -11,7 +11,6 @@
 pub mod cluster;
 pub mod crio;
 mod duration;
-mod goquote;
 mod gostruct;
 pub mod kubelet;
 mod kubelet_types;

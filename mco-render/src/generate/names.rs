@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::goquote::go_quote;
 use super::{matches_pool, Cluster, GenError, Resource};
+use crate::goquote::go_quote;
 
 /// The annotation that records a resource's MachineConfig name suffix.
 pub const MC_NAME_SUFFIX_ANNOTATION: &str = "machineconfiguration.openshift.io/mc-name-suffix";

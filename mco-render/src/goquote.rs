@@ -1,37 +1,39 @@
-//! Go's `strconv.Quote` (the `%q` verb), as upstream's error messages print strings.
+//! Go's `strconv.Quote` (the `%q` verb), as upstream's messages print strings.
 
-/// Whether Go's `unicode.IsPrint` holds, approximated with Rust's character classes: control,
-/// format, separator (other than the ASCII space) and private-use characters are not printable.
-fn printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
+/// Whether Go's `strconv.IsPrint` would keep this non-ASCII character unescaped.
+///
+/// Approximation: control, format, separator-space, private-use and noncharacter code points
+/// are escaped; other (assigned or not) characters are kept.
+fn go_is_print_non_ascii(c: char) -> bool {
     let u = c as u32;
-    // Format characters (Cf) and private use (Co) that Rust's classes do not flag.
-    !matches!(
-        u,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0xE000..=0xF8FF
-            | 0xF0000..=0x10FFFF
-    )
+    !(matches!(u,
+        0x80..=0xA0
+        | 0xAD
+        | 0x600..=0x605
+        | 0x61C
+        | 0x6DD
+        | 0x70F
+        | 0x180E
+        | 0x1680
+        | 0x2000..=0x200F
+        | 0x2028..=0x202F
+        | 0x205F..=0x2064
+        | 0x2066..=0x206F
+        | 0x3000
+        | 0xD800..=0xF8FF
+        | 0xFEFF
+        | 0xFFF9..=0xFFFB
+        | 0xFFFE..=0xFFFF
+        | 0x110BD
+        | 0x1D173..=0x1D17A
+        | 0xE0001
+        | 0xE0020..=0xE007F
+        | 0xF0000..=0x10FFFF)
+        || (u & 0xFFFE) == 0xFFFE)
 }
 
-/// `strconv.Quote(s)`: double quotes; `"` and `\` escaped; `\a \b \f \n \r \t \v`; other
-/// non-printable characters as `\xNN`, `\uNNNN` or `\UNNNNNNNN`.
-pub(crate) fn go_quote(s: &str) -> String {
+/// Quotes a string like Go's `%q` verb.
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -45,8 +47,9 @@ pub(crate) fn go_quote(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            c if printable(c) => out.push(c),
+            ' '..='~' => out.push(c),
             c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if go_is_print_non_ascii(c) => out.push(c),
             c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
