@@ -23,6 +23,8 @@ pub mod parse;
 
 use serde_json::Value;
 
+pub use exec::{ExecOptions, Objects};
+
 /// A template that does not parse or execute.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
@@ -67,6 +69,15 @@ impl Template {
     pub fn execute(&self, data: &Value) -> Result<String, TemplateError> {
         exec::execute(&self.tree, data)
     }
+
+    /// Executes it with `data` as dot, read as `opts` says.
+    pub fn execute_with(
+        &self,
+        data: &Value,
+        opts: ExecOptions<'_>,
+    ) -> Result<String, TemplateError> {
+        exec::execute_with(&self.tree, data, opts)
+    }
 }
 
 /// Fails on a call to an undefined function anywhere in the tree, as Go's parser does.
@@ -107,6 +118,15 @@ fn check_functions(tree: &parse::Tree) -> Result<(), TemplateError> {
 /// Parses and executes a template.
 pub fn render(src: &str, data: &Value) -> Result<String, TemplateError> {
     Template::parse(src)?.execute(data)
+}
+
+/// Parses and executes a template whose data is read as `opts` says.
+pub fn render_with(
+    src: &str,
+    data: &Value,
+    opts: ExecOptions<'_>,
+) -> Result<String, TemplateError> {
+    Template::parse(src)?.execute_with(data, opts)
 }
 
 #[cfg(test)]
