@@ -401,4 +401,67 @@ mod tests {
         assert!(m2.file_of("99-worker-generated-kubelet-old").is_none());
         assert!(m2.file_of("99-worker-generated-kubelet").is_some());
     }
+
+    const CC: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: ControllerConfig\nmetadata:\n  name: machine-config-controller\nspec:\n  pullSecret:\n    namespace: openshift-config\n    name: pull-secret\n";
+
+    fn secret(ty: &str, body: &str) -> String {
+        format!("apiVersion: v1\nkind: Secret\ntype: {ty}\nmetadata:\n  name: pull-secret\n  namespace: openshift-config\n{body}")
+    }
+
+    #[test]
+    fn the_named_pull_secret_is_compacted_into_the_options() {
+        // `{ "auths": { "r.io": {"auth": "a b"} } }`, base64 under `data`.
+        let data = secret(
+            "kubernetes.io/dockerconfigjson",
+            "data:\n  .dockerconfigjson: eyAiYXV0aHMiOiB7ICJyLmlvIjogeyJhdXRoIjogImEgYiJ9IH0gfQ==\n",
+        );
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &data)]);
+        let opts = template_options(&m, "v").map(|o| o.pull_secret);
+        assert_eq!(opts, Ok(r#"{"auths":{"r.io":{"auth":"a b"}}}"#.to_string()));
+
+        let string_data = secret(
+            "kubernetes.io/dockerconfigjson",
+            "stringData:\n  .dockerconfigjson: '{\"z\": 1, \"a\": [2, 3]}'\n",
+        );
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &string_data)]);
+        let opts = template_options(&m, "v").map(|o| o.pull_secret);
+        assert_eq!(opts, Ok(r#"{"z":1,"a":[2,3]}"#.to_string()));
+    }
+
+    #[test]
+    fn without_a_matching_secret_the_pull_secret_is_empty() {
+        let other = secret(
+            "kubernetes.io/dockerconfigjson",
+            "stringData:\n  .dockerconfigjson: '{}'\n",
+        )
+        .replace("name: pull-secret", "name: other");
+        for extra in [
+            vec![("cc.yaml", CC)],
+            vec![("cc.yaml", CC), ("s.yaml", other.as_str())],
+            vec![],
+        ] {
+            let m = manifests(&extra);
+            assert_eq!(
+                template_options(&m, "v").map(|o| o.pull_secret),
+                Ok(String::new())
+            );
+        }
+    }
+
+    #[test]
+    fn a_pull_secret_of_another_type_or_not_json_fails() {
+        let opaque = secret("Opaque", "stringData:\n  .dockerconfigjson: '{}'\n");
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &opaque)]);
+        let e = template_options(&m, "v").err();
+        assert_eq!(
+            e.map(|e| e.message),
+            Some("expected secret type kubernetes.io/dockerconfigjson found Opaque".into())
+        );
+        let bad = secret(
+            "kubernetes.io/dockerconfigjson",
+            "stringData:\n  .dockerconfigjson: '{'\n",
+        );
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &bad)]);
+        assert!(template_options(&m, "v").is_err());
+    }
 }

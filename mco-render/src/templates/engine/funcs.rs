@@ -709,6 +709,155 @@ mod tests {
         assert_eq!(call("or", &[json!(0), json!("x")]).ok(), Some(json!("x")));
     }
 
+    fn status(ps: Value) -> Value {
+        json!({"infra": {"status": {"platformStatus": ps}}})
+    }
+
+    #[test]
+    fn cloud_provider_is_external_on_cloud_platforms() {
+        let cp = |ps: Value| call("cloudProvider", &[status(ps)]).ok();
+        assert_eq!(cp(json!({"type": "AWS"})), Some(json!("external")));
+        assert_eq!(cp(json!({"type": "VSphere"})), Some(json!("external")));
+        assert_eq!(cp(json!({"type": "BareMetal"})), Some(json!("")));
+        assert_eq!(cp(json!({"type": "None"})), Some(json!("")));
+        assert_eq!(cp(json!({"type": "External"})), Some(json!("")));
+        assert_eq!(
+            cp(
+                json!({"type": "External", "external": {"cloudControllerManager": {"state": "External"}}})
+            ),
+            Some(json!("external"))
+        );
+        assert_eq!(call("cloudProvider", &[json!({})]).ok(), Some(json!("")));
+    }
+
+    #[test]
+    fn on_prem_virtual_ips() {
+        let bm = status(json!({"type": "BareMetal", "baremetal": {
+            "apiServerInternalIPs": ["10.0.0.5", "fd00::5"], "ingressIPs": ["10.0.0.7"]}}));
+        let c = |f: &str, cfg: &Value| call(f, std::slice::from_ref(cfg));
+        assert_eq!(
+            c("onPremPlatformAPIServerInternalIPs", &bm).ok(),
+            Some(json!(["10.0.0.5", "fd00::5"]))
+        );
+        assert_eq!(
+            c("onPremPlatformAPIServerInternalIP", &bm).ok(),
+            Some(json!("10.0.0.5"))
+        );
+        assert_eq!(
+            c("onPremPlatformIngressIP", &bm).ok(),
+            Some(json!("10.0.0.7"))
+        );
+        // vSphere without its section (UPI) has none; other on-prem platforms need theirs.
+        let upi = status(json!({"type": "VSphere"}));
+        assert_eq!(c("onPremPlatformIngressIPs", &upi).ok(), Some(json!([])));
+        assert_eq!(c("onPremPlatformIngressIP", &upi).ok(), Some(Value::Null));
+        assert!(c(
+            "onPremPlatformIngressIPs",
+            &status(json!({"type": "OpenStack"}))
+        )
+        .is_err());
+        assert!(c("onPremPlatformIngressIPs", &status(json!({"type": "AWS"}))).is_err());
+        let empty = status(json!({"type": "Nutanix", "nutanix": {}}));
+        assert_eq!(
+            c("onPremPlatformIngressIPs", &empty).ok(),
+            Some(Value::Null)
+        );
+        assert!(c("onPremPlatformIngressIP", &empty).is_err());
+    }
+
+    #[test]
+    fn managed_load_balancer_and_dns_records() {
+        let lb = |ps: Value| call("isOpenShiftManagedDefaultLB", &[status(ps)]).ok();
+        assert_eq!(
+            lb(json!({"type": "BareMetal", "baremetal": {}})),
+            Some(json!(true))
+        );
+        assert_eq!(
+            lb(
+                json!({"type": "BareMetal", "baremetal": {"loadBalancer": {"type": "UserManaged"}}})
+            ),
+            Some(json!(false))
+        );
+        assert_eq!(lb(json!({"type": "BareMetal"})), Some(json!(false)));
+        assert_eq!(
+            lb(json!({"type": "VSphere", "vsphere": {}})),
+            Some(json!(false))
+        );
+        assert_eq!(
+            lb(json!({"type": "VSphere", "vsphere": {"apiServerInternalIPs": ["1.2.3.4"]}})),
+            Some(json!(true))
+        );
+        assert_eq!(lb(json!({"type": "AWS"})), Some(json!(true)));
+        let dns = |ps: Value| call("dnsRecordsType", &[status(ps)]).ok();
+        assert_eq!(dns(json!({"type": "AWS"})), Some(json!("Internal")));
+        assert_eq!(
+            dns(json!({"type": "OpenStack", "openstack": {"dnsRecordsType": "External"}})),
+            Some(json!("External"))
+        );
+        assert_eq!(
+            dns(json!({"type": "OpenStack", "openstack": {}})),
+            Some(json!(""))
+        );
+    }
+
+    #[test]
+    fn cloud_load_balancer_ips() {
+        let hosted = status(json!({"type": "GCP", "gcp": {"cloudLoadBalancerConfig": {
+            "dnsType": "ClusterHosted",
+            "clusterHosted": {"apiIntLoadBalancerIPs": ["10.0.0.2"], "ingressLoadBalancerIPs": ["10.0.0.3"]},
+        }}}));
+        let c = |f: &str, cfg: &Value| call(f, std::slice::from_ref(cfg));
+        assert_eq!(
+            c("cloudPlatformAPIIntLoadBalancerIPs", &hosted).ok(),
+            Some(json!(["10.0.0.2"]))
+        );
+        assert_eq!(
+            c("cloudPlatformIngressLoadBalancerIPs", &hosted).ok(),
+            Some(json!(["10.0.0.3"]))
+        );
+        assert_eq!(
+            c("cloudPlatformAPILoadBalancerIPs", &hosted).ok(),
+            Some(Value::Null)
+        );
+        let absent = status(
+            json!({"type": "AWS", "aws": {"cloudLoadBalancerConfig": {"dnsType": "ClusterHosted"}}}),
+        );
+        assert_eq!(
+            c("cloudPlatformAPILoadBalancerIPs", &absent)
+                .err()
+                .map(|e| e.message),
+            Some(
+                "AWS API Server Load Balancer IPs unavailable when the DNSType is ClusterHosted"
+                    .into()
+            )
+        );
+        assert!(c(
+            "cloudPlatformAPILoadBalancerIPs",
+            &status(json!({"type": "Azure"}))
+        )
+        .is_err());
+        assert!(c(
+            "cloudPlatformAPILoadBalancerIPs",
+            &status(json!({"type": "BareMetal"}))
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn unset_strings_are_empty() {
+        assert_eq!(call("urlHost", &[Value::Null]).ok(), Some(json!("")));
+        assert_eq!(
+            call("eq", &[Value::Null, json!("")]).ok(),
+            Some(json!(true))
+        );
+        assert_eq!(
+            call("ne", &[json!("x"), Value::Null]).ok(),
+            Some(json!(true))
+        );
+        assert_eq!(call("eq", &[Value::Null, json!(0)]).ok(), Some(json!(true)));
+        assert!(call("eq", &[Value::Null, json!([])]).is_err());
+    }
+
     #[test]
     fn platform_helpers_read_the_infra() {
         let cfg = json!({"infra": {"status": {"platformStatus": {"type": "BareMetal"}}}});

@@ -197,6 +197,71 @@ mod tests {
         assert!(r("{{.U \"x\"}}", d).starts_with("ERROR"));
     }
 
+    const GO: ExecOptions<'static> = ExecOptions {
+        objects: Objects::Structs,
+        root_maps: &["M"],
+    };
+
+    fn go(src: &str, data: Value) -> String {
+        render_with(src, &data, GO).unwrap_or_else(|e| format!("ERROR {e}"))
+    }
+
+    #[test]
+    fn structs_are_true_even_when_empty() {
+        let t = "{{if .P}}set{{else}}unset{{end}}";
+        assert_eq!(go(t, json!({"P": {}})), "set");
+        assert_eq!(go(t, json!({"P": null})), "unset");
+        assert_eq!(go(t, json!({})), "unset");
+        assert_eq!(
+            go(
+                "{{with .P}}in{{end}}{{if not .P}}!{{end}}",
+                json!({"P": {}})
+            ),
+            "in"
+        );
+        // As maps, an empty object is false.
+        assert_eq!(r(t, json!({"P": {}})), "unset");
+    }
+
+    #[test]
+    fn missing_map_keys_print_no_value() {
+        let d = json!({"M": {"a": "x"}, "S": {"a": "y"}});
+        assert_eq!(
+            go("{{.M.a}}|{{.M.b}}|{{$.M.b}}|{{.S.b}}", d.clone()),
+            "x|<no value>|<no value>|"
+        );
+        // Only a lone field is printed that way; a missing key is still false and empty.
+        assert_eq!(
+            go("{{if .M.b}}y{{else}}n{{end}}{{.M.b | print}}", d.clone()),
+            "n"
+        );
+        assert_eq!(go("{{index .M \"b\"}}", d.clone()), "");
+        assert_eq!(go("{{.M.b}}", json!({"M": null})), "<no value>");
+        assert_eq!(r("{{.M.b}}", d), "");
+    }
+
+    #[test]
+    fn and_or_stop_at_the_deciding_argument() {
+        let d = json!({"L": []});
+        assert_eq!(
+            r("{{if and .L (index .L 0)}}y{{else}}n{{end}}", d.clone()),
+            "n"
+        );
+        assert_eq!(r("{{or \"a\" (index .L 3)}}", d.clone()), "a");
+        assert!(r("{{or \"\" (index .L 3)}}", d.clone()).starts_with("ERROR"));
+        assert_eq!(r("{{and 1 2 | printf \"%v\"}}", d.clone()), "2");
+        assert_eq!(r("{{\"x\" | and 1}}", d.clone()), "x");
+        assert_eq!(r("{{\"x\" | and 0}}", d), "0");
+    }
+
+    #[test]
+    fn unset_fields_compare_as_zero_values() {
+        let t = "{{if eq .Mode \"Single\"}}one{{else}}many{{end}}";
+        assert_eq!(r(t, json!({})), "many");
+        assert_eq!(r(t, json!({"Mode": "Single"})), "one");
+        assert_eq!(r("{{if ne .N 0}}n{{else}}zero{{end}}", json!({})), "zero");
+    }
+
     #[test]
     fn trim_markers_and_comments() {
         assert_eq!(r("a\n{{- /* note */ -}}\nb", json!({})), "ab");
