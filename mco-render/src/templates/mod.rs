@@ -14,8 +14,10 @@
 //! from the names under `extensions/`. The `arbiter` role only renders on a
 //! `HighlyAvailableArbiter` control plane.
 //!
-//! Templates use the [`engine`] subset of Go's text/template, with the ControllerConfig spec
-//! as data plus `PullSecret`, `TLSMinVersion` and `TLSCipherSuites`.
+//! Templates use the [`engine`] subset of Go's text/template, with [`render_data`] as data:
+//! the ControllerConfig spec plus `PullSecret`, `TLSMinVersion`, `TLSCipherSuites` and
+//! `Constants`, read as Go templates read upstream's render config ([`RENDER_OPTIONS`]).
+//! Upstream's own templates folder renders as upstream renders it.
 //!
 //! Pure: the caller reads the folder into a [`TemplateTree`].
 

@@ -6,8 +6,12 @@
 //! `$x := ...`, `$x = ...`); pipelines with `|` and parentheses; field chains on dot, variables
 //! and parenthesised values; string (quoted and raw), number, `true`/`false`/`nil` literals;
 //! and the functions in [`funcs::FUNCTIONS`]: the built-ins `and or not eq ne lt le gt ge len
-//! index print printf println` and upstream's template helpers `join indent toString skip
-//! urlHost urlPort platformType onPremPlatformShortName credentialProviderConfigFlag`.
+//! index print printf println` (`and` / `or` stop at the deciding argument, as Go's do) and
+//! upstream's template helpers `join indent toString skip urlHost urlPort platformType
+//! cloudProvider credentialProviderConfigFlag onPremPlatformShortName
+//! onPremPlatformAPIServerInternalIP(s) onPremPlatformIngressIP(s) isOpenShiftManagedDefaultLB
+//! dnsRecordsType cloudPlatformAPIIntLoadBalancerIPs cloudPlatformAPILoadBalancerIPs
+//! cloudPlatformIngressLoadBalancerIPs`.
 //!
 //! Not supported (a parse error): `define`, `template`, `block`, `break`, `continue`, method
 //! calls and character literals.
@@ -15,7 +19,10 @@
 //! Data is JSON. Where it differs from Go on typed structs: a field name finds its JSON key
 //! exactly or, failing that, ignoring ASCII case (`.Infra.Status.PlatformStatus.Type` reads
 //! `infra.status.platformStatus.type`); an absent field, or a field of nothing, is nothing
-//! (falsy, printed as the empty string) rather than an error.
+//! (falsy, printed as the empty string, equal to the zero value of the other side in
+//! comparisons, the empty string to string functions) rather than an error. By default an
+//! object is a map (false when empty); with [`ExecOptions`] objects are structs (always true)
+//! and the maps among the root's keys print a missing key as `<no value>`, as Go does.
 
 pub mod exec;
 pub mod funcs;
