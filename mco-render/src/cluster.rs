@@ -38,9 +38,17 @@ impl Default for ClusterOptions {
 pub const TEMPLATES_ORIGIN: &str = "generated from templates";
 
 /// The template options a cluster described by these manifests renders with: the controller
-/// version, and the TLS profile of the APIServer `cluster` (Intermediate without one). The
-/// pull secret is left empty: manifests do not carry Secrets.
-pub fn template_options(m: &Manifests, controller_version: &str) -> TemplateOptions {
+/// version, the TLS profile of the APIServer `cluster` (Intermediate without one), and the
+/// pull secret: the `.dockerconfigjson` of the `Secret` manifest the ControllerConfig's
+/// `spec.pullSecret` names (namespace and name), compacted as upstream does. Without such a
+/// manifest (or without a ControllerConfig naming one) the pull secret is left empty.
+///
+/// Fails when that Secret is not of type `kubernetes.io/dockerconfigjson` or its
+/// `.dockerconfigjson` is not base64 (under `data`) or not JSON, as upstream's controller does.
+pub fn template_options(
+    m: &Manifests,
+    controller_version: &str,
+) -> Result<TemplateOptions, ClusterError> {
     let profile = m
         .others
         .iter()
@@ -50,12 +58,97 @@ pub fn template_options(m: &Manifests, controller_version: &str) -> TemplateOpti
         .filter(|p| !p.is_null());
     let (tls_min_version, tls_cipher_suites) =
         crate::generate::tls::security_profile_ciphers(profile);
-    TemplateOptions {
+    Ok(TemplateOptions {
         controller_version: controller_version.to_string(),
-        pull_secret: String::new(),
+        pull_secret: pull_secret(m)?.unwrap_or_default(),
         tls_min_version,
         tls_cipher_suites,
+    })
+}
+
+/// The key of a pull secret's Docker config.
+const DOCKER_CONFIG_JSON_KEY: &str = ".dockerconfigjson";
+
+/// The compact pull secret of the Secret manifest the ControllerConfig names, if any.
+fn pull_secret(m: &Manifests) -> Result<Option<String>, ClusterError> {
+    let Some((_, cc)) = &m.controller_config else {
+        return Ok(None);
+    };
+    let Some(reference) = cc.spec.extra.get("pullSecret").filter(|r| !r.is_null()) else {
+        return Ok(None);
+    };
+    let (namespace, name) = (str_at(reference, "/namespace"), str_at(reference, "/name"));
+    if name.is_empty() {
+        return Ok(None);
     }
+    let Some((file, secret)) = m.others.iter().find(|(_, v)| {
+        str_at(v, "/kind") == "Secret"
+            && str_at(v, "/metadata/name") == name
+            && str_at(v, "/metadata/namespace") == namespace
+    }) else {
+        return Ok(None);
+    };
+    let fail = |message: String| ClusterError {
+        file: file.clone(),
+        kind: "Secret".into(),
+        name: format!("{namespace}/{name}"),
+        message,
+    };
+    let ty = str_at(secret, "/type");
+    if ty != "kubernetes.io/dockerconfigjson" {
+        let shown = if ty.is_empty() { "Opaque" } else { ty };
+        return Err(fail(format!(
+            "expected secret type kubernetes.io/dockerconfigjson found {shown}"
+        )));
+    }
+    let raw: Vec<u8> = if let Some(text) = secret
+        .get("stringData")
+        .and_then(|d| d.get(DOCKER_CONFIG_JSON_KEY))
+        .and_then(Value::as_str)
+    {
+        text.as_bytes().to_vec()
+    } else if let Some(b64) = secret
+        .get("data")
+        .and_then(|d| d.get(DOCKER_CONFIG_JSON_KEY))
+        .and_then(Value::as_str)
+    {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|e| fail(format!("{DOCKER_CONFIG_JSON_KEY} is not base64: {e}")))?
+    } else {
+        Vec::new()
+    };
+    let text = String::from_utf8_lossy(&raw);
+    if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+        return Err(fail(format!("couldn't compact pullsecret {text:?}")));
+    }
+    Ok(Some(compact_json(&text)))
+}
+
+/// Valid JSON text without the whitespace between tokens, keys left in their order.
+fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_ascii_whitespace() {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Renders the templates with the manifests' ControllerConfig and puts the results in place
@@ -73,7 +166,7 @@ fn apply_templates(
             message: "rendering templates needs a ControllerConfig in the manifests".into(),
         });
     };
-    let opts = template_options(m, controller_version);
+    let opts = template_options(m, controller_version)?;
     let mcs = generate_template_machine_configs(tree, &cc, &opts).map_err(|e| ClusterError {
         file,
         kind: "ControllerConfig".into(),
@@ -307,5 +400,68 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert!(m2.file_of("99-worker-generated-kubelet-old").is_none());
         assert!(m2.file_of("99-worker-generated-kubelet").is_some());
+    }
+
+    const CC: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: ControllerConfig\nmetadata:\n  name: machine-config-controller\nspec:\n  pullSecret:\n    namespace: openshift-config\n    name: pull-secret\n";
+
+    fn secret(ty: &str, body: &str) -> String {
+        format!("apiVersion: v1\nkind: Secret\ntype: {ty}\nmetadata:\n  name: pull-secret\n  namespace: openshift-config\n{body}")
+    }
+
+    #[test]
+    fn the_named_pull_secret_is_compacted_into_the_options() {
+        // `{ "auths": { "r.io": {"auth": "a b"} } }`, base64 under `data`.
+        let data = secret(
+            "kubernetes.io/dockerconfigjson",
+            "data:\n  .dockerconfigjson: eyAiYXV0aHMiOiB7ICJyLmlvIjogeyJhdXRoIjogImEgYiJ9IH0gfQ==\n",
+        );
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &data)]);
+        let opts = template_options(&m, "v").map(|o| o.pull_secret);
+        assert_eq!(opts, Ok(r#"{"auths":{"r.io":{"auth":"a b"}}}"#.to_string()));
+
+        let string_data = secret(
+            "kubernetes.io/dockerconfigjson",
+            "stringData:\n  .dockerconfigjson: '{\"z\": 1, \"a\": [2, 3]}'\n",
+        );
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &string_data)]);
+        let opts = template_options(&m, "v").map(|o| o.pull_secret);
+        assert_eq!(opts, Ok(r#"{"z":1,"a":[2,3]}"#.to_string()));
+    }
+
+    #[test]
+    fn without_a_matching_secret_the_pull_secret_is_empty() {
+        let other = secret(
+            "kubernetes.io/dockerconfigjson",
+            "stringData:\n  .dockerconfigjson: '{}'\n",
+        )
+        .replace("name: pull-secret", "name: other");
+        for extra in [
+            vec![("cc.yaml", CC)],
+            vec![("cc.yaml", CC), ("s.yaml", other.as_str())],
+            vec![],
+        ] {
+            let m = manifests(&extra);
+            assert_eq!(
+                template_options(&m, "v").map(|o| o.pull_secret),
+                Ok(String::new())
+            );
+        }
+    }
+
+    #[test]
+    fn a_pull_secret_of_another_type_or_not_json_fails() {
+        let opaque = secret("Opaque", "stringData:\n  .dockerconfigjson: '{}'\n");
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &opaque)]);
+        let e = template_options(&m, "v").err();
+        assert_eq!(
+            e.map(|e| e.message),
+            Some("expected secret type kubernetes.io/dockerconfigjson found Opaque".into())
+        );
+        let bad = secret(
+            "kubernetes.io/dockerconfigjson",
+            "stringData:\n  .dockerconfigjson: '{'\n",
+        );
+        let m = manifests(&[("cc.yaml", CC), ("secret.yaml", &bad)]);
+        assert!(template_options(&m, "v").is_err());
     }
 }

@@ -710,7 +710,10 @@ fn cmd_templates(
     let Some((_, cc)) = &m.controller_config else {
         return Err(Failure::input("no ControllerConfig found in the manifests"));
     };
-    let opts = template_options(&m, controller_version);
+    let opts = template_options(&m, controller_version).map_err(|e| Failure {
+        code: 1,
+        lines: vec![format!("error: {e}")],
+    })?;
     let mcs = generate_template_machine_configs(&tree, cc, &opts).map_err(|e| Failure {
         code: 1,
         lines: vec![format!("error: {}: {e}", dir.display())],

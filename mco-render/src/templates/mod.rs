@@ -14,8 +14,10 @@
 //! from the names under `extensions/`. The `arbiter` role only renders on a
 //! `HighlyAvailableArbiter` control plane.
 //!
-//! Templates use the [`engine`] subset of Go's text/template, with the ControllerConfig spec
-//! as data plus `PullSecret`, `TLSMinVersion` and `TLSCipherSuites`.
+//! Templates use the [`engine`] subset of Go's text/template, with [`render_data`] as data:
+//! the ControllerConfig spec plus `PullSecret`, `TLSMinVersion`, `TLSCipherSuites` and
+//! `Constants`, read as Go templates read upstream's render config ([`RENDER_OPTIONS`]).
+//! Upstream's own templates folder renders as upstream renders it.
 //!
 //! Pure: the caller reads the folder into a [`TemplateTree`].
 
@@ -203,11 +205,54 @@ pub fn overlays(spec: &Value) -> Result<Vec<String>, TemplatesError> {
     Ok(out)
 }
 
-/// The data templates see: the spec's fields plus `PullSecret`, `TLSMinVersion` and
-/// `TLSCipherSuites`.
+/// The `ControllerConfigSpec` fields holding bytes (base64 in JSON, raw bytes to templates).
+const BYTES_FIELDS: &[&str] = &[
+    "additionalTrustBundle",
+    "etcdCAData",
+    "etcdMetricCAData",
+    "internalRegistryPullSecret",
+    "kubeAPIServerServingCAData",
+    "rootCAData",
+];
+
+/// The constants templates read as `.Constants.<name>`.
+const CONSTANTS: &[(&str, &str)] = &[("APIServerURLFile", "/etc/kubernetes/apiserver-url.env")];
+
+/// How templates read [`render_data`]: objects are structs, except the maps `images` and
+/// `Constants`.
+pub const RENDER_OPTIONS: engine::ExecOptions<'static> = engine::ExecOptions {
+    objects: engine::Objects::Structs,
+    root_maps: &["images", "Constants"],
+};
+
+/// The data templates see, shaped as upstream's render config looks to Go templates: the
+/// spec's fields plus `PullSecret`, `TLSMinVersion`, `TLSCipherSuites` and `Constants`.
+///
+/// Where JSON and the Go types differ: byte fields are decoded to text (templates print them
+/// with `toString`); the infrastructure status's `apiServerInternalURI` is also under its Go
+/// name `APIServerInternalURL`; an empty `images` map is nothing (as a nil map is false). Run
+/// templates on it with [`RENDER_OPTIONS`].
 pub fn render_data(cc: &ControllerConfig, opts: &TemplateOptions) -> Value {
     let mut data = serde_json::to_value(&cc.spec).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut data {
+        for key in BYTES_FIELDS {
+            if let Some(slot) = m.get_mut(*key) {
+                if let Some(text) = decode_bytes(slot) {
+                    *slot = Value::String(text);
+                }
+            }
+        }
+        if m.get("images")
+            .and_then(Value::as_object)
+            .is_some_and(|o| o.is_empty())
+        {
+            m.insert("images".into(), Value::Null);
+        }
+        if let Some(Value::Object(status)) = m.get_mut("infra").and_then(|i| i.get_mut("status")) {
+            if let Some(uri) = status.get("apiServerInternalURI").cloned() {
+                status.insert("APIServerInternalURL".into(), uri);
+            }
+        }
         m.insert("PullSecret".into(), Value::String(opts.pull_secret.clone()));
         m.insert(
             "TLSMinVersion".into(),
@@ -217,8 +262,21 @@ pub fn render_data(cc: &ControllerConfig, opts: &TemplateOptions) -> Value {
             "TLSCipherSuites".into(),
             Value::from(opts.tls_cipher_suites.clone()),
         );
+        let constants: serde_json::Map<String, Value> = CONSTANTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        m.insert("Constants".into(), Value::Object(constants));
     }
     data
+}
+
+/// The text of a base64 byte field, when it decodes to UTF-8.
+fn decode_bytes(v: &Value) -> Option<String> {
+    use base64::Engine as _;
+    let b64 = v.as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// Renders the templates under `dir/{files,units,extensions}` into the three maps, keyed by
@@ -243,11 +301,12 @@ fn gather(
                 continue;
             }
             let text = String::from_utf8_lossy(bytes);
-            let rendered =
-                engine::render(&text, data).map_err(|source| TemplatesError::Template {
+            let rendered = engine::render_with(&text, data, RENDER_OPTIONS).map_err(|source| {
+                TemplatesError::Template {
                     path: shown.clone(),
                     source,
-                })?;
+                }
+            })?;
             if !rendered.trim().is_empty() {
                 maps[i].insert(name, (shown, rendered));
             }

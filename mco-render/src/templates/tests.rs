@@ -226,3 +226,45 @@ fn template_errors_name_the_file() {
     let none = generate_template_machine_configs(&t, &cc("", ""), &TemplateOptions::default());
     assert!(none.is_err());
 }
+
+#[test]
+fn render_data_reads_like_upstreams_render_config() {
+    let mut c = cc("AWS", "HighlyAvailable");
+    c.spec
+        .extra
+        .insert("additionalTrustBundle".into(), json!("YnVuZGxlCg=="));
+    c.spec.extra.insert("images".into(), json!({}));
+    if let Some(status) = c
+        .spec
+        .extra
+        .get_mut("infra")
+        .and_then(|i| i.get_mut("status"))
+        .and_then(Value::as_object_mut)
+    {
+        status.insert(
+            "apiServerInternalURI".into(),
+            json!("https://api-int.x:6443"),
+        );
+    }
+    let opts = TemplateOptions {
+        pull_secret: "{}".into(),
+        ..TemplateOptions::default()
+    };
+    let data = render_data(&c, &opts);
+    let r = |src: &str| engine::render_with(src, &data, RENDER_OPTIONS).unwrap_or_default();
+    assert_eq!(r("{{.AdditionalTrustBundle | toString}}"), "bundle\n");
+    assert_eq!(
+        r("{{urlHost .Infra.Status.APIServerInternalURL}}"),
+        "api-int.x"
+    );
+    assert_eq!(
+        r("{{.Constants.APIServerURLFile}}"),
+        "/etc/kubernetes/apiserver-url.env"
+    );
+    assert_eq!(
+        r("{{if .Images}}y{{else}}n{{end}} {{.Images.pause}}"),
+        "n <no value>"
+    );
+    assert_eq!(r("{{.PullSecret}} {{.TLSMinVersion}}"), "{} VersionTLS12");
+    assert_eq!(r("{{if .Infra.Status}}struct{{end}}"), "struct");
+}

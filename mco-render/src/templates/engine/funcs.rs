@@ -37,6 +37,16 @@ pub const FUNCTIONS: &[&str] = &[
     "platformType",
     "onPremPlatformShortName",
     "credentialProviderConfigFlag",
+    "cloudProvider",
+    "onPremPlatformAPIServerInternalIP",
+    "onPremPlatformAPIServerInternalIPs",
+    "onPremPlatformIngressIP",
+    "onPremPlatformIngressIPs",
+    "isOpenShiftManagedDefaultLB",
+    "dnsRecordsType",
+    "cloudPlatformAPIIntLoadBalancerIPs",
+    "cloudPlatformAPILoadBalancerIPs",
+    "cloudPlatformIngressLoadBalancerIPs",
 ];
 
 /// A short name for a value's type, for error messages.
@@ -99,9 +109,16 @@ fn arity(name: &str, args: &[Value], n: usize) -> Result<(), TemplateError> {
     }
 }
 
+/// A string argument; nothing stands for Go's zero string (an unset field).
 fn as_str<'a>(name: &str, v: &'a Value) -> Result<&'a str, TemplateError> {
-    v.as_str()
-        .ok_or_else(|| err(format!("{name}: expected string; found {}", print_value(v))))
+    match v {
+        Value::Null => Ok(""),
+        Value::String(s) => Ok(s),
+        other => Err(err(format!(
+            "{name}: expected string; found {}",
+            print_value(other)
+        ))),
+    }
 }
 
 fn as_int(name: &str, v: &Value) -> Result<i64, TemplateError> {
@@ -113,9 +130,24 @@ fn as_int(name: &str, v: &Value) -> Result<i64, TemplateError> {
     })
 }
 
-/// Compares two basic values; values of different kinds do not compare.
+/// Compares two basic values; values of different kinds do not compare, except that nothing
+/// stands for the zero value of the other side's kind (an unset field).
 fn compare(a: &Value, b: &Value) -> Result<Ordering, TemplateError> {
+    let zero = |other: &Value| match other {
+        Value::String(_) => Some(Value::String(String::new())),
+        Value::Number(_) => Some(Value::from(0)),
+        Value::Bool(_) => Some(Value::Bool(false)),
+        _ => None,
+    };
     match (a, b) {
+        (Value::Null, other) if !other.is_null() => {
+            let z = zero(other).ok_or_else(|| err("incompatible types for comparison"))?;
+            compare(&z, other)
+        }
+        (other, Value::Null) if !other.is_null() => {
+            let z = zero(other).ok_or_else(|| err("incompatible types for comparison"))?;
+            compare(other, &z)
+        }
         (Value::Number(x), Value::Number(y)) => {
             let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
             Ok(x.partial_cmp(&y).unwrap_or(Ordering::Equal))
@@ -215,6 +247,169 @@ fn split_host_port(u: &str) -> (String, String) {
     match hostport.rsplit_once(':') {
         Some((h, p)) => (h.to_string(), p.to_string()),
         None => (hostport.to_string(), String::new()),
+    }
+}
+
+/// The platform section of a platform status for a platform type (`BareMetal` reads
+/// `baremetal`).
+fn platform_section(ps: &Value, ty: &str) -> Result<Value, TemplateError> {
+    field(ps, ty)
+}
+
+/// Whether the kubelet runs with an external cloud provider on this platform.
+fn cloud_provider_external(ps: &Value) -> Result<bool, TemplateError> {
+    Ok(match print_value(&field(ps, "Type")?).as_str() {
+        "AlibabaCloud" | "AWS" | "Azure" | "GCP" | "IBMCloud" | "KubeVirt" | "Nutanix"
+        | "OpenStack" | "PowerVS" | "VSphere" => true,
+        "External" => {
+            let ccm = field(&field(ps, "External")?, "CloudControllerManager")?;
+            print_value(&field(&ccm, "State")?) == "External"
+        }
+        _ => false,
+    })
+}
+
+/// The on-prem virtual IPs (`APIServerInternalIPs` or `IngressIPs`) of the platform; `first`
+/// takes the first one only.
+fn on_prem_ips(cfg: &Value, key: &str, first: bool, what: &str) -> Result<Value, TemplateError> {
+    let ps = platform_status(cfg)?;
+    if ps.is_null() {
+        return Err(err(""));
+    }
+    let ty = print_value(&field(&ps, "Type")?);
+    let section = match ty.as_str() {
+        "BareMetal" | "oVirt" | "OpenStack" | "Nutanix" => {
+            let section = platform_section(&ps, &ty)?;
+            if section.is_null() {
+                return Err(err(format!(
+                    "nil pointer evaluating the {ty} platform status"
+                )));
+            }
+            section
+        }
+        "VSphere" => {
+            let section = platform_section(&ps, &ty)?;
+            if section.is_null() {
+                return Ok(if first {
+                    Value::Null
+                } else {
+                    Value::Array(Vec::new())
+                });
+            }
+            let ips = field(&section, key)?;
+            if first && ips.as_array().is_none_or(Vec::is_empty) {
+                return Ok(Value::Null);
+            }
+            section
+        }
+        _ => return Err(err(format!("invalid platform for {what}"))),
+    };
+    let ips = field(&section, key)?;
+    if !first {
+        return Ok(ips);
+    }
+    ips.as_array()
+        .and_then(|a| a.first())
+        .cloned()
+        .ok_or_else(|| err("index out of range [0] with length 0"))
+}
+
+/// Whether the on-prem platform runs its own load balancer (`OpenShiftManagedDefault`).
+fn managed_default_lb(cfg: &Value) -> Result<bool, TemplateError> {
+    let ps = platform_status(cfg)?;
+    if ps.is_null() {
+        return Ok(false);
+    }
+    let ty = print_value(&field(&ps, "Type")?);
+    let lb_type = |section: &Value| -> Result<bool, TemplateError> {
+        let lb = field(section, "LoadBalancer")?;
+        let t = if lb.is_null() {
+            "OpenShiftManagedDefault".to_string()
+        } else {
+            print_value(&field(&lb, "Type")?)
+        };
+        Ok(t == "OpenShiftManagedDefault")
+    };
+    match ty.as_str() {
+        "BareMetal" | "oVirt" | "OpenStack" | "Nutanix" => {
+            let section = platform_section(&ps, &ty)?;
+            if section.is_null() {
+                Ok(false)
+            } else {
+                lb_type(&section)
+            }
+        }
+        "VSphere" => {
+            let section = platform_section(&ps, &ty)?;
+            if section.is_null() {
+                return Ok(false);
+            }
+            let vips = field(&section, "APIServerInternalIPs")?;
+            if vips.as_array().is_none_or(Vec::is_empty) {
+                return Ok(false);
+            }
+            lb_type(&section)
+        }
+        _ => Ok(true),
+    }
+}
+
+/// The DNS records type of an on-prem platform (`Internal` unless it says otherwise).
+fn dns_records_type(cfg: &Value) -> Result<Value, TemplateError> {
+    let ps = platform_status(cfg)?;
+    if ps.is_null() {
+        return Ok(Value::String("Internal".into()));
+    }
+    let ty = print_value(&field(&ps, "Type")?);
+    if matches!(
+        ty.as_str(),
+        "BareMetal" | "Nutanix" | "OpenStack" | "VSphere"
+    ) {
+        let section = platform_section(&ps, &ty)?;
+        if !section.is_null() {
+            return Ok(Value::String(print_value(&field(
+                &section,
+                "DNSRecordsType",
+            )?)));
+        }
+    }
+    Ok(Value::String("Internal".into()))
+}
+
+/// Whether a cloud platform hosting its own DNS has load balancer IPs: `Some(true)` when it
+/// hosts its DNS and they are given, `Some(false)` when it does and they are not, `None` when
+/// it does not host its DNS.
+fn cloud_lb_state(ps: &Value, ty: &str) -> Result<Option<bool>, TemplateError> {
+    let lb = field(&platform_section(ps, ty)?, "CloudLoadBalancerConfig")?;
+    if lb.is_null() || print_value(&field(&lb, "DNSType")?) != "ClusterHosted" {
+        return Ok(None);
+    }
+    Ok(Some(!field(&lb, "ClusterHosted")?.is_null()))
+}
+
+/// The cluster-hosted DNS load balancer IPs (`key` of `clusterHosted`) of an AWS, GCP or
+/// Azure platform.
+fn cloud_lb_ips(cfg: &Value, key: &str, what: &str) -> Result<Value, TemplateError> {
+    let ps = platform_status(cfg)?;
+    if ps.is_null() {
+        return Err(err(""));
+    }
+    let ty = print_value(&field(&ps, "Type")?);
+    let label = match ty.as_str() {
+        "GCP" => "GCP",
+        "AWS" => "AWS",
+        "Azure" => "azure",
+        _ => return Err(err("invalid cloud platform for API Server Internal IPs")),
+    };
+    match cloud_lb_state(&ps, &ty)? {
+        Some(true) => {
+            let lb = field(&platform_section(&ps, &ty)?, "CloudLoadBalancerConfig")?;
+            field(&field(&lb, "ClusterHosted")?, key)
+        }
+        Some(false) => Err(err(format!(
+            "{label} {what} Load Balancer IPs unavailable when the DNSType is ClusterHosted"
+        ))),
+        None => Err(err("")),
     }
 }
 
@@ -397,6 +592,46 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             };
             s(format!("--image-credential-provider-bin-dir=/usr/libexec/kubelet-image-credential-provider-plugins --image-credential-provider-config=/etc/kubernetes/credential-providers/{file}"))
         }
+        "cloudProvider" => {
+            arity(name, args, 1)?;
+            let ps = platform_status(&args[0])?;
+            let external = !ps.is_null() && cloud_provider_external(&ps)?;
+            s(if external { "external" } else { "" }.into())
+        }
+        "onPremPlatformAPIServerInternalIP" | "onPremPlatformAPIServerInternalIPs" => {
+            arity(name, args, 1)?;
+            let first = name.ends_with("IP");
+            on_prem_ips(
+                &args[0],
+                "APIServerInternalIPs",
+                first,
+                "API Server Internal IP",
+            )
+        }
+        "onPremPlatformIngressIP" | "onPremPlatformIngressIPs" => {
+            arity(name, args, 1)?;
+            on_prem_ips(&args[0], "IngressIPs", name.ends_with("IP"), "Ingress IP")
+        }
+        "isOpenShiftManagedDefaultLB" => {
+            arity(name, args, 1)?;
+            Ok(Value::Bool(managed_default_lb(&args[0])?))
+        }
+        "dnsRecordsType" => {
+            arity(name, args, 1)?;
+            dns_records_type(&args[0])
+        }
+        "cloudPlatformAPIIntLoadBalancerIPs" => {
+            arity(name, args, 1)?;
+            cloud_lb_ips(&args[0], "APIIntLoadBalancerIPs", "Internal API Server")
+        }
+        "cloudPlatformAPILoadBalancerIPs" => {
+            arity(name, args, 1)?;
+            cloud_lb_ips(&args[0], "APILoadBalancerIPs", "API Server")
+        }
+        "cloudPlatformIngressLoadBalancerIPs" => {
+            arity(name, args, 1)?;
+            cloud_lb_ips(&args[0], "IngressLoadBalancerIPs", "Ingress")
+        }
         _ => Err(err(format!("function {name:?} not defined"))),
     }
 }
@@ -472,6 +707,155 @@ mod tests {
             Some(json!(""))
         );
         assert_eq!(call("or", &[json!(0), json!("x")]).ok(), Some(json!("x")));
+    }
+
+    fn status(ps: Value) -> Value {
+        json!({"infra": {"status": {"platformStatus": ps}}})
+    }
+
+    #[test]
+    fn cloud_provider_is_external_on_cloud_platforms() {
+        let cp = |ps: Value| call("cloudProvider", &[status(ps)]).ok();
+        assert_eq!(cp(json!({"type": "AWS"})), Some(json!("external")));
+        assert_eq!(cp(json!({"type": "VSphere"})), Some(json!("external")));
+        assert_eq!(cp(json!({"type": "BareMetal"})), Some(json!("")));
+        assert_eq!(cp(json!({"type": "None"})), Some(json!("")));
+        assert_eq!(cp(json!({"type": "External"})), Some(json!("")));
+        assert_eq!(
+            cp(
+                json!({"type": "External", "external": {"cloudControllerManager": {"state": "External"}}})
+            ),
+            Some(json!("external"))
+        );
+        assert_eq!(call("cloudProvider", &[json!({})]).ok(), Some(json!("")));
+    }
+
+    #[test]
+    fn on_prem_virtual_ips() {
+        let bm = status(json!({"type": "BareMetal", "baremetal": {
+            "apiServerInternalIPs": ["10.0.0.5", "fd00::5"], "ingressIPs": ["10.0.0.7"]}}));
+        let c = |f: &str, cfg: &Value| call(f, std::slice::from_ref(cfg));
+        assert_eq!(
+            c("onPremPlatformAPIServerInternalIPs", &bm).ok(),
+            Some(json!(["10.0.0.5", "fd00::5"]))
+        );
+        assert_eq!(
+            c("onPremPlatformAPIServerInternalIP", &bm).ok(),
+            Some(json!("10.0.0.5"))
+        );
+        assert_eq!(
+            c("onPremPlatformIngressIP", &bm).ok(),
+            Some(json!("10.0.0.7"))
+        );
+        // vSphere without its section (UPI) has none; other on-prem platforms need theirs.
+        let upi = status(json!({"type": "VSphere"}));
+        assert_eq!(c("onPremPlatformIngressIPs", &upi).ok(), Some(json!([])));
+        assert_eq!(c("onPremPlatformIngressIP", &upi).ok(), Some(Value::Null));
+        assert!(c(
+            "onPremPlatformIngressIPs",
+            &status(json!({"type": "OpenStack"}))
+        )
+        .is_err());
+        assert!(c("onPremPlatformIngressIPs", &status(json!({"type": "AWS"}))).is_err());
+        let empty = status(json!({"type": "Nutanix", "nutanix": {}}));
+        assert_eq!(
+            c("onPremPlatformIngressIPs", &empty).ok(),
+            Some(Value::Null)
+        );
+        assert!(c("onPremPlatformIngressIP", &empty).is_err());
+    }
+
+    #[test]
+    fn managed_load_balancer_and_dns_records() {
+        let lb = |ps: Value| call("isOpenShiftManagedDefaultLB", &[status(ps)]).ok();
+        assert_eq!(
+            lb(json!({"type": "BareMetal", "baremetal": {}})),
+            Some(json!(true))
+        );
+        assert_eq!(
+            lb(
+                json!({"type": "BareMetal", "baremetal": {"loadBalancer": {"type": "UserManaged"}}})
+            ),
+            Some(json!(false))
+        );
+        assert_eq!(lb(json!({"type": "BareMetal"})), Some(json!(false)));
+        assert_eq!(
+            lb(json!({"type": "VSphere", "vsphere": {}})),
+            Some(json!(false))
+        );
+        assert_eq!(
+            lb(json!({"type": "VSphere", "vsphere": {"apiServerInternalIPs": ["1.2.3.4"]}})),
+            Some(json!(true))
+        );
+        assert_eq!(lb(json!({"type": "AWS"})), Some(json!(true)));
+        let dns = |ps: Value| call("dnsRecordsType", &[status(ps)]).ok();
+        assert_eq!(dns(json!({"type": "AWS"})), Some(json!("Internal")));
+        assert_eq!(
+            dns(json!({"type": "OpenStack", "openstack": {"dnsRecordsType": "External"}})),
+            Some(json!("External"))
+        );
+        assert_eq!(
+            dns(json!({"type": "OpenStack", "openstack": {}})),
+            Some(json!(""))
+        );
+    }
+
+    #[test]
+    fn cloud_load_balancer_ips() {
+        let hosted = status(json!({"type": "GCP", "gcp": {"cloudLoadBalancerConfig": {
+            "dnsType": "ClusterHosted",
+            "clusterHosted": {"apiIntLoadBalancerIPs": ["10.0.0.2"], "ingressLoadBalancerIPs": ["10.0.0.3"]},
+        }}}));
+        let c = |f: &str, cfg: &Value| call(f, std::slice::from_ref(cfg));
+        assert_eq!(
+            c("cloudPlatformAPIIntLoadBalancerIPs", &hosted).ok(),
+            Some(json!(["10.0.0.2"]))
+        );
+        assert_eq!(
+            c("cloudPlatformIngressLoadBalancerIPs", &hosted).ok(),
+            Some(json!(["10.0.0.3"]))
+        );
+        assert_eq!(
+            c("cloudPlatformAPILoadBalancerIPs", &hosted).ok(),
+            Some(Value::Null)
+        );
+        let absent = status(
+            json!({"type": "AWS", "aws": {"cloudLoadBalancerConfig": {"dnsType": "ClusterHosted"}}}),
+        );
+        assert_eq!(
+            c("cloudPlatformAPILoadBalancerIPs", &absent)
+                .err()
+                .map(|e| e.message),
+            Some(
+                "AWS API Server Load Balancer IPs unavailable when the DNSType is ClusterHosted"
+                    .into()
+            )
+        );
+        assert!(c(
+            "cloudPlatformAPILoadBalancerIPs",
+            &status(json!({"type": "Azure"}))
+        )
+        .is_err());
+        assert!(c(
+            "cloudPlatformAPILoadBalancerIPs",
+            &status(json!({"type": "BareMetal"}))
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn unset_strings_are_empty() {
+        assert_eq!(call("urlHost", &[Value::Null]).ok(), Some(json!("")));
+        assert_eq!(
+            call("eq", &[Value::Null, json!("")]).ok(),
+            Some(json!(true))
+        );
+        assert_eq!(
+            call("ne", &[json!("x"), Value::Null]).ok(),
+            Some(json!(true))
+        );
+        assert_eq!(call("eq", &[Value::Null, json!(0)]).ok(), Some(json!(true)));
+        assert!(call("eq", &[Value::Null, json!([])]).is_err());
     }
 
     #[test]

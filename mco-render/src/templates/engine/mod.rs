@@ -6,8 +6,12 @@
 //! `$x := ...`, `$x = ...`); pipelines with `|` and parentheses; field chains on dot, variables
 //! and parenthesised values; string (quoted and raw), number, `true`/`false`/`nil` literals;
 //! and the functions in [`funcs::FUNCTIONS`]: the built-ins `and or not eq ne lt le gt ge len
-//! index print printf println` and upstream's template helpers `join indent toString skip
-//! urlHost urlPort platformType onPremPlatformShortName credentialProviderConfigFlag`.
+//! index print printf println` (`and` / `or` stop at the deciding argument, as Go's do) and
+//! upstream's template helpers `join indent toString skip urlHost urlPort platformType
+//! cloudProvider credentialProviderConfigFlag onPremPlatformShortName
+//! onPremPlatformAPIServerInternalIP(s) onPremPlatformIngressIP(s) isOpenShiftManagedDefaultLB
+//! dnsRecordsType cloudPlatformAPIIntLoadBalancerIPs cloudPlatformAPILoadBalancerIPs
+//! cloudPlatformIngressLoadBalancerIPs`.
 //!
 //! Not supported (a parse error): `define`, `template`, `block`, `break`, `continue`, method
 //! calls and character literals.
@@ -15,13 +19,18 @@
 //! Data is JSON. Where it differs from Go on typed structs: a field name finds its JSON key
 //! exactly or, failing that, ignoring ASCII case (`.Infra.Status.PlatformStatus.Type` reads
 //! `infra.status.platformStatus.type`); an absent field, or a field of nothing, is nothing
-//! (falsy, printed as the empty string) rather than an error.
+//! (falsy, printed as the empty string, equal to the zero value of the other side in
+//! comparisons, the empty string to string functions) rather than an error. By default an
+//! object is a map (false when empty); with [`ExecOptions`] objects are structs (always true)
+//! and the maps among the root's keys print a missing key as `<no value>`, as Go does.
 
 pub mod exec;
 pub mod funcs;
 pub mod parse;
 
 use serde_json::Value;
+
+pub use exec::{ExecOptions, Objects};
 
 /// A template that does not parse or execute.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,6 +76,15 @@ impl Template {
     pub fn execute(&self, data: &Value) -> Result<String, TemplateError> {
         exec::execute(&self.tree, data)
     }
+
+    /// Executes it with `data` as dot, read as `opts` says.
+    pub fn execute_with(
+        &self,
+        data: &Value,
+        opts: ExecOptions<'_>,
+    ) -> Result<String, TemplateError> {
+        exec::execute_with(&self.tree, data, opts)
+    }
 }
 
 /// Fails on a call to an undefined function anywhere in the tree, as Go's parser does.
@@ -107,6 +125,15 @@ fn check_functions(tree: &parse::Tree) -> Result<(), TemplateError> {
 /// Parses and executes a template.
 pub fn render(src: &str, data: &Value) -> Result<String, TemplateError> {
     Template::parse(src)?.execute(data)
+}
+
+/// Parses and executes a template whose data is read as `opts` says.
+pub fn render_with(
+    src: &str,
+    data: &Value,
+    opts: ExecOptions<'_>,
+) -> Result<String, TemplateError> {
+    Template::parse(src)?.execute_with(data, opts)
 }
 
 #[cfg(test)]
@@ -175,6 +202,71 @@ mod tests {
         assert_eq!(r("{{.U | urlHost}}", d.clone()), "h");
         assert_eq!(r("{{(index .C 1)}}{{len .C}}", d.clone()), "b2");
         assert!(r("{{.U \"x\"}}", d).starts_with("ERROR"));
+    }
+
+    const GO: ExecOptions<'static> = ExecOptions {
+        objects: Objects::Structs,
+        root_maps: &["M"],
+    };
+
+    fn go(src: &str, data: Value) -> String {
+        render_with(src, &data, GO).unwrap_or_else(|e| format!("ERROR {e}"))
+    }
+
+    #[test]
+    fn structs_are_true_even_when_empty() {
+        let t = "{{if .P}}set{{else}}unset{{end}}";
+        assert_eq!(go(t, json!({"P": {}})), "set");
+        assert_eq!(go(t, json!({"P": null})), "unset");
+        assert_eq!(go(t, json!({})), "unset");
+        assert_eq!(
+            go(
+                "{{with .P}}in{{end}}{{if not .P}}!{{end}}",
+                json!({"P": {}})
+            ),
+            "in"
+        );
+        // As maps, an empty object is false.
+        assert_eq!(r(t, json!({"P": {}})), "unset");
+    }
+
+    #[test]
+    fn missing_map_keys_print_no_value() {
+        let d = json!({"M": {"a": "x"}, "S": {"a": "y"}});
+        assert_eq!(
+            go("{{.M.a}}|{{.M.b}}|{{$.M.b}}|{{.S.b}}", d.clone()),
+            "x|<no value>|<no value>|"
+        );
+        // Only a lone field is printed that way; a missing key is still false and empty.
+        assert_eq!(
+            go("{{if .M.b}}y{{else}}n{{end}}{{.M.b | print}}", d.clone()),
+            "n"
+        );
+        assert_eq!(go("{{index .M \"b\"}}", d.clone()), "");
+        assert_eq!(go("{{.M.b}}", json!({"M": null})), "<no value>");
+        assert_eq!(r("{{.M.b}}", d), "");
+    }
+
+    #[test]
+    fn and_or_stop_at_the_deciding_argument() {
+        let d = json!({"L": []});
+        assert_eq!(
+            r("{{if and .L (index .L 0)}}y{{else}}n{{end}}", d.clone()),
+            "n"
+        );
+        assert_eq!(r("{{or \"a\" (index .L 3)}}", d.clone()), "a");
+        assert!(r("{{or \"\" (index .L 3)}}", d.clone()).starts_with("ERROR"));
+        assert_eq!(r("{{and 1 2 | printf \"%v\"}}", d.clone()), "2");
+        assert_eq!(r("{{\"x\" | and 1}}", d.clone()), "x");
+        assert_eq!(r("{{\"x\" | and 0}}", d), "0");
+    }
+
+    #[test]
+    fn unset_fields_compare_as_zero_values() {
+        let t = "{{if eq .Mode \"Single\"}}one{{else}}many{{end}}";
+        assert_eq!(r(t, json!({})), "many");
+        assert_eq!(r(t, json!({"Mode": "Single"})), "one");
+        assert_eq!(r("{{if ne .N 0}}n{{else}}zero{{end}}", json!({})), "zero");
     }
 
     #[test]
