@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::byte_scan::{all_visible_ascii, run_len, Run};
 use super::go_float::push_go_float;
 use super::key_order::sort_by_key_order;
+use super::marshal_check::check_str;
 use super::yaml_resolve::{is_base60_float, resolves_to_non_string};
 use super::yaml_scalar::{analyze, is_break, is_printable, is_space, width, Analysis};
 
@@ -24,7 +25,7 @@ const BEST_WIDTH: usize = 80;
 /// Indentation step.
 const BEST_INDENT: isize = 2;
 /// Output is handed to the sink in chunks of about this size.
-const CHUNK: usize = 1 << 16;
+const CHUNK: usize = 1 << 14;
 
 /// Receives the YAML bytes in order.
 pub(crate) trait Sink {
@@ -59,11 +60,15 @@ pub fn write_go_yaml(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// Streams upstream's YAML for `value` into `sink` in chunks, without
-/// holding the whole document in memory.
-pub(crate) fn stream_go_yaml(value: &Value, sink: &mut dyn Sink) {
+/// holding the whole document in memory. Returns whether upstream could
+/// marshal `value` at all: `false` if some string (key or value) holds a
+/// character its YAML reader refuses (see [`super::check_upstream_marshal`]);
+/// the output is then meaningless.
+pub(crate) fn stream_go_yaml(value: &Value, sink: &mut dyn Sink) -> bool {
     let mut emitter = Emitter::new(Some(sink), true);
     emitter.document(value);
     emitter.flush();
+    !emitter.refused
 }
 
 /// [`write_go_yaml`] without the shortcut for scalars that need no analysis: every scalar
@@ -100,6 +105,8 @@ struct Emitter<'s, 'v> {
     shortcut: bool,
     /// Entry lists of finished mappings, reused by the next ones.
     entry_lists: Vec<Vec<(&'v String, &'v Value)>>,
+    /// Some scalar holds a character upstream's YAML reader refuses.
+    refused: bool,
     /// Column in characters (not bytes) on the current line.
     column: usize,
     /// Current indentation; -1 before the root node.
@@ -117,6 +124,7 @@ impl<'s, 'v> Emitter<'s, 'v> {
             sink,
             shortcut,
             entry_lists: Vec::new(),
+            refused: false,
             column: 0,
             indent: -1,
             whitespace: true,
@@ -281,6 +289,11 @@ impl<'s, 'v> Emitter<'s, 'v> {
     }
 
     fn scalar_analyzed(&mut self, text: &str, requested: Style, a: Analysis, ctx: Ctx) {
+        // Every string that does not take the shortcut (which only accepts visible ASCII,
+        // never refused) passes here exactly once.
+        if check_str(text).is_err() {
+            self.refused = true;
+        }
         let mut style = requested;
         if ctx.simple_key && a.multiline {
             style = Style::DoubleQuoted;
@@ -756,6 +769,7 @@ fn string_style(s: &str) -> Style {
 #[cfg(test)]
 mod tests {
     use super::{stream_go_yaml, to_go_yaml, write_go_yaml, write_go_yaml_general};
+    use crate::name::{check_upstream_marshal, name_for, try_name_for, NameScheme};
     use md5::{Digest, Md5};
     use proptest::prelude::*;
     use serde_json::{json, Map, Value};
@@ -772,6 +786,8 @@ mod tests {
                 "\u{85}", "\u{a0}", "\u{e9}", "\u{2028}", "\u{feff}", "\u{1F600}", "\u{7}",
                 "true", "null", "~", "y", "1", "0x1F", "0755", "1e3", "1:30", "2024-01-15",
                 ".inf", "-1", "+1", "1_0", "data:", ";base64,", "a: b", " #x",
+                // Refused by upstream's YAML reader.
+                "\u{7f}", "\u{80}", "\u{9f}", "\u{fffe}", "\u{ffff}",
             ]).prop_map(str::to_string),
         ];
         prop::collection::vec(piece, 0..6).prop_map(|p| p.concat())
@@ -819,10 +835,19 @@ mod tests {
         #[test]
         fn streamed_digest_is_the_digest_of_the_whole_text(v in value()) {
             let mut sink = Chunks(Md5::new(), 0);
-            stream_go_yaml(&v, &mut sink);
+            let marshals = stream_go_yaml(&v, &mut sink);
             let mut whole = Vec::new();
             write_go_yaml_general(&v, &mut whole);
             prop_assert_eq!(sink.0.finalize(), Md5::digest(&whole));
+            prop_assert_eq!(marshals, check_upstream_marshal(&v).is_ok());
+        }
+
+        #[test]
+        fn checked_names_agree_with_the_separate_check(v in value()) {
+            for scheme in [NameScheme::Upstream, NameScheme::ContentSha256] {
+                let want = check_upstream_marshal(&v).map(|()| name_for(scheme, "worker", &v));
+                prop_assert_eq!(try_name_for(scheme, "worker", &v), want);
+            }
         }
     }
 
