@@ -112,7 +112,8 @@ impl MergeFold {
         path: &mut String,
         touched: &mut dyn FnMut(&str, &mut Value),
     ) -> Map<String, Value> {
-        let mut out = Map::new();
+        // Every key of the result is a key of the parent or of the child (see `merge_obj`).
+        let mut out = Map::with_capacity(p.len() + c.len());
         // Owned, so that entries can be moved out of the child below.
         let mut shared_child_keys: HashMap<&str, HashSet<Cow<'static, str>>> = HashMap::new();
         for name in o.shared_keys {
@@ -134,7 +135,10 @@ impl MergeFold {
             }
         }
         for field in o.fields_for(minor) {
-            let pv = p.remove(field.name);
+            let (key, pv) = match p.remove_entry(field.name) {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
+            };
             let cv = c.get_mut(field.name);
             let len = path.len();
             if !path.is_empty() {
@@ -183,7 +187,7 @@ impl MergeFold {
             };
             path.truncate(len);
             if let Some(v) = merged {
-                out.insert(field.name.to_string(), v);
+                out.insert(key.unwrap_or_else(|| field.name.to_string()), v);
             }
         }
         out

@@ -162,6 +162,8 @@ fn dups_walk(
                 &mut spaces[last].1
             }
         };
+        seen.reserve(items.len());
+        at.reserve(items.len());
         for (i, item) in items.iter().enumerate() {
             let key = match &field.kind {
                 Kind::ObjList(s) => entry_key_ref(s.key, item),

@@ -31,19 +31,7 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
     let mut i = 0;
     let mut opts = Vec::new();
     let mut section: Option<String> = None;
-    let to_eol = |i: &mut usize| -> (String, bool) {
-        let start = *i;
-        while *i < b.len() && b[*i] != b'\n' {
-            *i += 1;
-        }
-        let eof = *i >= b.len();
-        let mut line = &contents[start..*i];
-        if !eof {
-            *i += 1;
-        }
-        line = line.strip_suffix('\r').unwrap_or(line);
-        (line.to_string(), eof)
-    };
+    let to_eol = |i: &mut usize| to_eol(contents, i);
     while i < b.len() {
         let c = contents[i..].chars().next().unwrap_or(' ');
         let clen = c.len_utf8();
@@ -107,7 +95,7 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
             if line.trim().is_empty() {
                 break;
             }
-            value.push_str(&line);
+            value.push_str(line);
             if line.ends_with('\\') {
                 if !eof {
                     value.push('\n');
@@ -122,7 +110,7 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
         let value = if value.ends_with('\n') {
             format!("{}\n", value.trim())
         } else {
-            value.trim().to_string()
+            trim_in_place(value)
         };
         opts.push(UnitOption {
             section: sec,
@@ -133,9 +121,49 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption>, String> {
     Ok(opts)
 }
 
+/// The rest of the line from `*i` (without its `\r\n` or `\n`), moving `*i` past the line
+/// break; and whether the line ran to the end of `contents`.
+fn to_eol<'a>(contents: &'a str, i: &mut usize) -> (&'a str, bool) {
+    let b = contents.as_bytes();
+    let start = *i;
+    while *i < b.len() && b[*i] != b'\n' {
+        *i += 1;
+    }
+    let eof = *i >= b.len();
+    let line = &contents[start..*i];
+    if !eof {
+        *i += 1;
+    }
+    (line.strip_suffix('\r').unwrap_or(line), eof)
+}
+
+/// `s.trim()`, reusing the string's buffer.
+fn trim_in_place(mut s: String) -> String {
+    let end = s.trim_end().len();
+    s.truncate(end);
+    let start = s.len() - s.trim_start().len();
+    s.drain(..start);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trims_in_place_like_trim() {
+        for s in [
+            "",
+            " ",
+            "a",
+            " a",
+            "a ",
+            " \t a b \u{a0}",
+            "\u{3000}x\u{3000}",
+        ] {
+            assert_eq!(trim_in_place(s.to_string()), s.trim(), "{s:?}");
+        }
+    }
 
     #[test]
     fn parses_sections_and_continuations() {
