@@ -155,9 +155,9 @@ impl<'s, 'v> Emitter<'s, 'v> {
 
     fn node(&mut self, value: &'v Value, ctx: Ctx) {
         match value {
-            Value::Null => self.scalar("null", Style::Plain, ctx),
-            Value::Bool(true) => self.scalar("true", Style::Plain, ctx),
-            Value::Bool(false) => self.scalar("false", Style::Plain, ctx),
+            Value::Null => self.plain_scalar("null", ctx),
+            Value::Bool(true) => self.plain_scalar("true", ctx),
+            Value::Bool(false) => self.plain_scalar("false", ctx),
             Value::Number(n) => self.number(n, ctx),
             Value::String(s) => {
                 if !(requests_plain_if_visible(s) && self.try_plain_word(s.as_bytes())) {
@@ -239,6 +239,13 @@ impl<'s, 'v> Emitter<'s, 'v> {
     }
 
     // ---- scalars --------------------------------------------------------
+
+    /// A scalar for which the encoder requests plain style (null, booleans).
+    fn plain_scalar(&mut self, text: &str, ctx: Ctx) {
+        if !self.try_plain_word(text.as_bytes()) {
+            self.scalar(text, Style::Plain, ctx);
+        }
+    }
 
     /// Writes a number as upstream prints it, without building a string for integers.
     fn number(&mut self, n: &serde_json::Number, ctx: Ctx) {
