@@ -30,6 +30,17 @@ pub struct MergeFold {
     config: Config,
     /// Indexes of keyed lists, by dotted path from the root (`storage.files`).
     indexes: HashMap<String, Index>,
+    /// Buffers of one list step, reused by the next.
+    scratch: ListScratch,
+}
+
+/// Per-list buffers of a step: which child entries replaced a parent entry, which parent
+/// entries are dropped, which child entries are appended. Empty between uses.
+#[derive(Debug, Clone, Default)]
+struct ListScratch {
+    used: Vec<bool>,
+    dead: Vec<usize>,
+    appended: Vec<usize>,
 }
 
 impl MergeFold {
@@ -38,6 +49,7 @@ impl MergeFold {
         MergeFold {
             config: base,
             indexes: HashMap::new(),
+            scratch: ListScratch::default(),
         }
     }
 
@@ -215,7 +227,14 @@ impl MergeFold {
             }
         };
         // Entries the child adds, moved out of it once its keys are no longer borrowed.
-        let mut appended: Vec<usize> = Vec::new();
+        let ListScratch {
+            mut used,
+            mut dead,
+            mut appended,
+        } = std::mem::take(&mut self.scratch);
+        used.clear();
+        dead.clear();
+        appended.clear();
         let mut index = {
             let cr = cv.as_deref();
             let c: &[Value] = cr.and_then(Value::as_array).map_or(&[], Vec::as_slice);
@@ -239,8 +258,7 @@ impl MergeFold {
                 },
             };
             let headers = field.name == "httpHeaders";
-            let mut used = vec![false; c.len()];
-            let mut dead: Vec<usize> = Vec::new();
+            used.resize(c.len(), false);
             for (i, item) in c.iter().enumerate() {
                 let Some(&pos) = index.get(item_key(field, item).as_ref()) else {
                     continue;
@@ -271,7 +289,7 @@ impl MergeFold {
             }
             if !dead.is_empty() {
                 let mut keep = vec![true; p.len()];
-                for d in dead {
+                for &d in &dead {
                     keep[d] = false;
                 }
                 let mut flags = keep.into_iter();
@@ -286,7 +304,7 @@ impl MergeFold {
             index
         };
         if let Some(Value::Array(c)) = cv {
-            for i in appended {
+            for &i in &appended {
                 let item = std::mem::take(&mut c[i]);
                 index.insert(item_key(field, &item).into_owned(), p.len());
                 p.push(item);
@@ -295,6 +313,11 @@ impl MergeFold {
                 }
             }
         }
+        self.scratch = ListScratch {
+            used,
+            dead,
+            appended,
+        };
         if p.is_empty() {
             return None;
         }
