@@ -44,7 +44,9 @@ pub(crate) fn merge_obj(
     c: &Map<String, Value>,
     minor: u64,
 ) -> Map<String, Value> {
-    let mut out = Map::new();
+    // Every key of the result is a key of the parent or of the child: one allocation for the
+    // map, and the parent's key strings are moved over instead of allocated again.
+    let mut out = Map::with_capacity(p.len() + c.len());
     // Lists of one shared key space need the child's keys of every sibling list.
     let mut shared_child_keys: HashMap<&str, HashSet<Cow<'_, str>>> = HashMap::new();
     for name in o.shared_keys {
@@ -54,7 +56,10 @@ pub(crate) fn merge_obj(
         }
     }
     for field in o.fields_for(minor) {
-        let pv = p.remove(field.name);
+        let (key, pv) = match p.remove_entry(field.name) {
+            Some((k, v)) => (Some(k), Some(v)),
+            None => (None, None),
+        };
         let cv = c.get(field.name);
         let merged = match (&field.kind, pv, cv) {
             (_, None, None) => None,
@@ -81,7 +86,7 @@ pub(crate) fn merge_obj(
             (_, _, Some(cv)) => Some(cv.clone()),
         };
         if let Some(v) = merged {
-            out.insert(field.name.to_string(), v);
+            out.insert(key.unwrap_or_else(|| field.name.to_string()), v);
         }
     }
     out

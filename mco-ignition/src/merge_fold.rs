@@ -30,6 +30,17 @@ pub struct MergeFold {
     config: Config,
     /// Indexes of keyed lists, by dotted path from the root (`storage.files`).
     indexes: HashMap<String, Index>,
+    /// Buffers of one list step, reused by the next.
+    scratch: ListScratch,
+}
+
+/// Per-list buffers of a step: which child entries replaced a parent entry, which parent
+/// entries are dropped, which child entries are appended. Empty between uses.
+#[derive(Debug, Clone, Default)]
+struct ListScratch {
+    used: Vec<bool>,
+    dead: Vec<usize>,
+    appended: Vec<usize>,
 }
 
 impl MergeFold {
@@ -38,6 +49,7 @@ impl MergeFold {
         MergeFold {
             config: base,
             indexes: HashMap::new(),
+            scratch: ListScratch::default(),
         }
     }
 
@@ -112,7 +124,8 @@ impl MergeFold {
         path: &mut String,
         touched: &mut dyn FnMut(&str, &mut Value),
     ) -> Map<String, Value> {
-        let mut out = Map::new();
+        // Every key of the result is a key of the parent or of the child (see `merge_obj`).
+        let mut out = Map::with_capacity(p.len() + c.len());
         // Owned, so that entries can be moved out of the child below.
         let mut shared_child_keys: HashMap<&str, HashSet<Cow<'static, str>>> = HashMap::new();
         for name in o.shared_keys {
@@ -134,7 +147,10 @@ impl MergeFold {
             }
         }
         for field in o.fields_for(minor) {
-            let pv = p.remove(field.name);
+            let (key, pv) = match p.remove_entry(field.name) {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
+            };
             let cv = c.get_mut(field.name);
             let len = path.len();
             if !path.is_empty() {
@@ -183,7 +199,7 @@ impl MergeFold {
             };
             path.truncate(len);
             if let Some(v) = merged {
-                out.insert(field.name.to_string(), v);
+                out.insert(key.unwrap_or_else(|| field.name.to_string()), v);
             }
         }
         out
@@ -211,7 +227,14 @@ impl MergeFold {
             }
         };
         // Entries the child adds, moved out of it once its keys are no longer borrowed.
-        let mut appended: Vec<usize> = Vec::new();
+        let ListScratch {
+            mut used,
+            mut dead,
+            mut appended,
+        } = std::mem::take(&mut self.scratch);
+        used.clear();
+        dead.clear();
+        appended.clear();
         let mut index = {
             let cr = cv.as_deref();
             let c: &[Value] = cr.and_then(Value::as_array).map_or(&[], Vec::as_slice);
@@ -235,8 +258,7 @@ impl MergeFold {
                 },
             };
             let headers = field.name == "httpHeaders";
-            let mut used = vec![false; c.len()];
-            let mut dead: Vec<usize> = Vec::new();
+            used.resize(c.len(), false);
             for (i, item) in c.iter().enumerate() {
                 let Some(&pos) = index.get(item_key(field, item).as_ref()) else {
                     continue;
@@ -267,7 +289,7 @@ impl MergeFold {
             }
             if !dead.is_empty() {
                 let mut keep = vec![true; p.len()];
-                for d in dead {
+                for &d in &dead {
                     keep[d] = false;
                 }
                 let mut flags = keep.into_iter();
@@ -282,7 +304,7 @@ impl MergeFold {
             index
         };
         if let Some(Value::Array(c)) = cv {
-            for i in appended {
+            for &i in &appended {
                 let item = std::mem::take(&mut c[i]);
                 index.insert(item_key(field, &item).into_owned(), p.len());
                 p.push(item);
@@ -291,6 +313,11 @@ impl MergeFold {
                 }
             }
         }
+        self.scratch = ListScratch {
+            used,
+            dead,
+            appended,
+        };
         if p.is_empty() {
             return None;
         }

@@ -385,13 +385,15 @@ fn render_selected(
     // The name hashes the spec with the config in it: lend the config to the spec value, then
     // take it back for the MachineConfig, so it is never copied.
     let mut spec_value = spec_json(&mc_spec, config.into_value());
-    if let Err(e) = crate::name::check_upstream_marshal(&spec_value) {
-        return Err(RenderFailure::single(
-            RenderError::pool(K::Conflict, e.to_string()),
-            source,
-        ));
-    }
-    let name = crate::name::name_for(opts.name_scheme, pool.name(), &spec_value);
+    let name = match crate::name::try_name_for(opts.name_scheme, pool.name(), &spec_value) {
+        Ok(name) => name,
+        Err(e) => {
+            return Err(RenderFailure::single(
+                RenderError::pool(K::Conflict, e.to_string()),
+                source,
+            ))
+        }
+    };
     mc_spec.config = match &mut spec_value {
         Value::Object(m) => m.swap_remove("config"),
         _ => None,

@@ -56,12 +56,12 @@ fn walk(
 
 /// Calls `f` on every child object (nested objects and entries of lists of objects) in schema
 /// order, with `path` extended to the child for the call.
-fn descend(
+fn descend<'a>(
     obj: &'static Obj,
-    m: &Map<String, Value>,
+    m: &'a Map<String, Value>,
     minor: u64,
     path: &mut JsonPath,
-    mut f: impl FnMut(&'static Obj, &Map<String, Value>, &mut JsonPath),
+    mut f: impl FnMut(&'static Obj, &'a Map<String, Value>, &mut JsonPath),
 ) {
     for field in obj.fields_for(minor) {
         match (&field.kind, m.small_get(field.name)) {
@@ -118,6 +118,7 @@ pub fn duplicates(config: &Config) -> Report {
         &mut JsonPath::root(),
         config.version().minor(),
         &mut r,
+        &mut DupScratch::default(),
     );
     r
 }
@@ -125,18 +126,40 @@ pub fn duplicates(config: &Config) -> Report {
 /// The entry keys of one key space, each with its position in the walk.
 type KeySpace<'a> = Vec<(Cow<'a, str>, usize)>;
 
-fn dups_walk(
+/// Buffers of the duplicate walk, reused from one object to the next (an object's lists are
+/// done with before the walk descends into its children).
+#[derive(Default)]
+struct DupScratch<'a> {
+    /// Key spaces; only the first `used` are in use for the current object.
+    spaces: Vec<(&'static str, KeySpace<'a>)>,
+    /// Field name and index of each entry, by position in the walk.
+    at: Vec<(&'static str, usize)>,
+    /// Positions of repeated entries.
+    repeated: Vec<usize>,
+}
+
+fn dups_walk<'a>(
     obj: &'static Obj,
-    m: &Map<String, Value>,
+    m: &'a Map<String, Value>,
     path: &mut JsonPath,
     minor: u64,
     r: &mut Report,
+    scratch: &mut DupScratch<'a>,
 ) {
     // Entry keys of each key space, with their position in the walk order (fields in schema
     // order, entries in list order). Sorting a space by key then position finds every entry
     // whose key an earlier entry of the same space already had, without hashing.
-    let mut spaces: Vec<(&str, KeySpace<'_>)> = Vec::new();
-    let mut at: Vec<(&'static str, usize)> = Vec::new();
+    let DupScratch {
+        spaces,
+        at,
+        repeated,
+    } = scratch;
+    for (_, keys) in spaces.iter_mut() {
+        keys.clear();
+    }
+    at.clear();
+    repeated.clear();
+    let mut used = 0;
     for field in obj.fields_for(minor) {
         let items = match m.small_get(field.name) {
             Some(Value::Array(items)) => items,
@@ -154,14 +177,20 @@ fn dups_walk(
         } else {
             field.name
         };
-        let seen = match spaces.iter().position(|(s, _)| key_eq(s, space)) {
+        let seen = match spaces[..used].iter().position(|(s, _)| key_eq(s, space)) {
             Some(p) => &mut spaces[p].1,
             None => {
-                spaces.push((space, Vec::new()));
-                let last = spaces.len() - 1;
-                &mut spaces[last].1
+                if used == spaces.len() {
+                    spaces.push((space, Vec::new()));
+                } else {
+                    spaces[used].0 = space;
+                }
+                used += 1;
+                &mut spaces[used - 1].1
             }
         };
+        seen.reserve(items.len());
+        at.reserve(items.len());
         for (i, item) in items.iter().enumerate() {
             let key = match &field.kind {
                 Kind::ObjList(s) => entry_key_ref(s.key, item),
@@ -171,8 +200,7 @@ fn dups_walk(
             at.push((field.name, i));
         }
     }
-    let mut repeated = Vec::new();
-    for (_, keys) in &mut spaces {
+    for (_, keys) in &mut spaces[..used] {
         keys.sort_unstable();
         for w in keys.windows(2) {
             if w[0].0 == w[1].0 {
@@ -181,12 +209,12 @@ fn dups_walk(
         }
     }
     repeated.sort_unstable();
-    for n in repeated {
+    for &n in repeated.iter() {
         let (name, i) = at[n];
         r.error(path.key(name).index(i), "duplicate entry defined");
     }
     descend(obj, m, minor, path, |s, cm, path| {
-        dups_walk(s, cm, path, minor, r)
+        dups_walk(s, cm, path, minor, r, scratch)
     });
 }
 
@@ -278,4 +306,53 @@ fn lookup_path<'a>(v: &'a Value, p: &JsonPath) -> Option<&'a Value> {
         };
     }
     Some(cur)
+}
+
+#[cfg(test)]
+mod dup_tests {
+    use crate::error::ParseError;
+    use crate::parse::parse_value;
+    use crate::report::Severity;
+    use serde_json::json;
+
+    /// The walk reuses its buffers from object to object: duplicates in several key spaces,
+    /// at several depths and in objects walked after others must all be found.
+    #[test]
+    fn duplicates_everywhere_are_found() {
+        let v = json!({
+            "ignition": {"version": "3.5.0"},
+            "storage": {
+                "files": [{"path": "/a"}, {"path": "/b"}],
+                "links": [{"path": "/b", "target": "/c"}],
+                "directories": [{"path": "/d"}, {"path": "/d"}]
+            },
+            "systemd": {"units": [
+                {"name": "a.service", "dropins": [{"name": "x.conf"}, {"name": "x.conf"}]},
+                {"name": "b.service", "dropins": [{"name": "x.conf"}]},
+                {"name": "b.service"}
+            ]},
+            "passwd": {"users": [{"name": "core"}, {"name": "core"}]}
+        });
+        let errors: Vec<String> = match parse_value(&v) {
+            Err(ParseError::Invalid(r)) => r
+                .entries
+                .iter()
+                .filter(|e| e.severity == Severity::Error && e.message == "duplicate entry defined")
+                .filter_map(|e| e.path.as_ref().map(ToString::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut errors = errors;
+        errors.sort();
+        assert_eq!(
+            errors,
+            [
+                "$.passwd.users.1",
+                "$.storage.directories.1",
+                "$.storage.links.0",
+                "$.systemd.units.0.dropins.1",
+                "$.systemd.units.2",
+            ]
+        );
+    }
 }

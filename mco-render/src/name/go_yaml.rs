@@ -13,9 +13,10 @@
 
 use serde_json::Value;
 
-use super::byte_scan::{run_len, Run};
+use super::byte_scan::{all_visible_ascii, run_len, Run};
 use super::go_float::push_go_float;
 use super::key_order::sort_by_key_order;
+use super::marshal_check::check_str;
 use super::yaml_resolve::{is_base60_float, resolves_to_non_string};
 use super::yaml_scalar::{analyze, is_break, is_printable, is_space, width, Analysis};
 
@@ -24,7 +25,7 @@ const BEST_WIDTH: usize = 80;
 /// Indentation step.
 const BEST_INDENT: isize = 2;
 /// Output is handed to the sink in chunks of about this size.
-const CHUNK: usize = 1 << 16;
+const CHUNK: usize = 1 << 14;
 
 /// Receives the YAML bytes in order.
 pub(crate) trait Sink {
@@ -49,7 +50,7 @@ pub fn to_go_yaml(value: &Value) -> String {
 
 /// Appends upstream's YAML for `value` to `out`.
 pub fn write_go_yaml(value: &Value, out: &mut Vec<u8>) {
-    let mut emitter = Emitter::new(None);
+    let mut emitter = Emitter::new(None, true);
     emitter.document(value);
     if out.is_empty() {
         *out = emitter.buf;
@@ -59,11 +60,24 @@ pub fn write_go_yaml(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// Streams upstream's YAML for `value` into `sink` in chunks, without
-/// holding the whole document in memory.
-pub(crate) fn stream_go_yaml(value: &Value, sink: &mut dyn Sink) {
-    let mut emitter = Emitter::new(Some(sink));
+/// holding the whole document in memory. Returns whether upstream could
+/// marshal `value` at all: `false` if some string (key or value) holds a
+/// character its YAML reader refuses (see [`super::check_upstream_marshal`]);
+/// the output is then meaningless.
+pub(crate) fn stream_go_yaml(value: &Value, sink: &mut dyn Sink) -> bool {
+    let mut emitter = Emitter::new(Some(sink), true);
     emitter.document(value);
     emitter.flush();
+    !emitter.refused
+}
+
+/// [`write_go_yaml`] without the shortcut for scalars that need no analysis: every scalar
+/// takes the emitter's general path. Kept to check the shortcut against.
+#[cfg(test)]
+pub(crate) fn write_go_yaml_general(value: &Value, out: &mut Vec<u8>) {
+    let mut emitter = Emitter::new(None, false);
+    emitter.document(value);
+    out.extend_from_slice(&emitter.buf);
 }
 
 /// Requested scalar style, before the emitter's own checks.
@@ -84,9 +98,15 @@ struct Ctx {
     simple_key: bool,
 }
 
-struct Emitter<'s> {
+struct Emitter<'s, 'v> {
     buf: Vec<u8>,
     sink: Option<&'s mut dyn Sink>,
+    /// Take the shortcut for scalars that need no analysis ([`Emitter::try_plain_word`]).
+    shortcut: bool,
+    /// Entry lists of finished mappings, reused by the next ones.
+    entry_lists: Vec<Vec<(&'v String, &'v Value)>>,
+    /// Some scalar holds a character upstream's YAML reader refuses.
+    refused: bool,
     /// Column in characters (not bytes) on the current line.
     column: usize,
     /// Current indentation; -1 before the root node.
@@ -97,11 +117,14 @@ struct Emitter<'s> {
     indention: bool,
 }
 
-impl<'s> Emitter<'s> {
-    fn new(sink: Option<&'s mut dyn Sink>) -> Self {
+impl<'s, 'v> Emitter<'s, 'v> {
+    fn new(sink: Option<&'s mut dyn Sink>, shortcut: bool) -> Self {
         Emitter {
             buf: Vec::with_capacity(if sink.is_some() { 2 * CHUNK } else { 4096 }),
             sink,
+            shortcut,
+            entry_lists: Vec::new(),
+            refused: false,
             column: 0,
             indent: -1,
             whitespace: true,
@@ -124,22 +147,23 @@ impl<'s> Emitter<'s> {
 
     // ---- document structure -------------------------------------------
 
-    fn document(&mut self, root: &Value) {
+    fn document(&mut self, root: &'v Value) {
         self.node(root, Ctx::default());
         // Implicit document end: finish the last line.
         self.write_indent();
     }
 
-    fn node(&mut self, value: &Value, ctx: Ctx) {
+    fn node(&mut self, value: &'v Value, ctx: Ctx) {
         match value {
-            Value::Null => self.scalar("null", Style::Plain, ctx),
-            Value::Bool(true) => self.scalar("true", Style::Plain, ctx),
-            Value::Bool(false) => self.scalar("false", Style::Plain, ctx),
-            Value::Number(n) => {
-                let text = number_text(n);
-                self.scalar(&text, Style::Plain, ctx);
+            Value::Null => self.plain_scalar("null", ctx),
+            Value::Bool(true) => self.plain_scalar("true", ctx),
+            Value::Bool(false) => self.plain_scalar("false", ctx),
+            Value::Number(n) => self.number(n, ctx),
+            Value::String(s) => {
+                if !(requests_plain_if_visible(s) && self.try_plain_word(s.as_bytes())) {
+                    self.scalar(s, string_style(s), ctx);
+                }
             }
-            Value::String(s) => self.scalar(s, string_style(s), ctx),
             Value::Array(items) if items.is_empty() => self.empty_flow(b'[', b']'),
             Value::Object(map) if map.is_empty() => self.empty_flow(b'{', b'}'),
             Value::Array(items) => self.block_sequence(items, ctx),
@@ -153,7 +177,7 @@ impl<'s> Emitter<'s> {
         self.write_indicator(&[close], false, false, false);
     }
 
-    fn block_sequence(&mut self, items: &[Value], ctx: Ctx) {
+    fn block_sequence(&mut self, items: &'v [Value], ctx: Ctx) {
         let saved = self.indent;
         // A sequence that is a mapping value starts on the key's line
         // position: its dashes are not indented further.
@@ -167,11 +191,28 @@ impl<'s> Emitter<'s> {
         self.indent = saved;
     }
 
-    fn block_mapping(&mut self, map: &serde_json::Map<String, Value>) {
+    fn block_mapping(&mut self, map: &'v serde_json::Map<String, Value>) {
         let saved = self.indent;
         self.increase_indent(false, false);
-        for (key, value) in ordered_entries(map) {
+        let mut entries = self.entry_lists.pop().unwrap_or_default();
+        ordered_entries(map, &mut entries);
+        for &(key, value) in &entries {
             self.write_indent();
+            // A short key that needs no analysis is a simple key written plain.
+            if key.len() <= 128
+                && requests_plain_if_visible(key)
+                && self.try_plain_word(key.as_bytes())
+            {
+                self.write_indicator(b":", false, false, false);
+                self.node(
+                    value,
+                    Ctx {
+                        mapping: true,
+                        simple_key: false,
+                    },
+                );
+                continue;
+            }
             let analysis = analyze(key.as_bytes());
             let value_ctx = Ctx {
                 mapping: true,
@@ -192,10 +233,62 @@ impl<'s> Emitter<'s> {
             }
             self.node(value, value_ctx);
         }
+        entries.clear();
+        self.entry_lists.push(entries);
         self.indent = saved;
     }
 
     // ---- scalars --------------------------------------------------------
+
+    /// A scalar for which the encoder requests plain style (null, booleans).
+    fn plain_scalar(&mut self, text: &str, ctx: Ctx) {
+        if !self.try_plain_word(text.as_bytes()) {
+            self.scalar(text, Style::Plain, ctx);
+        }
+    }
+
+    /// Writes a number as upstream prints it, without building a string for integers.
+    fn number(&mut self, n: &serde_json::Number, ctx: Ctx) {
+        let mut digits = [0u8; 24];
+        let len = if let Some(u) = n.as_u64() {
+            write_decimal(u, false, &mut digits)
+        } else if let Some(i) = n.as_i64() {
+            write_decimal(i.unsigned_abs(), i < 0, &mut digits)
+        } else {
+            let mut text = Vec::new();
+            push_go_float(n.as_f64().unwrap_or(0.0), &mut text);
+            if !self.try_plain_word(&text) {
+                let text = String::from_utf8_lossy(&text);
+                self.scalar(&text, Style::Plain, ctx);
+            }
+            return;
+        };
+        let text = &digits[digits.len() - len..];
+        if !self.try_plain_word(text) {
+            let text = String::from_utf8_lossy(text);
+            self.scalar(&text, Style::Plain, ctx);
+        }
+    }
+
+    /// The shortcut for the usual scalar (names, paths, base64 data URLs): `v` is written
+    /// plain, exactly as the general path would write it when plain style was requested,
+    /// if it is non-empty visible ASCII (no space, break, control or non-ASCII character)
+    /// and does not start or end like an indicator. For such text the emitter's analysis
+    /// allows plain style, and plain writing copies it unchanged (folds and breaks need
+    /// spaces and breaks). Returns whether it wrote `v`; if not, nothing was written.
+    fn try_plain_word(&mut self, v: &[u8]) -> bool {
+        if !self.shortcut || v.is_empty() || has_indicator_edge(v) || !all_visible_ascii(v) {
+            return false;
+        }
+        if !self.whitespace {
+            self.put(b' ');
+        }
+        self.buf.extend_from_slice(v);
+        self.column += v.len();
+        self.whitespace = false;
+        self.indention = false;
+        true
+    }
 
     fn scalar(&mut self, text: &str, requested: Style, ctx: Ctx) {
         let analysis = analyze(text.as_bytes());
@@ -203,6 +296,11 @@ impl<'s> Emitter<'s> {
     }
 
     fn scalar_analyzed(&mut self, text: &str, requested: Style, a: Analysis, ctx: Ctx) {
+        // Every string that does not take the shortcut (which only accepts visible ASCII,
+        // never refused) passes here exactly once.
+        if check_str(text).is_err() {
+            self.refused = true;
+        }
         let mut style = requested;
         if ctx.simple_key && a.multiline {
             style = Style::DoubleQuoted;
@@ -527,21 +625,82 @@ impl<'s> Emitter<'s> {
 /// When every key is made of ASCII letters only, upstream's order is plain byte order (two
 /// letters compare by code point, and a key that is a prefix of another sorts first), so the
 /// keys are sorted as they are; any other mapping takes the general order.
-fn ordered_entries(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+fn ordered_entries<'v>(
+    map: &'v serde_json::Map<String, Value>,
+    entries: &mut Vec<(&'v String, &'v Value)>,
+) {
+    entries.extend(map.iter());
     if entries
         .iter()
         .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
     {
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        return entries;
+        return;
     }
     let mut keyed: Vec<(Vec<char>, (&String, &Value))> = entries
-        .into_iter()
+        .drain(..)
         .map(|(k, v)| (k.chars().collect(), (k, v)))
         .collect();
     sort_by_key_order(&mut keyed);
-    keyed.into_iter().map(|(_, e)| e).collect()
+    entries.extend(keyed.into_iter().map(|(_, e)| e));
+}
+
+/// Whether visible-ASCII text `s` starts or ends in a way that makes the emitter's
+/// analysis refuse plain style: a document marker (`---`, `...`), an indicator as first
+/// character, `?`, `:` or `-` alone, or a final `:` (followed by the end, which counts
+/// as whitespace). `#` after the first character never counts: in visible ASCII it is
+/// never preceded by whitespace.
+fn has_indicator_edge(v: &[u8]) -> bool {
+    let (Some(&first), Some(&last)) = (v.first(), v.last()) else {
+        return true;
+    };
+    matches!(
+        first,
+        b'#' | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+    ) || (v.len() == 1 && matches!(first, b'?' | b':' | b'-'))
+        || last == b':'
+        || v.starts_with(b"---")
+        || v.starts_with(b"...")
+}
+
+/// Whether upstream's encoder requests plain style for `s`, assuming `s` has no line
+/// break (it is only used on text the shortcut then checks to be visible ASCII): it
+/// does unless reading `s` back unquoted would give something other than a string.
+fn requests_plain_if_visible(s: &str) -> bool {
+    !resolves_to_non_string(s) && !is_base60_float(s)
+}
+
+/// Writes `u` in decimal (after a `-` if `negative`) at the end of `out`; returns the
+/// length written.
+fn write_decimal(mut u: u64, negative: bool, out: &mut [u8; 24]) -> usize {
+    let mut at = out.len();
+    loop {
+        at -= 1;
+        out[at] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        out[at] = b'-';
+    }
+    out.len() - at
 }
 
 /// Bytes that may start a line break (CR, LF, NEL, LS, PS).
@@ -614,24 +773,105 @@ fn string_style(s: &str) -> Style {
     }
 }
 
-/// How upstream prints a JSON number after reading it back: integers in
-/// decimal, everything else through Go's shortest `'g'` formatting.
-fn number_text(n: &serde_json::Number) -> String {
-    if let Some(u) = n.as_u64() {
-        u.to_string()
-    } else if let Some(i) = n.as_i64() {
-        i.to_string()
-    } else {
-        let mut out = Vec::new();
-        push_go_float(n.as_f64().unwrap_or(0.0), &mut out);
-        String::from_utf8(out).unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::to_go_yaml;
-    use serde_json::json;
+    use super::{stream_go_yaml, to_go_yaml, write_go_yaml, write_go_yaml_general};
+    use crate::name::{check_upstream_marshal, name_for, try_name_for, NameScheme};
+    use md5::{Digest, Md5};
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    /// Pieces of text that exercise the emitter's style decisions: indicators, document
+    /// markers, words and numbers that resolve to other types, spaces, breaks, quotes,
+    /// controls and non-ASCII characters.
+    fn text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            4 => "[a-zA-Z0-9/+=._]{1,12}",
+            1 => prop::sample::select(vec![
+                "-", "?", ":", "#", ",", "[", "]", "{", "}", "&", "*", "!", "|", ">", "'",
+                "\"", "%", "@", "`", "---", "...", " ", "  ", "\n", "\r", "\t", "\\",
+                "\u{85}", "\u{a0}", "\u{e9}", "\u{2028}", "\u{feff}", "\u{1F600}", "\u{7}",
+                "true", "null", "~", "y", "1", "0x1F", "0755", "1e3", "1:30", "2024-01-15",
+                ".inf", "-1", "+1", "1_0", "data:", ";base64,", "a: b", " #x",
+                // Refused by upstream's YAML reader.
+                "\u{7f}", "\u{80}", "\u{9f}", "\u{fffe}", "\u{ffff}",
+            ]).prop_map(str::to_string),
+        ];
+        prop::collection::vec(piece, 0..6).prop_map(|p| p.concat())
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            text().prop_map(Value::String),
+            // Long data URL-like text, past the emitter's fold width and vector steps.
+            "[A-Za-z0-9+/]{60,200}={0,2}".prop_map(|b| Value::String(format!("data:;base64,{b}"))),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec((text(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<String, Value>>())),
+            ]
+        })
+    }
+
+    struct Chunks(Md5, usize);
+
+    impl super::Sink for Chunks {
+        fn take(&mut self, chunk: &[u8]) {
+            self.0.update(chunk);
+            self.1 += 1;
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn shortcut_writes_what_the_general_path_writes(v in value()) {
+            let mut fast = Vec::new();
+            write_go_yaml(&v, &mut fast);
+            let mut general = Vec::new();
+            write_go_yaml_general(&v, &mut general);
+            prop_assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&general));
+        }
+
+        #[test]
+        fn streamed_digest_is_the_digest_of_the_whole_text(v in value()) {
+            let mut sink = Chunks(Md5::new(), 0);
+            let marshals = stream_go_yaml(&v, &mut sink);
+            let mut whole = Vec::new();
+            write_go_yaml_general(&v, &mut whole);
+            prop_assert_eq!(sink.0.finalize(), Md5::digest(&whole));
+            prop_assert_eq!(marshals, check_upstream_marshal(&v).is_ok());
+        }
+
+        #[test]
+        fn checked_names_agree_with_the_separate_check(v in value()) {
+            for scheme in [NameScheme::Upstream, NameScheme::ContentSha256] {
+                let want = check_upstream_marshal(&v).map(|()| name_for(scheme, "worker", &v));
+                prop_assert_eq!(try_name_for(scheme, "worker", &v), want);
+            }
+        }
+    }
+
+    #[test]
+    fn streamed_digest_of_a_multi_chunk_document() {
+        // Several sink chunks: the digest over chunks is the digest over the whole text.
+        let files: Vec<Value> = (0..400)
+            .map(|i| json!({"path": format!("/etc/f{i}"), "contents": {"source": format!("data:;base64,{}", "QUJD".repeat(100 + i))}, "mode": 420}))
+            .collect();
+        let v = json!({"config": {"storage": {"files": files}}});
+        let mut sink = Chunks(Md5::new(), 0);
+        stream_go_yaml(&v, &mut sink);
+        assert!(sink.1 > 2, "{} chunks", sink.1);
+        let mut whole = Vec::new();
+        write_go_yaml_general(&v, &mut whole);
+        assert_eq!(sink.0.finalize(), Md5::digest(&whole));
+    }
 
     fn scalar_value(s: &str) -> String {
         let out = to_go_yaml(&json!({ "k": s }));

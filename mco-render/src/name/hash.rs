@@ -5,6 +5,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use super::go_yaml::{stream_go_yaml, Sink};
+use super::marshal_check::NameError;
 
 /// The fixed 80-byte salt upstream hashes before the spec's YAML.
 pub const UPSTREAM_SALT: [u8; 80] = [
@@ -26,18 +27,41 @@ impl<D: Digest> Sink for DigestSink<D> {
 /// `md5(salt || yaml(spec))` as 32 lowercase hex digits: upstream's suffix
 /// for rendered MachineConfig names.
 pub fn upstream_hash(spec: &Value) -> String {
+    checked_upstream_hash(spec).unwrap_or_else(|(hash, _)| hash)
+}
+
+/// [`upstream_hash`], with the error upstream returns instead of a name if
+/// it cannot marshal `spec` (see [`super::check_upstream_marshal`]); the
+/// check is made while the YAML is written. The error carries the hash all
+/// the same.
+pub(crate) fn checked_upstream_hash(spec: &Value) -> Result<String, (String, NameError)> {
     let mut hasher = Md5::new();
     hasher.update(UPSTREAM_SALT);
     let mut sink = DigestSink(hasher);
-    stream_go_yaml(spec, &mut sink);
-    hex::encode(sink.0.finalize())
+    let marshals = stream_go_yaml(spec, &mut sink);
+    let hash = hex::encode(sink.0.finalize());
+    if marshals {
+        Ok(hash)
+    } else {
+        Err((hash, NameError::ControlCharacter))
+    }
 }
 
 /// The first 32 hex digits of `sha256(yaml(spec))` (no salt).
 pub fn content_sha256_hash(spec: &Value) -> String {
+    checked_content_sha256_hash(spec).unwrap_or_else(|(hash, _)| hash)
+}
+
+/// [`content_sha256_hash`] with upstream's marshal check, as
+/// [`checked_upstream_hash`].
+pub(crate) fn checked_content_sha256_hash(spec: &Value) -> Result<String, (String, NameError)> {
     let mut sink = DigestSink(Sha256::new());
-    stream_go_yaml(spec, &mut sink);
+    let marshals = stream_go_yaml(spec, &mut sink);
     let mut hex = hex::encode(sink.0.finalize());
     hex.truncate(32);
-    hex
+    if marshals {
+        Ok(hex)
+    } else {
+        Err((hex, NameError::ControlCharacter))
+    }
 }

@@ -29,7 +29,8 @@ pub fn check_upstream_marshal(spec: &Value) -> Result<(), NameError> {
     }
 }
 
-fn check_str(s: &str) -> Result<(), NameError> {
+/// Checks one string (key or value) of a spec.
+pub(crate) fn check_str(s: &str) -> Result<(), NameError> {
     let b = s.as_bytes();
     // Almost every string holds none of the three lead bytes: find that out at memchr speed.
     if memchr::memchr3(0x7F, 0xC2, 0xEF, b).is_none() {

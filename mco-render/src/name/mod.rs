@@ -38,11 +38,24 @@ pub fn rendered_name(pool: &str, spec: &Value) -> String {
     name_for(NameScheme::Upstream, pool, spec)
 }
 
-/// Like [`rendered_name`], but first reports the error upstream returns for
-/// a spec it cannot convert to YAML (see [`check_upstream_marshal`]).
+/// Like [`rendered_name`], but reports the error upstream returns for a
+/// spec it cannot convert to YAML (see [`check_upstream_marshal`]).
 pub fn try_rendered_name(pool: &str, spec: &Value) -> Result<String, NameError> {
-    check_upstream_marshal(spec)?;
-    Ok(rendered_name(pool, spec))
+    try_name_for(NameScheme::Upstream, pool, spec)
+}
+
+/// [`name_for`], or the error upstream returns for a spec it cannot convert
+/// to YAML (see [`check_upstream_marshal`]). The check is made while the
+/// YAML is written, without a separate walk over the spec.
+pub fn try_name_for(scheme: NameScheme, pool: &str, spec: &Value) -> Result<String, NameError> {
+    let hash = match scheme {
+        NameScheme::Upstream => hash::checked_upstream_hash(spec),
+        NameScheme::ContentSha256 => hash::checked_content_sha256_hash(spec),
+    };
+    match hash {
+        Ok(hash) => Ok(format!("rendered-{pool}-{hash}")),
+        Err((_, e)) => Err(e),
+    }
 }
 
 /// The rendered name of `pool` with `spec` under `scheme`. It does not

@@ -30,7 +30,8 @@ pub(crate) fn resolves_to_non_string(s: &str) -> bool {
         b'.' => Hint::Dot,
         _ => return false,
     };
-    if SPECIAL_WORDS.contains(&s) {
+    // Every special word is at most six bytes long.
+    if s.len() <= 6 && SPECIAL_WORDS.contains(&s) {
         return true;
     }
     match kind {
@@ -402,6 +403,12 @@ fn days_in(month: u32, year: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn special_words_are_short() {
+        // `resolves_to_non_string` only looks longer words up if this fails.
+        assert!(SPECIAL_WORDS.iter().all(|w| w.len() <= 6));
+    }
 
     #[test]
     fn words() {
