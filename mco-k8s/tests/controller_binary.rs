@@ -16,19 +16,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
 use support::rbac;
+use support::yaml_docs;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
 fn examples() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
-}
-
-fn yaml(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
 }
 
 fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
@@ -54,7 +47,7 @@ fn seed(server: &ApiServer) {
         .collect();
     files.sort();
     for f in files {
-        for obj in yaml(&f) {
+        for obj in yaml_docs(&f) {
             let plural = match obj["kind"].as_str() {
                 Some("MachineConfigPool") => "machineconfigpools",
                 Some("MachineConfig") => "machineconfigs",
@@ -103,13 +96,7 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 
 fn kubeconfig(dir: &Path, server: &ApiServer) -> PathBuf {
     let path = dir.join("kubeconfig");
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{}\n\
-         users:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n\
-         current-context: test\n",
-        server.addr
-    );
-    std::fs::write(&path, text).unwrap();
+    server.write_kubeconfig(&path).unwrap();
     path
 }
 

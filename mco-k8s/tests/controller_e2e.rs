@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
+use support::yaml_docs;
 use tokio::task::JoinHandle;
 
 const WORKERS: usize = 50;
@@ -38,14 +39,6 @@ const MASTER_ROLE: &str = "node-role.kubernetes.io/master";
 
 fn examples() -> std::path::PathBuf {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
-}
-
-fn yaml(path: &std::path::Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
 }
 
 fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
@@ -301,7 +294,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     let mcs = dynamic::<crd::MachineConfig>(&client);
     let ccs = dynamic::<crd::ControllerConfig>(&client);
     let pp = PostParams::default();
-    for mut p in yaml(&examples().join("00-pools.yaml")) {
+    for mut p in yaml_docs(&examples().join("00-pools.yaml")) {
         match p["metadata"]["name"].as_str() {
             Some("worker") => p["spec"]["maxUnavailable"] = json!(MAX_UNAVAILABLE),
             Some("master") => {}
@@ -309,7 +302,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
         }
         pools.create(&pp, &to_dynamic(p)).await.unwrap();
     }
-    for cc in yaml(&examples().join("01-controllerconfig.yaml")) {
+    for cc in yaml_docs(&examples().join("01-controllerconfig.yaml")) {
         ccs.create(&pp, &to_dynamic(cc)).await.unwrap();
     }
     let mut files: Vec<_> = std::fs::read_dir(examples())
@@ -322,7 +315,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
         if !(name.contains("-worker-") || name.contains("-master-")) {
             continue;
         }
-        for mc in yaml(&f) {
+        for mc in yaml_docs(&f) {
             mcs.create(&pp, &to_dynamic(mc)).await.unwrap();
         }
     }

@@ -15,6 +15,7 @@ use mco_render::templates::{generate_template_machine_configs, TemplateOptions};
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::apiserver::ApiServer;
+use support::yaml_docs;
 use tokio::task::JoinHandle;
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -22,14 +23,6 @@ const POOL_LABEL: &str = "pools.operator.machineconfiguration.openshift.io/worke
 
 fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
-}
-
-fn yaml(path: &std::path::Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
 }
 
 fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
@@ -159,7 +152,7 @@ async fn custom_resources_and_templates_become_machine_configs() {
     let ccs = dynamic::<crd::ControllerConfig>(&client);
     let kcs = dynamic::<crd::KubeletConfig>(&client);
     let ctrcfgs = dynamic::<crd::ContainerRuntimeConfig>(&client);
-    for mut p in yaml(&repo("examples/cluster/00-pools.yaml")) {
+    for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
         let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
         if name == "infra" {
             continue;
@@ -169,7 +162,7 @@ async fn custom_resources_and_templates_become_machine_configs() {
         });
         create(&pools, p).await;
     }
-    for cc in yaml(&repo("examples/cluster/01-controllerconfig.yaml")) {
+    for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
         create(&ccs, cc).await;
     }
     let controller = start_controller(client.clone());

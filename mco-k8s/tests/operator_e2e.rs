@@ -435,14 +435,9 @@ async fn the_binary_deploys_through_a_kubeconfig() {
     let dir = std::env::temp_dir().join(format!("mco-operator-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
     let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{}\nusers:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\ncurrent-context: test\n",
-            server.addr
-        ),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    server
+        .write_kubeconfig(&kubeconfig)
+        .unwrap_or_else(|e| panic!("{e}"));
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_machine-config-operator"))
         .args([
             "--image",

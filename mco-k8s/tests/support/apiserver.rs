@@ -1391,6 +1391,18 @@ impl ApiServer {
         Ok(ApiServer { addr, store, task })
     }
 
+    /// Writes a kubeconfig naming this server (plain HTTP, no credentials) to `path`, for
+    /// binaries started as processes.
+    pub fn write_kubeconfig(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{}\n\
+             users:\n- name: test\n  user: {{}}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n\
+             current-context: test\n",
+            self.addr
+        );
+        std::fs::write(path, text)
+    }
+
     /// A kube client talking to this server.
     pub fn client(&self) -> kube::Client {
         let url: hyper::Uri = format!("http://{}", self.addr)
