@@ -1,0 +1,242 @@
+//! The whole system in one process, against the in-process API server: the controller, and on
+//! every node the real agent (`mco_node::agent::cluster::Agent`) applying configs to its own
+//! temporary host root through a recording host. A new MachineConfig for the workers must end
+//! up as a file on every worker's disk, each node back to Done on the new rendered config, the
+//! master untouched.
+
+mod support;
+
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::Api;
+use mco_k8s::controller::{self, Options};
+use mco_k8s::crd;
+use mco_node::agent::cluster::{Agent, AgentOptions};
+use mco_node::apply::{run_update, ApplyOptions};
+use mco_node::{DesiredConfig, HostRoot, NodeState, RecordingHost};
+use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use mco_render::controller::node::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_APPLIED_DRAIN, STATE};
+use mco_render::controller::render_sync::sync_pool;
+use mco_render::controller::Node;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer};
+use support::yaml_docs;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+/// Stores the example cluster's pools, ControllerConfig and MachineConfigs.
+fn seed(server: &ApiServer) {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        for obj in yaml_docs(&f) {
+            let plural = match obj["kind"].as_str() {
+                Some("MachineConfigPool") => "machineconfigpools",
+                Some("MachineConfig") => "machineconfigs",
+                Some("ControllerConfig") => "controllerconfigs",
+                _ => continue,
+            };
+            server
+                .store
+                .create(resource(plural).unwrap(), "", obj)
+                .unwrap();
+        }
+    }
+}
+
+/// The rendered MachineConfig the controller will make for `pool` from what the server holds.
+fn rendered(server: &ApiServer, pool: &str) -> MachineConfig {
+    let mcs: Vec<MachineConfig> = server
+        .store
+        .list("machineconfigs")
+        .iter()
+        .map(decode)
+        .collect();
+    let p: MachineConfigPool = decode(&server.store.get("machineconfigpools", "", pool).unwrap());
+    let cc: ControllerConfig = decode(
+        &server
+            .store
+            .get("controllerconfigs", "", "machine-config-controller")
+            .unwrap(),
+    );
+    let rs = sync_pool(&p, &mcs, Some(&cc), &Default::default(), "now");
+    assert!(rs.error.is_none(), "{:?}", rs.error);
+    rs.create.unwrap()
+}
+
+/// A host root already on `mc`, as the machine booted with it.
+fn root_on(mc: &MachineConfig) -> (tempfile::TempDir, HostRoot) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+    std::fs::write(
+        dir.path().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("etc/group"), "root:x:0:\ncore:x:1000:\n").unwrap();
+    let root = HostRoot::new(dir.path()).unwrap();
+    let bytes = serde_json::to_vec(mc).unwrap();
+    let config = DesiredConfig::from_bytes(&bytes, mc.name()).unwrap();
+    let opts = ApplyOptions {
+        check_drift: false,
+        allow_reboot: false,
+        policies: None,
+    };
+    let out = run_update(
+        &root,
+        &mut RecordingHost::new(),
+        &DesiredConfig::empty(),
+        &config,
+        opts,
+        None,
+    );
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.log);
+    (dir, root)
+}
+
+async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let run = async {
+        loop {
+            if let Some(v) = check() {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    match tokio::time::timeout(LIMIT, run).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_machine_config_reaches_every_worker_disk() {
+    let server = ApiServer::start().await.unwrap();
+    seed(&server);
+    let worker = rendered(&server, "worker");
+    let master = rendered(&server, "master");
+
+    // Three machines booted on the rendered configs of the day, each with its agent.
+    let nodes: Api<KubeNode> = Api::all(server.client());
+    let machines = [
+        ("master-0", "node-role.kubernetes.io/master", &master),
+        ("worker-0", "node-role.kubernetes.io/worker", &worker),
+        ("worker-1", "node-role.kubernetes.io/worker", &worker),
+    ];
+    let mut roots = Vec::new();
+    let mut agents = Vec::new();
+    for (name, role, mc) in machines {
+        let n: KubeNode = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {role: "", "kubernetes.io/os": "linux"},
+                "annotations": {CURRENT_CONFIG: mc.name(), DESIRED_CONFIG: mc.name(), STATE: "Done"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .unwrap();
+        nodes.create(&PostParams::default(), &n).await.unwrap();
+        let (dir, root) = root_on(mc);
+        let mut opts = AgentOptions::new(name);
+        opts.resync = Duration::from_millis(500);
+        opts.retry_after = Duration::from_secs(1);
+        // The recording host does not go down on reboot: the agent carries on, as after a boot.
+        opts.continue_after_reboot = true;
+        let agent = Agent::new(server.client(), root, RecordingHost::new(), opts);
+        agents.push(tokio::spawn(async move {
+            let _ = agent.run().await;
+        }));
+        roots.push((name, dir));
+    }
+    let opts = Options {
+        debounce: Duration::from_millis(20),
+        resync: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let client = server.client();
+    let ctrl = tokio::spawn(async move {
+        let _ = controller::run(client, opts).await;
+    });
+
+    // The controller adopts the cluster as it is.
+    eventually("the worker pool to settle", || {
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        (p["status"]["updatedMachineCount"] == 2
+            && p["spec"]["configuration"]["name"] == worker.name())
+        .then_some(())
+    })
+    .await;
+
+    // A new MachineConfig for the workers.
+    let mcs: Api<DynamicObject> = Api::all_with(
+        server.client(),
+        &ApiResource::erase::<crd::MachineConfig>(&()),
+    );
+    let motd: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-motd",
+                     "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": "/etc/motd", "mode": 420, "contents": {"source": "data:,hello%0A"}}]}}}
+    }))
+    .unwrap();
+    mcs.create(&PostParams::default(), &motd).await.unwrap();
+    let target = eventually("a new rendered worker config", || {
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
+        (t != worker.name()).then_some(t)
+    })
+    .await;
+
+    // Every worker updates (drain, apply, reboot, uncordon) and reports Done on it.
+    eventually("both workers done on the new config", || {
+        let done = ["worker-0", "worker-1"].iter().all(|w| {
+            server.store.get("nodes", "", w).is_some_and(|n| {
+                let n: Node = decode(&n);
+                n.is_done_on(&target)
+            })
+        });
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        (done
+            && p["status"]["updatedMachineCount"] == 2
+            && p["status"]["configuration"]["name"] == target.as_str())
+        .then_some(())
+    })
+    .await;
+    for (name, dir) in &roots {
+        let motd = std::fs::read_to_string(dir.path().join("etc/motd")).ok();
+        if name.starts_with("worker") {
+            assert_eq!(motd.as_deref(), Some("hello\n"), "{name}");
+            let current =
+                std::fs::read_to_string(dir.path().join("etc/machine-config-daemon/currentconfig"))
+                    .unwrap();
+            assert!(current.contains(&target), "{name}");
+        } else {
+            assert_eq!(motd, None, "{name}");
+        }
+    }
+    let m: Node = decode(&server.store.get("nodes", "", "master-0").unwrap());
+    assert!(m.is_done_on(master.name()));
+    // Both workers went through a drain and were uncordoned again.
+    for w in ["worker-0", "worker-1"] {
+        let n = server.store.get("nodes", "", w).unwrap();
+        assert_ne!(n["spec"]["unschedulable"], true, "{w}");
+        let uncordon = format!("uncordon-{target}");
+        assert_eq!(
+            n["metadata"]["annotations"][LAST_APPLIED_DRAIN].as_str(),
+            Some(uncordon.as_str()),
+            "{w}"
+        );
+    }
+    ctrl.abort();
+    for a in agents {
+        a.abort();
+    }
+}
