@@ -19,11 +19,12 @@ use std::time::{Duration, Instant};
 /// pass tries again, so one blocked pod does not stall every pool's sync.
 pub const EVICTION_ATTEMPT: Duration = Duration::from_secs(2);
 
-/// Drains nodes on request, remembering when each drain started.
+/// Drains nodes on request, remembering when each node's current drain request started (a
+/// new request starts its own clock).
 pub struct Drainer {
     client: Client,
     nodes: Api<KubeNode>,
-    started: BTreeMap<String, Instant>,
+    started: BTreeMap<String, (String, Instant)>,
     timeout: Duration,
 }
 
@@ -108,10 +109,15 @@ impl Drainer {
                     if !n.spec.unschedulable {
                         self.set_unschedulable(n.name(), true).await?;
                     }
-                    let started = *self
+                    let now = Instant::now();
+                    let entry = self
                         .started
                         .entry(n.name().to_string())
-                        .or_insert_with(Instant::now);
+                        .or_insert_with(|| (request.clone(), now));
+                    if entry.0 != request {
+                        *entry = (request.clone(), now);
+                    }
+                    let started = entry.1;
                     let blocking = self.evict_all(n.name()).await?;
                     if blocking.is_empty() {
                         self.mark_applied(n.name(), &request).await?;
