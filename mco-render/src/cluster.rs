@@ -15,6 +15,7 @@ use crate::api::MachineConfig;
 use crate::generate::cluster::{feature_gates_from_status, generate_cluster_state, ClusterInput};
 use crate::manifests::Manifests;
 use crate::templates::{generate_template_machine_configs, TemplateOptions, TemplateTree};
+use crate::value_at::str_at;
 
 /// How to turn manifests into a cluster's MachineConfigs.
 #[derive(Debug, Clone)]
@@ -201,10 +202,6 @@ pub struct ClusterConfigs {
     pub machine_configs: Vec<(String, MachineConfig)>,
     /// The resources whose sync failed.
     pub errors: Vec<ClusterError>,
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The generation input the manifests describe: their KubeletConfigs and

@@ -19,6 +19,7 @@ pub mod serve;
 pub mod source_config;
 pub mod templates;
 mod v2_bridge;
+pub mod value_at;
 
 /// The controller version this build stamps on rendered configs by default.
 pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";

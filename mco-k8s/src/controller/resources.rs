@@ -19,6 +19,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use mco_render::generate::cluster::feature_gates_from_status;
 use mco_render::generate::{generate, Condition, FeatureGates, GenerateInput, ObjectAfter};
+use mco_render::value_at::{str_at, strings_at};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -57,10 +58,6 @@ pub fn config_resources() -> [ApiResource; 3] {
     ]
 }
 
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
-
 /// The resource's annotations, finalizers and conditions as stored.
 fn stored_after(v: &Value) -> ObjectAfter {
     let annotations = v
@@ -72,16 +69,7 @@ fn stored_after(v: &Value) -> ObjectAfter {
                 .collect()
         })
         .unwrap_or_default();
-    let finalizers = v
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let finalizers = strings_at(v, "/metadata/finalizers");
     let conditions = v
         .pointer("/status/conditions")
         .and_then(Value::as_array)

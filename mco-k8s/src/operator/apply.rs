@@ -6,6 +6,7 @@ use super::OperatorError;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_render::operator::NAMESPACE;
+use mco_render::value_at::str_at;
 use serde_json::Value;
 
 /// The merge patch that sets `want`'s fields on `live`. JSON merge patches replace arrays
@@ -89,10 +90,6 @@ pub fn contains(live: &Value, want: &Value) -> bool {
         }
         (l, w) => l == w,
     }
-}
-
-fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The API for an object's kind and namespace (namespaced objects without one go to the

@@ -29,6 +29,7 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 
 use crate::api::LabelSelector;
+use crate::value_at::strings_at;
 
 /// The role label every generated MachineConfig carries.
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
@@ -188,16 +189,7 @@ impl Resource {
             name: str_at(&md, "name"),
             uid: str_at(&md, "uid"),
             annotations: strmap(md.get("annotations")),
-            finalizers: md
-                .get("finalizers")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            finalizers: strings_at(&md, "/finalizers"),
             selector,
             creation_timestamp: str_at(&md, "creationTimestamp"),
             generation: md.get("generation").and_then(Value::as_i64).unwrap_or(0),

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::value_at::{str_at, strings_at};
+
 const MODERN: &[&str] = &[
     "TLS_AES_128_GCM_SHA256",
     "TLS_AES_256_GCM_SHA384",
@@ -98,21 +100,8 @@ pub fn security_profile_ciphers(profile: Option<&Value>) -> (String, Vec<String>
             .filter(|c| !c.is_null())
         {
             Some(custom) => (
-                custom
-                    .get("minTLSVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                custom
-                    .get("ciphers")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                str_at(custom, "/minTLSVersion").to_string(),
+                strings_at(custom, "/ciphers"),
             ),
             None => ("VersionTLS12".into(), owned(INTERMEDIATE)),
         },

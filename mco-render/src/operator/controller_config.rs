@@ -1,8 +1,8 @@
 //! The `machine-config-controller` ControllerConfig: the manifest's, with the cluster's
 //! config.openshift.io/v1 `cluster` objects folded in the way upstream fills the spec.
 
-use super::desired::str_at;
 use super::{CONTROLLER_CONFIG_NAME, VERSION_ANNOTATION};
+use crate::value_at::{str_at, strings_at};
 use serde_json::{json, Map, Value};
 use std::net::IpAddr;
 
@@ -52,21 +52,9 @@ fn platform(infra: &Value) -> String {
 
 /// The Network's service CIDRs: the status's when set, else the spec's.
 fn service_networks(network: &Value) -> Vec<String> {
-    let get = |ptr: &str| -> Vec<String> {
-        network
-            .pointer(ptr)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let status = get("/status/serviceNetwork");
+    let status = strings_at(network, "/status/serviceNetwork");
     if status.is_empty() {
-        get("/spec/serviceNetwork")
+        strings_at(network, "/spec/serviceNetwork")
     } else {
         status
     }

@@ -4,6 +4,7 @@
 use super::controller_config::{build_controller_config, ClusterConfigObjects};
 use super::CONTROLLER_CONFIG_NAME;
 use super::{IMAGE_PLACEHOLDER, OPERATOR_DEPLOYMENT, VERSION_ANNOTATION};
+use crate::value_at::str_at;
 use serde_json::{json, Value};
 
 /// What the operator deploys.
@@ -77,10 +78,6 @@ pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, Operato
         }
     }
     Ok(out)
-}
-
-pub(crate) fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Where an object goes in the apply order: CRDs, the namespace, RBAC, config objects, the

@@ -10,8 +10,8 @@
 //! degraded or updating. A condition whose status did not change keeps its
 //! `lastTransitionTime`.
 
-use super::desired::str_at;
 use super::VERSION_ANNOTATION;
+use crate::value_at::str_at;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
