@@ -5,28 +5,19 @@
 
 mod support;
 
-use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use mco_render::controller::node::{
     DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
 };
-use mco_render::controller::render_sync::sync_pool;
-use serde_json::{json, Value};
+use mco_render::RenderOptions;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
+use support::cluster::{expected_rendered, seed_examples};
 use support::rbac;
-use support::yaml_docs;
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn examples() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
-}
-
-fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
-    serde_json::from_value(v.clone()).unwrap()
-}
 
 /// Kills the controller process when the test ends, however it ends.
 struct Process(Child);
@@ -36,47 +27,6 @@ impl Drop for Process {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// Stores the example cluster's pools, ControllerConfig and MachineConfigs.
-fn seed(server: &ApiServer) {
-    let def = |p: &str| resource(p).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(examples())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for f in files {
-        for obj in yaml_docs(&f) {
-            let plural = match obj["kind"].as_str() {
-                Some("MachineConfigPool") => "machineconfigpools",
-                Some("MachineConfig") => "machineconfigs",
-                Some("ControllerConfig") => "controllerconfigs",
-                _ => continue,
-            };
-            server.store.create(def(plural), "", obj).unwrap();
-        }
-    }
-}
-
-/// The rendered name the controller must give `pool`, from the pure library.
-fn expected_rendered(server: &ApiServer, pool: &str) -> String {
-    let mcs: Vec<MachineConfig> = server
-        .store
-        .list("machineconfigs")
-        .iter()
-        .map(decode)
-        .collect();
-    let p: MachineConfigPool = decode(&server.store.get("machineconfigpools", "", pool).unwrap());
-    let cc: ControllerConfig = decode(
-        &server
-            .store
-            .get("controllerconfigs", "", "machine-config-controller")
-            .unwrap(),
-    );
-    let rs = sync_pool(&p, &mcs, Some(&cc), &Default::default(), "now");
-    assert!(rs.error.is_none(), "{:?}", rs.error);
-    rs.create.unwrap().name().to_string()
 }
 
 async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
@@ -109,9 +59,14 @@ fn annotation(server: &ApiServer, node: &str, key: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
     let server = ApiServer::start().await.unwrap();
-    seed(&server);
-    let worker = expected_rendered(&server, "worker");
-    let master = expected_rendered(&server, "master");
+    seed_examples(&server);
+    let opts = RenderOptions::default();
+    let worker = expected_rendered(&server, "worker", &opts)
+        .name()
+        .to_string();
+    let master = expected_rendered(&server, "master", &opts)
+        .name()
+        .to_string();
 
     // A worker whose daemon asks for a drain, with a pod a disruption budget protects.
     server

@@ -16,11 +16,9 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
-use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use mco_render::controller::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
 };
-use mco_render::controller::render_sync::sync_pool;
 use mco_render::controller::Node;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
+use support::cluster::{decode, examples, expected_rendered};
 use support::yaml_docs;
 use tokio::task::JoinHandle;
 
@@ -36,10 +35,6 @@ const MASTERS: usize = 3;
 const MAX_UNAVAILABLE: usize = 3;
 const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
 const MASTER_ROLE: &str = "node-role.kubernetes.io/master";
-
-fn examples() -> std::path::PathBuf {
-    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
-}
 
 fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ApiResource::erase::<K>(&()))
@@ -170,30 +165,6 @@ fn start_agents(client: Client, stats: Arc<AgentStats>) -> JoinHandle<()> {
     })
 }
 
-fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
-    serde_json::from_value(v.clone()).unwrap()
-}
-
-/// The rendered config name the controller will compute for `pool` from what the server holds.
-fn expected_rendered(server: &ApiServer, pool: &str) -> String {
-    let mcs: Vec<MachineConfig> = server
-        .store
-        .list("machineconfigs")
-        .iter()
-        .map(decode)
-        .collect();
-    let p: MachineConfigPool = decode(&server.store.get("machineconfigpools", "", pool).unwrap());
-    let cc: ControllerConfig = decode(
-        &server
-            .store
-            .get("controllerconfigs", "", "machine-config-controller")
-            .unwrap(),
-    );
-    let rs = sync_pool(&p, &mcs, Some(&cc), &controller_options().render, "now");
-    assert!(rs.error.is_none(), "{:?}", rs.error);
-    rs.create.unwrap().name().to_string()
-}
-
 /// Polls `check` until it returns `Some`, for at most `limit`.
 async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
@@ -321,8 +292,13 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     }
 
     // Nodes as an installed cluster has them: on the rendered configs of the day.
-    let first_worker = expected_rendered(&server, "worker");
-    let first_master = expected_rendered(&server, "master");
+    let render = controller_options().render;
+    let first_worker = expected_rendered(&server, "worker", &render)
+        .name()
+        .to_string();
+    let first_master = expected_rendered(&server, "master", &render)
+        .name()
+        .to_string();
     let nodes: Api<KubeNode> = Api::all(client.clone());
     let zones = ["zone-a", "zone-b", "zone-c"];
     for i in 0..MASTERS + WORKERS {

@@ -14,65 +14,16 @@ use mco_k8s::crd;
 use mco_node::agent::cluster::{Agent, AgentOptions};
 use mco_node::apply::{run_update, ApplyOptions};
 use mco_node::{DesiredConfig, HostRoot, NodeState, RecordingHost};
-use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use mco_render::api::MachineConfig;
 use mco_render::controller::node::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_APPLIED_DRAIN, STATE};
-use mco_render::controller::render_sync::sync_pool;
 use mco_render::controller::Node;
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use mco_render::RenderOptions;
+use serde_json::json;
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
-use support::yaml_docs;
+use support::apiserver::ApiServer;
+use support::cluster::{decode, expected_rendered, seed_examples};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
-    serde_json::from_value(v.clone()).unwrap()
-}
-
-/// Stores the example cluster's pools, ControllerConfig and MachineConfigs.
-fn seed(server: &ApiServer) {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for f in files {
-        for obj in yaml_docs(&f) {
-            let plural = match obj["kind"].as_str() {
-                Some("MachineConfigPool") => "machineconfigpools",
-                Some("MachineConfig") => "machineconfigs",
-                Some("ControllerConfig") => "controllerconfigs",
-                _ => continue,
-            };
-            server
-                .store
-                .create(resource(plural).unwrap(), "", obj)
-                .unwrap();
-        }
-    }
-}
-
-/// The rendered MachineConfig the controller will make for `pool` from what the server holds.
-fn rendered(server: &ApiServer, pool: &str) -> MachineConfig {
-    let mcs: Vec<MachineConfig> = server
-        .store
-        .list("machineconfigs")
-        .iter()
-        .map(decode)
-        .collect();
-    let p: MachineConfigPool = decode(&server.store.get("machineconfigpools", "", pool).unwrap());
-    let cc: ControllerConfig = decode(
-        &server
-            .store
-            .get("controllerconfigs", "", "machine-config-controller")
-            .unwrap(),
-    );
-    let rs = sync_pool(&p, &mcs, Some(&cc), &Default::default(), "now");
-    assert!(rs.error.is_none(), "{:?}", rs.error);
-    rs.create.unwrap()
-}
 
 /// A host root already on `mc`, as the machine booted with it.
 fn root_on(mc: &MachineConfig) -> (tempfile::TempDir, HostRoot) {
@@ -122,9 +73,10 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_machine_config_reaches_every_worker_disk() {
     let server = ApiServer::start().await.unwrap();
-    seed(&server);
-    let worker = rendered(&server, "worker");
-    let master = rendered(&server, "master");
+    seed_examples(&server);
+    let opts = RenderOptions::default();
+    let worker = expected_rendered(&server, "worker", &opts);
+    let master = expected_rendered(&server, "master", &opts);
 
     // Three machines booted on the rendered configs of the day, each with its agent.
     let nodes: Api<KubeNode> = Api::all(server.client());

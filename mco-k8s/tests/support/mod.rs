@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod apiserver;
+pub mod cluster;
 pub mod patch;
 pub mod rbac;
 
