@@ -7,7 +7,7 @@
 use super::resources::{config_resources, Resources};
 use super::templates::Templates;
 use super::writes::is_absent;
-use super::{watch_into, Options};
+use super::{watch_all, watch_into, Options};
 use crate::crd;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client};
@@ -17,33 +17,21 @@ use tokio::sync::mpsc;
 /// its task) stops its watches too.
 pub async fn run(client: Client, opts: Options) {
     let (tx, mut rx) = mpsc::channel::<()>(1);
-    let dynamic = |ar: ApiResource| Api::<DynamicObject>::all_with(client.clone(), &ar);
-    let mut watchers = vec![
-        watch_into(
-            dynamic(ApiResource::erase::<crd::KubeletConfig>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::ContainerRuntimeConfig>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::MachineConfig>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::MachineConfigPool>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::ControllerConfig>(&())),
-            tx.clone(),
-        ),
-    ];
+    let mut watchers = watch_all(
+        &client,
+        &[
+            ApiResource::erase::<crd::KubeletConfig>(&()),
+            ApiResource::erase::<crd::ContainerRuntimeConfig>(&()),
+            ApiResource::erase::<crd::MachineConfig>(&()),
+            ApiResource::erase::<crd::MachineConfigPool>(&()),
+            ApiResource::erase::<crd::ControllerConfig>(&()),
+        ],
+        &tx,
+    );
     // The config.openshift.io APIs may not be installed: watch only those that are (the
     // resync timer notices ones installed later).
     for ar in config_resources() {
-        let api = dynamic(ar);
+        let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
         match api.list(&ListParams::default().limit(1)).await {
             Err(e) if is_absent(&e) => {}
             _ => watchers.push(watch_into(api, tx.clone())),

@@ -89,29 +89,35 @@ where
     }))
 }
 
+/// Watches of every resource in `resources` (cluster-wide, as dynamic objects), each
+/// sending triggers into `tx`.
+fn watch_all(client: &Client, resources: &[ApiResource], tx: &mpsc::Sender<()>) -> Vec<WatchTask> {
+    resources
+        .iter()
+        .map(|ar| {
+            let api = Api::<DynamicObject>::all_with(client.clone(), ar);
+            watch_into(api, tx.clone())
+        })
+        .collect()
+}
+
 /// Runs the controller until the process stops. Dropping the future (aborting its task)
 /// stops the controller's watches too.
 pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     let (tx, mut rx) = mpsc::channel::<()>(1);
-    let dynamic = |ar: ApiResource| Api::<DynamicObject>::all_with(client.clone(), &ar);
-    let watchers = [
-        watch_into(
-            dynamic(ApiResource::erase::<crd::MachineConfig>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::MachineConfigPool>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            dynamic(ApiResource::erase::<crd::ControllerConfig>(&())),
-            tx.clone(),
-        ),
-        watch_into(
-            Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
-            tx.clone(),
-        ),
-    ];
+    let mut watchers = watch_all(
+        &client,
+        &[
+            ApiResource::erase::<crd::MachineConfig>(&()),
+            ApiResource::erase::<crd::MachineConfigPool>(&()),
+            ApiResource::erase::<crd::ControllerConfig>(&()),
+        ],
+        &tx,
+    );
+    watchers.push(watch_into(
+        Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
+        tx.clone(),
+    ));
     let mut cluster = Cluster::new(client, opts.clone());
     loop {
         let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
