@@ -14,7 +14,9 @@ use serde_json::Value;
 use crate::api::MachineConfig;
 use crate::generate::cluster::{feature_gates_from_status, generate_cluster_state, ClusterInput};
 use crate::manifests::Manifests;
-use crate::templates::{generate_template_machine_configs, TemplateOptions, TemplateTree};
+use crate::templates::{
+    compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
+};
 use crate::value_at::str_at;
 
 /// How to turn manifests into a cluster's MachineConfigs.
@@ -125,31 +127,6 @@ fn pull_secret(m: &Manifests) -> Result<Option<String>, ClusterError> {
         return Err(fail(format!("couldn't compact pullsecret {text:?}")));
     }
     Ok(Some(compact_json(&text)))
-}
-
-/// Valid JSON text without the whitespace between tokens, keys left in their order.
-fn compact_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_ascii_whitespace() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Renders the templates with the manifests' ControllerConfig and puts the results in place

@@ -13,7 +13,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use mco_render::api::ControllerConfig;
-use mco_render::templates::{generate_template_machine_configs, TemplateOptions, TemplateTree};
+use mco_render::templates::{
+    compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -41,30 +43,6 @@ pub fn read_tree(dir: &Path) -> std::io::Result<TemplateTree> {
     let mut tree = TemplateTree::new();
     walk(dir, dir, &mut tree)?;
     Ok(tree)
-}
-
-/// JSON text without the whitespace outside strings.
-fn compact_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The template controller's handle on the cluster.
@@ -171,16 +149,5 @@ impl Templates {
             }
         }
         Ok(settled)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn compact_keeps_strings() {
-        assert_eq!(
-            super::compact_json("{ \"a b\" : [1, 2],\n \"c\": \"x \\\" y\" }"),
-            "{\"a b\":[1,2],\"c\":\"x \\\" y\"}"
-        );
     }
 }

@@ -428,5 +428,31 @@ pub fn generate_template_machine_configs(
     Ok(out)
 }
 
+/// Valid JSON text without the whitespace between tokens, keys left in their order: the
+/// pull secret as the templates see it (upstream compacts the Secret's `.dockerconfigjson`).
+pub fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_ascii_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -268,3 +268,11 @@ fn render_data_reads_like_upstreams_render_config() {
     assert_eq!(r("{{.PullSecret}} {{.TLSMinVersion}}"), "{} VersionTLS12");
     assert_eq!(r("{{if .Infra.Status}}struct{{end}}"), "struct");
 }
+
+#[test]
+fn compact_json_keeps_strings_and_key_order() {
+    assert_eq!(
+        compact_json("{ \"a b\" : [1, 2],\n \"c\": \"x \\\" y\" }"),
+        "{\"a b\":[1,2],\"c\":\"x \\\" y\"}"
+    );
+}
