@@ -6,6 +6,7 @@
 #![allow(clippy::duplicated_attributes)]
 
 use super::schema::preserve_object;
+use super::types::Condition;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
@@ -59,7 +60,7 @@ pub struct ClusterOperatorSpec {}
 pub struct ClusterOperatorStatus {
     /// Available, Progressing, Degraded, Upgradeable, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<ClusterOperatorCondition>>,
+    pub conditions: Option<Vec<Condition>>,
     /// The versions of the operands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<Vec<OperandVersion>>,
@@ -70,26 +71,6 @@ pub struct ClusterOperatorStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "preserve_object")]
     pub extension: Option<serde_json::Value>,
-}
-
-/// One condition.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterOperatorCondition {
-    /// The condition type.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// True, False or Unknown.
-    pub status: String,
-    /// When the status last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-    /// A CamelCase reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// A human-readable message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
 }
 
 /// An operand's version.

@@ -6,7 +6,7 @@
 #![allow(clippy::duplicated_attributes)]
 
 use super::schema::{int_or_string, preserve_object};
-use super::types::LabelSelector;
+use super::types::{Condition, LabelSelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -158,25 +158,5 @@ pub struct CustomResourceStatus {
     pub observed_generation: Option<i64>,
     /// What the syncs reported, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<CustomResourceCondition>>,
-}
-
-/// One reported sync result.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CustomResourceCondition {
-    /// Condition type: Success, Failure or Accepted.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// True or False.
-    pub status: String,
-    /// When it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-    /// Machine-readable reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Human-readable message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub conditions: Option<Vec<Condition>>,
 }

@@ -209,14 +209,15 @@ pub struct MachineConfigPoolSpec {
     pub configuration: Option<PoolConfiguration>,
 }
 
-/// A pool condition.
+/// A status condition, as pools, KubeletConfigs, ContainerRuntimeConfigs and the
+/// ClusterOperator report them.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PoolCondition {
+pub struct Condition {
     /// Condition type.
     #[serde(rename = "type")]
     pub type_: String,
-    /// True or False.
+    /// True, False or Unknown.
     pub status: String,
     /// When the status last changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,7 +257,7 @@ pub struct MachineConfigPoolStatus {
     pub degraded_machine_count: Option<i32>,
     /// Conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<PoolCondition>>,
+    pub conditions: Option<Vec<Condition>>,
 }
 
 /// A ControllerConfig: cluster-wide defaults the controller renders with. Fields beyond the
