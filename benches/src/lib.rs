@@ -10,7 +10,7 @@
 use base64::Engine as _;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::manifests::{ManifestError, Manifests};
-use mco_render::reconcile::RenderedInput;
+use mco_render::plan::reconcile::RenderedInput;
 use mco_render::render::{render_pool_owned, RenderFailure, RenderOptions, Rendered};
 use serde_json::{json, Value};
 use std::io::Write as _;

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mco_render::cluster::{expand_manifests, ClusterOptions};
+use mco_render::manifests::expand::{expand_manifests, ClusterOptions};
 use mco_render::manifests::Manifests;
 
 fuzz_target!(|data: &[u8]| {

@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
         "PullSecret": "{}",
         "list": [1, 2, 3],
     });
-    let _ = mco_render::templates::engine::render(src, &cc);
+    let _ = mco_render::gocompat::template::render(src, &cc);
 });

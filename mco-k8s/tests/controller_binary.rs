@@ -5,9 +5,7 @@
 
 mod support;
 
-use mco_render::controller::node::{
-    DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
-};
+use mco_render::api::node::{DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL};
 use mco_render::RenderOptions;
 use serde_json::json;
 use std::path::{Path, PathBuf};

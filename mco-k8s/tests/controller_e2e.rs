@@ -16,10 +16,10 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
-use mco_render::controller::node::{
+use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
 };
-use mco_render::controller::Node;
+use mco_render::api::Node;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};

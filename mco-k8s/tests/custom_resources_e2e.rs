@@ -1,6 +1,6 @@
 //! End to end: the template, KubeletConfig and ContainerRuntimeConfig controllers against
 //! the in-process API server. What they write must equal what the pure functions
-//! (`mco_render::templates`, `mco_render::generate`) give on the same inputs.
+//! (`mco_render::controllers::templates`, `mco_render::controllers::generate`) give on the same inputs.
 
 mod support;
 
@@ -10,8 +10,8 @@ use mco_k8s::controller::templates::read_tree;
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
 use mco_render::api::ControllerConfig;
-use mco_render::generate::{generate, GenerateInput, Outcome};
-use mco_render::templates::{generate_template_machine_configs, TemplateOptions};
+use mco_render::controllers::generate::{generate, GenerateInput, Outcome};
+use mco_render::controllers::templates::{generate_template_machine_configs, TemplateOptions};
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::apiserver::ApiServer;

@@ -11,7 +11,7 @@ mod support;
 
 use mco_k8s::operator::kinds::kind_info;
 use mco_k8s::operator::{embedded, Operator, Options};
-use mco_render::operator::{CLUSTER_OPERATOR_NAME, NAMESPACE, VERSION_ANNOTATION};
+use mco_render::controllers::operator::{CLUSTER_OPERATOR_NAME, NAMESPACE, VERSION_ANNOTATION};
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer, Store};

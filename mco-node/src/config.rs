@@ -2,7 +2,7 @@
 
 use mco_ignition::SpecVersion;
 use mco_render::api::machine_config::{MachineConfig, API_VERSION};
-use mco_render::reconcile::RenderedInput;
+use mco_render::plan::reconcile::RenderedInput;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -110,7 +110,7 @@ impl DesiredConfig {
 /// The diff/plan view of a MachineConfig: its Ignition config (any version) read as spec 3.5.
 pub fn rendered_input(mc: &MachineConfig) -> Result<RenderedInput, String> {
     let config = match mc.ignition() {
-        Some(raw) => mco_render::source_config::parse_any(raw)
+        Some(raw) => mco_render::render::source_config::parse_any(raw)
             .map_err(|e| e.message)?
             .into_config(),
         None => mco_ignition::Config::empty(SpecVersion::LATEST),

@@ -1,28 +1,28 @@
 //! Render MachineConfigPools exactly as the Machine Config Operator does.
 //!
 //! Pure: no I/O, clocks, randomness or global state. The same inputs give the same bytes.
+//!
+//! The modules follow upstream's components:
+//! - [`api`]: the objects (MachineConfig, MachineConfigPool, ControllerConfig, Node, ...).
+//! - [`manifests`]: bytes in, objects out; what a cluster adds to a set of manifests.
+//! - [`render`]: select, validate and merge a pool's MachineConfigs and name the result
+//!   (upstream's render controller).
+//! - [`plan`]: reconcilability, the diff between two rendered configs and the node disruption
+//!   plan (upstream's daemon update path).
+//! - [`serve`]: what the machine-config-server hands a booting machine.
+//! - [`controllers`]: every controller's decisions as pure functions returning writes.
+//! - [`gocompat`]: the Go behaviours upstream's output depends on, each in one place.
 
 pub mod api;
-pub mod cluster;
-pub mod controller;
-pub mod diff;
-pub mod error;
-pub mod generate;
-pub mod goquote;
+pub mod controllers;
+pub mod gocompat;
 pub mod manifests;
-pub mod name;
-pub mod operator;
 pub mod plan;
-pub mod reconcile;
 pub mod render;
 pub mod serve;
-pub mod source_config;
-pub mod templates;
-mod v2_bridge;
-pub mod value_at;
 
 /// The controller version this build stamps on rendered configs by default.
 pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";
 
-pub use error::{RenderError, RenderErrorKind};
+pub use render::error::{RenderError, RenderErrorKind};
 pub use render::{render_pool, NameScheme, RenderFailure, RenderOptions, Rendered};

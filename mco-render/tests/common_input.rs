@@ -1,6 +1,6 @@
 // Shared helpers for the conformance tests (included with `#[path]`).
 
-use mco_render::reconcile::RenderedInput;
+use mco_render::plan::reconcile::RenderedInput;
 use serde_json::Value;
 
 pub fn corpus_dir() -> std::path::PathBuf {

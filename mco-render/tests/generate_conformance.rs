@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use mco_render::generate::{generate, FeatureGates, GenerateInput};
+use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput};
 use serde_json::Value;
 
 const CASES: &str = concat!(

@@ -5,7 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use mco_render::name::{name_for, rendered_name, to_go_yaml, NameScheme};
+use mco_render::render::name::{name_for, rendered_name, to_go_yaml, NameScheme};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 

@@ -4,8 +4,8 @@
 mod common_input;
 
 use common_input::{corpus_dir, rendered_input};
+use mco_render::plan::reconcile::{wrap_daemon, ReconcileError};
 use mco_render::plan::{compute, MachineConfiguration};
-use mco_render::reconcile::{wrap_daemon, ReconcileError};
 use serde_json::{json, Value};
 
 fn load_cases() -> Vec<(String, Value)> {

@@ -4,7 +4,7 @@
 mod common_input;
 
 use common_input::{corpus_dir, rendered_input};
-use mco_render::reconcile::is_rendered_config_reconcilable;
+use mco_render::plan::reconcile::is_rendered_config_reconcilable;
 use serde_json::{json, Value};
 
 #[test]

@@ -18,9 +18,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use mco_render::api::MachineConfig;
-use mco_render::cluster::template_options;
+use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
+use mco_render::manifests::expand::template_options;
 use mco_render::manifests::Manifests;
-use mco_render::templates::{generate_template_machine_configs, TemplateTree};
 use serde_json::{json, Value};
 
 /// The pull secret the corpus was rendered with.

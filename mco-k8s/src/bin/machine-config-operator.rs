@@ -16,7 +16,7 @@ struct Cli {
     #[arg(long)]
     manifests: Option<PathBuf>,
     /// The image the workloads run (replaces the manifests' `mco-rs:latest`).
-    #[arg(long, default_value = mco_render::operator::IMAGE_PLACEHOLDER)]
+    #[arg(long, default_value = mco_render::controllers::operator::IMAGE_PLACEHOLDER)]
     image: String,
     /// The version deployed and reported in the ClusterOperator.
     #[arg(long, default_value = env!("CARGO_PKG_VERSION"))]

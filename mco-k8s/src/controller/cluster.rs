@@ -8,14 +8,14 @@ use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube::{Api, Client};
+use mco_render::api::node::DESIRED_CONFIG;
+use mco_render::api::Node;
 use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
-use mco_render::controller::gc::collect_garbage;
-use mco_render::controller::node::DESIRED_CONFIG;
-use mco_render::controller::node_pool::{nodes_for_pool, MASTER};
-use mco_render::controller::render_sync::sync_pool;
-use mco_render::controller::rollout::plan_rollout;
-use mco_render::controller::status::{calculate_status, PoolStatus};
-use mco_render::controller::Node;
+use mco_render::controllers::gc::collect_garbage;
+use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
+use mco_render::controllers::pool_status::{calculate_status, PoolStatus};
+use mco_render::controllers::render_sync::sync_pool;
+use mco_render::controllers::rollout::plan_rollout;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 

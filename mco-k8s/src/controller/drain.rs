@@ -5,11 +5,11 @@ use super::cluster::SyncError;
 use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
 use kube::api::{EvictParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use mco_render::controller::drain::{
+use mco_render::api::node::{DRAIN_FAILURE, LAST_APPLIED_DRAIN};
+use mco_render::api::Node;
+use mco_render::controllers::drain::{
     drain_action, drain_failure_annotation, should_evict, DrainAction, Pod,
 };
-use mco_render::controller::node::{DRAIN_FAILURE, LAST_APPLIED_DRAIN};
-use mco_render::controller::Node;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! The machine-config-controller: watches the cluster, calls the pure decisions in
-//! `mco_render::controller`, and carries out their writes with kube-rs.
+//! `mco_render::controllers`, and carries out their writes with kube-rs.
 //!
 //! One pass syncs every pool: render (create the rendered MachineConfig, point the pool at
 //! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
@@ -40,7 +40,7 @@ pub struct Options {
     /// How long a drain may be blocked before it is reported failed.
     pub drain_timeout: Duration,
     /// Role templates for the template controller; `None` turns it off.
-    pub templates: Option<mco_render::templates::TemplateTree>,
+    pub templates: Option<mco_render::controllers::templates::TemplateTree>,
 }
 
 impl Default for Options {

@@ -1,6 +1,6 @@
 //! The KubeletConfig and ContainerRuntimeConfig controllers in the cluster: each pass reads
 //! the resources, pools, MachineConfigs and the `config.openshift.io` objects named
-//! `cluster`, runs `mco_render::generate` for every resource (oldest first, each seeing the
+//! `cluster`, runs `mco_render::controllers::generate` for every resource (oldest first, each seeing the
 //! writes of the ones before), and carries out what it decided: the generated MachineConfigs
 //! (`99-<pool>-generated-kubelet[-N]`, `99-<pool>-generated-containerruntime[-N]`), the
 //! resource's annotations and finalizers, and its status. A resource being deleted has the
@@ -17,9 +17,11 @@ use super::writes::{
 use crate::crd;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
-use mco_render::generate::cluster::feature_gates_from_status;
-use mco_render::generate::{generate, Condition, FeatureGates, GenerateInput, ObjectAfter};
-use mco_render::value_at::{str_at, strings_at};
+use mco_render::api::value_at::{str_at, strings_at};
+use mco_render::controllers::generate::sequence::feature_gates_from_status;
+use mco_render::controllers::generate::{
+    generate, Condition, FeatureGates, GenerateInput, ObjectAfter,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

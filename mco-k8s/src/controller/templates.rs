@@ -1,6 +1,6 @@
 //! The template controller in the cluster: keeps each role's base MachineConfigs
 //! (`00-<role>`, `01-<role>-container-runtime`, `01-<role>-kubelet`) equal to what
-//! `mco_render::templates` renders from the ControllerConfig and a folder of templates, owned
+//! `mco_render::controllers::templates` renders from the ControllerConfig and a folder of templates, owned
 //! by the ControllerConfig.
 
 use super::cluster::CONTROLLER_CONFIG_NAME;
@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use mco_render::api::ControllerConfig;
-use mco_render::templates::{
+use mco_render::controllers::templates::{
     compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
 };
 use serde_json::Value;
@@ -116,7 +116,7 @@ impl Templates {
             .and_then(|a| a.pointer("/spec/tlsSecurityProfile").cloned())
             .filter(|p| !p.is_null());
         let (tls_min_version, tls_cipher_suites) =
-            mco_render::generate::tls::security_profile_ciphers(profile.as_ref());
+            mco_render::controllers::generate::tls::security_profile_ciphers(profile.as_ref());
         let opts = TemplateOptions {
             controller_version: self.controller_version.clone(),
             pull_secret: self.pull_secret(&cc_json).await,

@@ -199,7 +199,7 @@ fn build_state(
     cfg: &Config,
     previous: Option<&ServedState>,
 ) -> Result<ServedState, source::SourceError> {
-    let opts = mco_render::cluster::ClusterOptions {
+    let opts = mco_render::manifests::expand::ClusterOptions {
         controller_version: cfg.build.render.controller_version.clone(),
         templates: templates.map(source::read_templates).transpose()?,
     };

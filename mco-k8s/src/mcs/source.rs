@@ -1,7 +1,7 @@
 //! File mode: the pools come from a folder of manifests, re-read when its files change.
 
+use mco_render::controllers::templates::TemplateTree;
 use mco_render::manifests::Manifests;
-use mco_render::templates::TemplateTree;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -128,14 +128,14 @@ pub fn load(dir: &Path) -> Result<Manifests, SourceError> {
 
 /// Reads a folder as [`load`] does and adds the MachineConfigs the cluster's controllers would
 /// generate from its KubeletConfigs and ContainerRuntimeConfigs
-/// ([`mco_render::cluster::expand_manifests`]). Resources whose generation fails are returned
+/// ([`mco_render::manifests::expand::expand_manifests`]). Resources whose generation fails are returned
 /// beside the manifests: like a cluster, the server keeps serving without them.
 pub fn load_cluster(
     dir: &Path,
-    opts: &mco_render::cluster::ClusterOptions,
-) -> Result<(Manifests, Vec<mco_render::cluster::ClusterError>), SourceError> {
+    opts: &mco_render::manifests::expand::ClusterOptions,
+) -> Result<(Manifests, Vec<mco_render::manifests::expand::ClusterError>), SourceError> {
     let mut m = load(dir)?;
-    let errors = mco_render::cluster::expand_manifests(&mut m, opts);
+    let errors = mco_render::manifests::expand::expand_manifests(&mut m, opts);
     Ok((m, errors))
 }
 
@@ -150,7 +150,7 @@ mod tests {
             "/../mco-render/tests/generate_fixtures/cluster"
         ));
         let plain = load(dir).map(|m| m.machine_configs.len()).unwrap_or(0);
-        let opts = mco_render::cluster::ClusterOptions::default();
+        let opts = mco_render::manifests::expand::ClusterOptions::default();
         let Ok((m, errors)) = load_cluster(dir, &opts) else {
             panic!("fixtures load");
         };

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
-use mco_render::controller::status::PoolStatus;
+use mco_render::controllers::pool_status::PoolStatus;
 use mco_render::manifests::Manifests;
 use mco_render::render::{render_pool, RenderOptions};
 use mco_render::serve::{self, EncapsulatedVersion, ServeInput};

@@ -5,8 +5,8 @@ use super::kinds::kind_info;
 use super::OperatorError;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use mco_render::operator::NAMESPACE;
-use mco_render::value_at::str_at;
+use mco_render::api::value_at::str_at;
+use mco_render::controllers::operator::NAMESPACE;
 use serde_json::Value;
 
 /// The merge patch that sets `want`'s fields on `live`. JSON merge patches replace arrays

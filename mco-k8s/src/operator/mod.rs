@@ -2,7 +2,7 @@
 //! image and version, keeps the `machine-config-controller` ControllerConfig built from the
 //! cluster's config objects, and reports in the `machine-config` ClusterOperator.
 //!
-//! The decisions are `mco_render::operator`'s; this module reads the cluster, applies the
+//! The decisions are `mco_render::controllers::operator`'s; this module reads the cluster, applies the
 //! desired objects in order (create when missing, JSON merge patch when a field they set
 //! differs) and writes the status subresource when it changed.
 
@@ -16,9 +16,9 @@ use kinds::kind_info;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use mco_render::operator::desired::is_workload;
-use mco_render::operator::status::{task_name, Workload};
-use mco_render::operator::{
+use mco_render::controllers::operator::desired::is_workload;
+use mco_render::controllers::operator::status::{task_name, Workload};
+use mco_render::controllers::operator::{
     compute_status, desired_objects, parse_manifests, ClusterConfigObjects, ClusterOperatorStatus,
     DesiredOptions, StatusInput, SyncFailure, CLUSTER_OPERATOR_NAME, NAMESPACE,
 };
@@ -46,7 +46,7 @@ pub struct Options {
 pub enum OperatorError {
     /// A manifest does not decode.
     #[error(transparent)]
-    Manifest(#[from] mco_render::operator::OperatorError),
+    Manifest(#[from] mco_render::controllers::operator::OperatorError),
     /// The API server refused or failed a request.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),

@@ -3,7 +3,7 @@
 use super::apiserver::{resource, ApiServer};
 use super::yaml_docs;
 use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
-use mco_render::controller::render_sync::sync_pool;
+use mco_render::controllers::render_sync::sync_pool;
 use mco_render::RenderOptions;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -9,9 +9,9 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
+use mco_render::api::node::DRAIN_FAILURE;
 use mco_render::api::MachineConfig;
-use mco_render::controller::node::DRAIN_FAILURE;
-use mco_render::controller::Node;
+use mco_render::api::Node;
 use mco_render::plan::MachineConfiguration;
 
 use super::{

@@ -12,11 +12,11 @@ pub mod cluster;
 
 use std::collections::BTreeMap;
 
-use mco_render::controller::node::{
+use mco_render::api::node::{
     CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE,
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
 };
-use mco_render::controller::Node;
+use mco_render::api::Node;
 use mco_render::plan::{self, ActionType, MachineConfiguration};
 use serde_json::{json, Map, Value};
 

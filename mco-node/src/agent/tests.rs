@@ -1,6 +1,6 @@
 use super::*;
 use crate::state::NodeStatus;
-use mco_render::controller::node::DESIRED_CONFIG;
+use mco_render::api::node::DESIRED_CONFIG;
 
 fn mc(name: &str, ign: Value) -> DesiredConfig {
     let mut ign = ign;

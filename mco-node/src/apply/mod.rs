@@ -178,8 +178,8 @@ fn os_calls(p: &Plan, old: &DesiredConfig, new: &DesiredConfig) -> Vec<HostCall>
     }
     if d.kernel_type {
         out.push(HostCall::KernelType {
-            from: mco_render::diff::canonical_kernel_type(&o.kernel_type).into(),
-            to: mco_render::diff::canonical_kernel_type(&n.kernel_type).into(),
+            from: mco_render::plan::diff::canonical_kernel_type(&o.kernel_type).into(),
+            to: mco_render::plan::diff::canonical_kernel_type(&n.kernel_type).into(),
         });
     }
     if d.extensions {

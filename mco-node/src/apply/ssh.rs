@@ -1,7 +1,7 @@
 //! The `core` user's SSH keys in `/home/core/.ssh/authorized_keys.d/ignition`.
 
 use mco_ignition::model::Config;
-use mco_render::reconcile::CORE_USER;
+use mco_render::plan::reconcile::CORE_USER;
 
 use super::owner::{lookup_gid, lookup_uid};
 use super::ApplyError;

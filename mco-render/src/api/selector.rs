@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::goquote::go_quote;
+use crate::gocompat::quote::go_quote;
 
 /// A label selector: `matchLabels` and `matchExpressions`, all of which must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

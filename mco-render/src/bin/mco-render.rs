@@ -3,15 +3,15 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
-use mco_render::cluster::{expand_manifests, template_options, ClusterOptions};
+use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
+use mco_render::manifests::expand::{expand_manifests, template_options, ClusterOptions};
 use mco_render::manifests::Manifests;
+use mco_render::plan::reconcile::RenderedInput;
 use mco_render::plan::{self, MachineConfiguration};
-use mco_render::reconcile::RenderedInput;
 use mco_render::render::{
     render_pool, render_pool_owned, validate_machine_config, NameScheme, RenderOptions, Rendered,
 };
 use mco_render::serve;
-use mco_render::templates::{generate_template_machine_configs, TemplateTree};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -658,9 +658,9 @@ fn cmd_generate(
     output: Format,
     controller_version: &str,
 ) -> Result<(), Failure> {
-    use mco_render::generate::cluster::generate_cluster;
+    use mco_render::controllers::generate::sequence::generate_cluster;
     let m = load(paths)?;
-    let (input, files) = mco_render::cluster::cluster_input(&m, controller_version);
+    let (input, files) = mco_render::manifests::expand::cluster_input(&m, controller_version);
     if input.resources.is_empty() {
         return Err(Failure::input(
             "no KubeletConfig or ContainerRuntimeConfig found in the manifests",

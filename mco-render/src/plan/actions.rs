@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::policy::{ActionType, Trigger};
 use super::Plan;
-use crate::reconcile::RenderedInput;
+use crate::plan::reconcile::RenderedInput;
 
 /// What a step does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,8 +188,8 @@ pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step>
     if d.kernel_type {
         out.push(Step {
             kind: StepKind::KernelType {
-                from: crate::diff::canonical_kernel_type(&old.kernel_type).into(),
-                to: crate::diff::canonical_kernel_type(&new.kernel_type).into(),
+                from: crate::plan::diff::canonical_kernel_type(&old.kernel_type).into(),
+                to: crate::plan::diff::canonical_kernel_type(&new.kernel_type).into(),
             },
             triggers: vec![Trigger::Spec("kernelType".into())],
         });

@@ -1,8 +1,8 @@
 //! Reading a rendered MachineConfig the way the node agent does before diffing it.
 
 use crate::api::MachineConfigSpec;
-use crate::reconcile::RenderedInput;
-use crate::source_config;
+use crate::plan::reconcile::RenderedInput;
+use crate::render::source_config;
 use mco_ignition::{Config, SpecVersion};
 
 /// Builds the diff input for one rendered MachineConfig: its spec fields and its Ignition config

@@ -5,14 +5,16 @@
 //! an ordered list of steps for users and [`report::PlanReport`] renders it.
 
 pub mod actions;
+pub mod diff;
 pub mod input;
 pub mod kargs;
 pub mod policy;
+pub mod reconcile;
 pub mod registries;
 pub mod report;
 
-use crate::diff::MachineConfigDiff;
-use crate::reconcile::{daemon_reconcilable, DaemonReconcileError, RenderedInput};
+use crate::plan::diff::MachineConfigDiff;
+use crate::plan::reconcile::{daemon_reconcilable, DaemonReconcileError, RenderedInput};
 
 pub use policy::{Action, ActionType, MachineConfiguration, Policies, TracedActions, Trigger};
 pub use registries::RegistriesError;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::reconcile::StorageOverride;
+use crate::plan::reconcile::StorageOverride;
 
 /// Kind of a node disruption action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

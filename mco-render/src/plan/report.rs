@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use super::actions::{steps, Step};
 use super::policy::{ActionType, Trigger};
 use super::Plan;
-use crate::diff::MachineConfigDiff;
-use crate::reconcile::RenderedInput;
+use crate::plan::diff::MachineConfigDiff;
+use crate::plan::reconcile::RenderedInput;
 
 /// One disruption action in execution order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,9 +10,7 @@
 //!
 //! HTTP servers pass the first `Accept` header value (upstream reads `Header.Get`).
 
-mod go_float;
-mod go_semver;
-mod go_sort;
+use crate::gocompat::{semver as go_semver, sort as go_sort, strconv as go_float};
 
 use mco_ignition::SpecVersion;
 

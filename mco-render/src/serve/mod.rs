@@ -2,7 +2,6 @@
 //! machine asks for.
 
 pub mod accept;
-pub mod gojson;
 pub mod kubeconfig;
 pub mod served;
 
@@ -15,8 +14,11 @@ use serde_json::Value;
 /// Converts a rendered spec 3.5 config to `target`, as the server does before answering.
 /// The error is upstream's message.
 pub fn convert(config: &Value, target: SpecVersion) -> Result<Value, String> {
-    let parsed = crate::source_config::parse_any_in(config, crate::source_config::Layout::Struct)
-        .map_err(|e| e.message)?;
+    let parsed = crate::render::source_config::parse_any_in(
+        config,
+        crate::render::source_config::Layout::Struct,
+    )
+    .map_err(|e| e.message)?;
     let config = parsed.into_config().into_value();
     mco_ignition::translate::down(&config, target).map_err(|e| e.to_string())
 }

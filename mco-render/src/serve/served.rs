@@ -8,8 +8,8 @@
 //! bootstrap kubeconfig, the full MachineConfig and the encapsulated MachineConfig (always last);
 //! then convert.
 
-use super::gojson::{sorted, to_go_compact, to_go_indented};
 use crate::api::{ControllerConfigSpec, MachineConfig};
+use crate::gocompat::json::{sorted, to_go_compact, to_go_indented};
 use base64::Engine as _;
 use mco_ignition::{dataurl, SpecVersion};
 use serde_json::{json, Map, Value};
@@ -77,7 +77,8 @@ pub struct ServeInput<'a> {
 pub fn served_config(input: &ServeInput<'_>, version: SpecVersion) -> Result<Value, ServeError> {
     let mut mc = input.machine_config.clone();
     let raw = mc.ignition().cloned().unwrap_or_else(|| json!({}));
-    let parsed = crate::source_config::parse_any(&raw).map_err(|e| ServeError::Parse(e.message))?;
+    let parsed =
+        crate::render::source_config::parse_any(&raw).map_err(|e| ServeError::Parse(e.message))?;
     let mut config = parsed.into_config().into_value();
     let root = config
         .as_object_mut()
@@ -116,7 +117,7 @@ pub fn served_config(input: &ServeInput<'_>, version: SpecVersion) -> Result<Val
     let empty = super::convert(&json!({"ignition": {"version": "3.5.0"}}), empty_version)
         .map_err(ServeError::Convert)?;
     let empty = if empty_version.is_v3() {
-        super::gojson::schema_ordered(&empty, &mco_ignition::schema::CONFIG)
+        crate::gocompat::json::schema_ordered(&empty, &mco_ignition::schema::CONFIG)
     } else {
         empty
     };
@@ -130,7 +131,7 @@ pub fn served_config(input: &ServeInput<'_>, version: SpecVersion) -> Result<Val
 pub fn served_bytes(input: &ServeInput<'_>, version: SpecVersion) -> Result<Vec<u8>, ServeError> {
     let value = served_config(input, version)?;
     let value = if version.is_v3() {
-        super::gojson::schema_ordered(&value, &mco_ignition::schema::CONFIG)
+        crate::gocompat::json::schema_ordered(&value, &mco_ignition::schema::CONFIG)
     } else {
         value
     };

@@ -4,7 +4,7 @@ use super::*;
 use crate::host::RecordingHost;
 use http::{Request, Response};
 use kube::client::Body;
-use mco_render::controller::node::{
+use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
 };
 use serde_json::{json, Value};

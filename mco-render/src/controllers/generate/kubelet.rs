@@ -1,0 +1,529 @@
+//! The KubeletConfig controller: validation, the merged `kubelet.conf`, and the generated
+//! MachineConfig `99-<pool>-generated-kubelet[-N]`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::kubelet_types::{KUBELET_CONFIGURATION as KC, KUBELET_TY};
+use super::names::{self, Kind};
+use super::{
+    base_config, find_file, ign_config, ign_file, pools_for, template_role, Condition,
+    GenerateInput, Outcome, Pool, Sync,
+};
+use crate::gocompat::duration::parse_duration;
+use crate::gocompat::gostruct::{
+    decode, field, field_mut, go_fmt, marshal, merge, str_field, strings_field, GoVal,
+};
+use crate::render::name::to_go_yaml;
+
+/// The error when a KubeletConfig selects no pool.
+const NO_POOL: &str = "could not find any MachineConfigPool set for KubeletConfig";
+/// The node label that marks control-plane nodes.
+const MASTER_LABEL: &str = "node-role.kubernetes.io/master";
+/// Where the merged kubelet configuration goes.
+pub const KUBELET_CONF_PATH: &str = "/etc/kubernetes/kubelet.conf";
+/// The kubelet log-level drop-in.
+pub const LOG_LEVEL_PATH: &str = "/etc/systemd/system/kubelet.service.d/20-logging.conf";
+/// The node-sizing environment file.
+pub const NODE_SIZING_PATH: &str = "/etc/node-sizing-enabled.env";
+
+/// Compact JSON with object keys sorted, as the API server hands the raw
+/// `spec.kubeletConfig` to the controller.
+pub fn raw_text(v: &Value) -> String {
+    serde_json::to_string(&sorted(v)).unwrap_or_default()
+}
+
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            let mut m = Map::new();
+            for k in keys {
+                m.insert(k.clone(), sorted(&o[k]));
+            }
+            Value::Object(m)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The user's `spec.kubeletConfig`, when present and not null.
+fn user_raw(cfg: &Value) -> Option<Value> {
+    cfg.pointer("/spec/kubeletConfig")
+        .filter(|v| !v.is_null())
+        .map(sorted)
+}
+
+fn decode_kubelet(raw: &Value) -> Result<GoVal, String> {
+    decode(KUBELET_TY, raw).map_err(|e| e.0)
+}
+
+/// Upstream's `validateUserKubeletConfig`: the log level range, and the fields a user may
+/// not set.
+pub fn validate_user_kubelet_config(cfg: &Value) -> Result<(), String> {
+    if let Some(level) = cfg.pointer("/spec/logLevel").and_then(Value::as_i64) {
+        if !(0..=10).contains(&level) {
+            return Err(format!(
+                "KubeletConfig's LogLevel is not valid [0,10]: {level}"
+            ));
+        }
+    }
+    let Some(raw) = user_raw(cfg) else {
+        return Ok(());
+    };
+    let kc = decode_kubelet(&raw)
+        .map_err(|e| format!("KubeletConfig could not be unmarshalled, err: {e}"))?;
+    let s = |k| str_field(&kc, &KC, k);
+    if !s("cgroupDriver").is_empty() {
+        return Err(format!(
+            "KubeletConfiguration: cgroupDriver is not allowed to be set, but contains: {}",
+            s("cgroupDriver")
+        ));
+    }
+    if let Some(v @ GoVal::Slice(items)) = field(&kc, &KC, "clusterDNS") {
+        if !items.is_empty() {
+            return Err(format!(
+                "KubeletConfiguration: clusterDNS is not allowed to be set, but contains: {}",
+                go_fmt(v)
+            ));
+        }
+    }
+    if !s("clusterDomain").is_empty() {
+        return Err(format!(
+            "KubeletConfiguration: clusterDomain is not allowed to be set, but contains: {}",
+            s("clusterDomain")
+        ));
+    }
+    if let Some(v @ GoVal::Map(m)) = field(&kc, &KC, "featureGates") {
+        if !m.is_empty() {
+            return Err(format!(
+                "KubeletConfiguration: featureGates is not allowed to be set, but contains: {}",
+                go_fmt(v)
+            ));
+        }
+    }
+    if let Some(GoVal::Ptr(b)) = field(&kc, &KC, "failSwapOn") {
+        return Err(format!(
+            "KubeletConfiguration: failSwapOn is not allowed to be set, but contains: {}",
+            go_fmt(b)
+        ));
+    }
+    if let Some(GoVal::Struct(swap)) = field(&kc, &KC, "memorySwap") {
+        if let Some(GoVal::Str(b)) = swap.first() {
+            if !b.is_empty() {
+                return Err(format!(
+                    "KubeletConfiguration: swapBehavior is not allowed to be set, but contains: {b}"
+                ));
+            }
+        }
+    }
+    let auto_sizing = cfg
+        .pointer("/spec/autoSizingReserved")
+        .and_then(Value::as_bool)
+        == Some(true);
+    if let Some(GoVal::Map(m)) = field(&kc, &KC, "systemReserved") {
+        if !m.is_empty() && auto_sizing {
+            return Err(
+                "KubeletConfiguration: autoSizingReserved and systemdReserved cannot be set together"
+                    .into(),
+            );
+        }
+    }
+    let (src, sc) = (s("systemReservedCgroup"), s("systemCgroups"));
+    if !src.is_empty() && !sc.is_empty() && src != sc {
+        return Err(format!(
+            "KubeletConfiguration: systemReservedCgroup ({src}) must match systemCgroups ({sc})"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a pool runs on control-plane nodes (by name or by its node selector).
+fn is_control_plane(pool: &Pool) -> bool {
+    if pool.name == "master" || pool.name == "arbiter" {
+        return true;
+    }
+    let Some(sel) = &pool.node_selector else {
+        return false;
+    };
+    sel.match_labels.contains_key(MASTER_LABEL)
+        || sel
+            .match_expressions
+            .iter()
+            .any(|e| e.key == MASTER_LABEL && (e.operator == "Exists" || e.operator == "In"))
+}
+
+/// Upstream's `validateStaticPodPathGivenPool`.
+fn validate_static_pod_path(cfg: &Value, pool: &Pool) -> Result<(), String> {
+    let Some(raw) = user_raw(cfg) else {
+        return Ok(());
+    };
+    if is_control_plane(pool) {
+        if raw_text(&raw).contains("\"staticPodPath\"") {
+            return Err(format!(
+                "KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool \"{}\"",
+                pool.name
+            ));
+        }
+        return Ok(());
+    }
+    let kc = decode_kubelet(&raw)
+        .map_err(|e| format!("KubeletConfig could not be unmarshalled, err: {e}"))?;
+    let spp = str_field(&kc, &KC, "staticPodPath");
+    if !spp.is_empty() {
+        return Err(format!(
+            "KubeletConfiguration: staticPodPath must be empty for pool \"{}\", but contains: {spp}",
+            pool.name
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes a kubelet.conf (YAML or JSON) as upstream does.
+fn decode_kubelet_conf(bytes: &[u8]) -> Result<GoVal, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let yaml: Value = serde_yaml_ng::from_str(&text).map_err(|e| e.to_string())?;
+    let coerced = crate::gocompat::gostruct::coerce_yaml_scalars(KUBELET_TY, &yaml);
+    decode_kubelet(&coerced)
+}
+
+/// The base kubelet configuration of a role with every known feature gate set.
+fn original_kubelet_config(input: &GenerateInput, role: &str) -> Result<GoVal, String> {
+    let name = format!("01-{role}-kubelet");
+    let mc = base_config(input, &name)
+        .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
+    let bytes = find_file(&[mc], KUBELET_CONF_PATH)
+        .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
+    let mut kc = decode_kubelet_conf(&bytes)
+        .map_err(|e| format!("could not deserialize the Kubelet source: {e}"))?;
+    let mut gates = BTreeMap::new();
+    for g in &input.feature_gates.enabled {
+        gates.insert(g.clone(), GoVal::Bool(true));
+    }
+    for g in &input.feature_gates.disabled {
+        gates.insert(g.clone(), GoVal::Bool(false));
+    }
+    if let Some(fg) = field_mut(&mut kc, &KC, "featureGates") {
+        let mut m = match std::mem::replace(fg, GoVal::Nil) {
+            GoVal::Map(m) => m,
+            _ => BTreeMap::new(),
+        };
+        m.extend(gates);
+        *fg = GoVal::Map(m);
+    }
+    Ok(kc)
+}
+
+/// Applies the Node object's worker latency profile (only for the `worker` pool).
+fn apply_node_config(node: Option<&Value>, kc: &mut GoVal) {
+    let profile = node
+        .and_then(|n| n.pointer("/spec/workerLatencyProfile"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let freq = match profile {
+        "MediumUpdateAverageReaction" => "20s",
+        "LowUpdateSlowReaction" => "1m",
+        "Default" => "10s",
+        _ => return,
+    };
+    if let (Some(f), Ok(d)) = (
+        field_mut(kc, &KC, "nodeStatusUpdateFrequency"),
+        parse_duration(freq),
+    ) {
+        *f = GoVal::Duration(d);
+    }
+}
+
+fn set_str(kc: &mut GoVal, k: &str, v: &str) {
+    if let Some(f) = field_mut(kc, &KC, k) {
+        *f = GoVal::Str(v.to_string());
+    }
+}
+
+fn set_strings(kc: &mut GoVal, k: &str, v: &[String]) {
+    if let Some(f) = field_mut(kc, &KC, k) {
+        *f = GoVal::Slice(v.iter().map(|s| GoVal::Str(s.clone())).collect());
+    }
+}
+
+/// The YAML upstream writes for a KubeletConfiguration.
+pub(crate) fn encode_kubelet_conf(kc: &GoVal) -> String {
+    let mut v = marshal(kc, KUBELET_TY);
+    if let Value::Object(o) = &mut v {
+        o.insert("apiVersion".into(), "kubelet.config.k8s.io/v1beta1".into());
+        o.insert("kind".into(), "KubeletConfiguration".into());
+    }
+    to_go_yaml(&v)
+}
+
+/// The generated files: node sizing, log level and kubelet.conf (each when present).
+fn generate_files(cfg: &Value, original: &mut GoVal) -> Result<Vec<Value>, String> {
+    let mut reserved: BTreeMap<&str, String> = BTreeMap::new();
+    if let Some(raw) = user_raw(cfg) {
+        let mut spec = decode_kubelet(&raw)
+            .map_err(|e| format!("could not deserialize the new Kubelet config: {e}"))?;
+        if let Some(GoVal::Map(m)) = field_mut(&mut spec, &KC, "systemReserved") {
+            for key in ["memory", "cpu", "ephemeral-storage"] {
+                if let Some(GoVal::Str(v)) = m.remove(key) {
+                    reserved.insert(key, v);
+                }
+            }
+        }
+        if let Some(fg) = field_mut(&mut spec, &KC, "featureGates") {
+            *fg = GoVal::Nil;
+        }
+        if raw_text(&raw).contains("\"protectKernelDefaults\":false") {
+            if let Some(p) = field_mut(original, &KC, "protectKernelDefaults") {
+                *p = GoVal::Bool(false);
+            }
+        }
+        merge(original, &spec, KUBELET_TY);
+        let enforce = strings_field(&spec, &KC, "enforceNodeAllocatable");
+        if str_field(&spec, &KC, "systemReservedCgroup").is_empty()
+            && !enforce.is_empty()
+            && !enforce
+                .iter()
+                .any(|v| v == "system-reserved" || v == "system-reserved-compressible")
+        {
+            set_str(original, "systemReservedCgroup", "");
+        }
+    }
+    if !str_field(original, &KC, "reservedSystemCPUs").is_empty() {
+        set_str(original, "systemReservedCgroup", "");
+        let mut filtered: Vec<String> = strings_field(original, &KC, "enforceNodeAllocatable")
+            .into_iter()
+            .filter(|v| v != "system-reserved" && v != "system-reserved-compressible")
+            .collect();
+        if !filtered.iter().any(|v| v == "pods") {
+            filtered.insert(0, "pods".into());
+        }
+        set_strings(original, "enforceNodeAllocatable", &filtered);
+    }
+    let (src, sc) = (
+        str_field(original, &KC, "systemReservedCgroup").to_string(),
+        str_field(original, &KC, "systemCgroups").to_string(),
+    );
+    if !src.is_empty() && !sc.is_empty() && src != sc {
+        return Err(format!(
+            "invalid merged configuration: systemReservedCgroup ({src}) must match systemCgroups ({sc})"
+        ));
+    }
+    let kubelet = ign_file(KUBELET_CONF_PATH, encode_kubelet_conf(original).as_bytes());
+    let log_level = cfg
+        .pointer("/spec/logLevel")
+        .and_then(Value::as_i64)
+        .map(|l| {
+            ign_file(
+                LOG_LEVEL_PATH,
+                format!("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL={l}\"\n").as_bytes(),
+            )
+        });
+    let auto = cfg
+        .pointer("/spec/autoSizingReserved")
+        .and_then(Value::as_bool);
+    let sizing = |auto: Option<bool>| {
+        let pick = |k: &str, d: &str| {
+            reserved
+                .get(k)
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .unwrap_or_else(|| d.to_string())
+        };
+        let text = format!(
+            "NODE_SIZING_ENABLED={}\nSYSTEM_RESERVED_MEMORY={}\nSYSTEM_RESERVED_CPU={}\nSYSTEM_RESERVED_ES={}\n",
+            auto.unwrap_or(false),
+            pick("memory", "1Gi"),
+            pick("cpu", "500m"),
+            pick("ephemeral-storage", "1Gi"),
+        );
+        ign_file(NODE_SIZING_PATH, text.as_bytes())
+    };
+    let node_sizing = if !reserved.is_empty() {
+        Some(sizing(None))
+    } else if cfg
+        .pointer("/spec/autoSizingReserved")
+        .is_some_and(|v| !v.is_null())
+    {
+        Some(sizing(auto))
+    } else {
+        None
+    };
+    Ok(node_sizing
+        .into_iter()
+        .chain(log_level)
+        .chain(std::iter::once(kubelet))
+        .collect())
+}
+
+/// Records a status update the way the KubeletConfig controller does: one `Accepted`
+/// condition (at most three kept, a repeated message not added again), followed by the
+/// legacy `Success`/`Failure` condition.
+fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
+    let (status, default_msg) = match err {
+        Some(e) => ("False", format!("Error: {e}")),
+        None => ("True", "Success".to_string()),
+    };
+    let msg = message.unwrap_or(default_msg);
+    let conds = &mut sync.after.conditions;
+    conds.retain(|c| c.kind != "Success" && c.kind != "Failure");
+    if conds.last().map(|c| c.message.as_str()) != Some(msg.as_str()) {
+        conds.push(Condition {
+            kind: "Accepted".into(),
+            status: status.into(),
+            message: msg.clone(),
+        });
+    }
+    if conds.len() > 3 {
+        let excess = conds.len() - 3;
+        conds.drain(..excess);
+    }
+    conds.push(Condition {
+        kind: if status == "True" {
+            "Success"
+        } else {
+            "Failure"
+        }
+        .into(),
+        status: "True".into(),
+        message: msg,
+    });
+}
+
+/// Whether the feature gates in an existing generated MachineConfig's `kubelet.conf` are those
+/// of the base configuration (upstream's check before skipping an up-to-date pool). A
+/// MachineConfig without any config matches when the base has no gates; one whose config has
+/// no `kubelet.conf`, or one that does not decode, is an error.
+fn feature_gates_match(existing: &Value, original: &GoVal) -> Result<bool, String> {
+    let gates = |kc: &GoVal| match field(kc, &KC, "featureGates") {
+        Some(GoVal::Map(m)) => Some(m.clone()),
+        _ => None,
+    };
+    let has_config = existing
+        .pointer("/spec/config")
+        .is_some_and(|c| !c.is_null());
+    if !has_config {
+        return Ok(gates(original).is_none_or(|m| m.is_empty()));
+    }
+    let Some(bytes) = find_file(&[existing], KUBELET_CONF_PATH) else {
+        return Err("error finding kubelet config: could not find Kubelet Config".into());
+    };
+    let kc = decode_kubelet_conf(&bytes)
+        .map_err(|e| format!("error decoding actual kubelet config: {e}"))?;
+    Ok(gates(&kc) == gates(original))
+}
+
+/// Whether the resource's last sync succeeded and nothing changed since.
+fn last_sync_succeeded(sync: &Sync) -> bool {
+    let last_ok = sync
+        .cfg
+        .conditions
+        .last()
+        .is_some_and(|c| (c.kind == "Accepted" && c.status == "True") || c.kind == "Success");
+    last_ok && sync.cfg.observed_generation >= sync.cfg.generation
+}
+
+/// One sync of the KubeletConfig controller.
+pub fn sync(input: &GenerateInput) -> Outcome {
+    let mut sync = match Sync::new(input) {
+        Ok(s) => s,
+        Err(e) => {
+            return Outcome {
+                error: Some(e.to_string()),
+                ..Outcome::default()
+            }
+        }
+    };
+    let cfg = &input.object;
+    let version = input.controller_version.as_str();
+    macro_rules! fail {
+        ($err:expr, $msg:expr) => {{
+            let err: String = $err;
+            set_status(&mut sync, Some(&err), $msg);
+            return sync.finish(Some(err));
+        }};
+    }
+    if sync.cfg.deleting {
+        sync.cascade_delete(true);
+        return sync.finish(None);
+    }
+    if let Err(e) = validate_user_kubelet_config(cfg) {
+        fail!(e, None);
+    }
+    let pools = match pools_for(sync.cfg.selector.as_ref(), &sync.pools, NO_POOL) {
+        Ok(p) => p,
+        Err(e) => fail!(e.to_string(), None),
+    };
+    for pool in &pools {
+        if let Err(e) = validate_static_pod_path(cfg, pool) {
+            fail!(e, None);
+        }
+        let all = sync.all.clone();
+        let own = sync.cfg.clone();
+        let key = match names::managed_key(Kind::Kubelet, pool, &all, &own, &mut sync.cluster) {
+            Ok(k) => k,
+            Err(e) => {
+                let e = e.to_string();
+                let msg = format!("could not get kubelet config key: {e}");
+                fail!(e, Some(msg));
+            }
+        };
+        let existing = sync.cluster.machine_configs.get(&key).cloned();
+        let mut original = match original_kubelet_config(input, template_role(&pool.name)) {
+            Ok(o) => o,
+            Err(e) => {
+                let msg = format!("could not get original kubelet config: {e}");
+                fail!(e, Some(msg));
+            }
+        };
+        if pool.name == "worker" {
+            apply_node_config(input.node_config.as_ref(), &mut original);
+        }
+        if let Some(mc) = &existing {
+            let gates_match = match feature_gates_match(mc, &original) {
+                Ok(m) => m,
+                Err(e) => {
+                    let msg = format!(
+                        "could not check if original and machine config feature gates match: {e}"
+                    );
+                    fail!(e, Some(msg));
+                }
+            };
+            let mc_version = mc
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(super::GENERATED_BY_ANNOTATION))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if gates_match && last_sync_succeeded(&sync) && mc_version == version {
+                continue;
+            }
+        }
+        if let Some(profile) = cfg
+            .pointer("/spec/tlsSecurityProfile")
+            .filter(|p| !p.is_null())
+        {
+            let (min, ciphers) = super::tls::security_profile_ciphers(Some(profile));
+            set_str(&mut original, "tlsMinVersion", &min);
+            set_strings(&mut original, "tlsCipherSuites", &ciphers);
+        }
+        let files = match generate_files(cfg, &mut original) {
+            Ok(f) => f,
+            Err(e) => fail!(e, None),
+        };
+        sync.record_suffix(&key);
+        sync.write_machine_config(pool, &key, ign_config(files), "KubeletConfig", version);
+        let mut fins = sync.after.finalizers.clone();
+        if fins.iter().any(|f| !f.contains("kubelet")) {
+            fins.clear();
+        }
+        if !fins.contains(&key) {
+            fins.push(key.clone());
+        }
+        sync.after.finalizers = fins;
+    }
+    sync.clean_up_duplicates("generated-kubelet", "99", version);
+    set_status(&mut sync, None, None);
+    sync.finish(None)
+}

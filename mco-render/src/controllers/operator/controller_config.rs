@@ -1,0 +1,241 @@
+//! The `machine-config-controller` ControllerConfig: the manifest's, with the cluster's
+//! config.openshift.io/v1 `cluster` objects folded in the way upstream fills the spec.
+
+use super::{CONTROLLER_CONFIG_NAME, VERSION_ANNOTATION};
+use crate::api::value_at::{str_at, strings_at};
+use serde_json::{json, Map, Value};
+use std::net::IpAddr;
+
+/// The cluster's config.openshift.io/v1 objects named `cluster`, when they exist.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterConfigObjects {
+    /// The Infrastructure.
+    pub infrastructure: Option<Value>,
+    /// The Network.
+    pub network: Option<Value>,
+    /// The DNS.
+    pub dns: Option<Value>,
+    /// The Proxy.
+    pub proxy: Option<Value>,
+}
+
+/// The object as the ControllerConfig carries it: identity, spec and status, without the
+/// server-managed metadata that changes on every write.
+fn embedded(obj: &Value) -> Value {
+    let mut out = Map::new();
+    for key in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    out.insert(
+        "metadata".into(),
+        json!({"name": str_at(obj, "/metadata/name")}),
+    );
+    for key in ["spec", "status"] {
+        out.insert(key.into(), obj.get(key).cloned().unwrap_or(json!({})));
+    }
+    Value::Object(out)
+}
+
+/// The platform name of an Infrastructure, lowercase (`none` when unset).
+fn platform(infra: &Value) -> String {
+    let t = match str_at(infra, "/status/platformStatus/type") {
+        "" => str_at(infra, "/status/platform"),
+        t => t,
+    };
+    match t {
+        "" => "none".to_string(),
+        t => t.to_ascii_lowercase(),
+    }
+}
+
+/// The Network's service CIDRs: the status's when set, else the spec's.
+fn service_networks(network: &Value) -> Vec<String> {
+    let status = strings_at(network, "/status/serviceNetwork");
+    if status.is_empty() {
+        strings_at(network, "/spec/serviceNetwork")
+    } else {
+        status
+    }
+}
+
+/// The cluster DNS service address: the tenth address of the first service network.
+pub fn cluster_dns_ip(cidr: &str) -> Option<String> {
+    let (addr, _) = cidr.split_once('/')?;
+    match addr.parse::<IpAddr>().ok()? {
+        IpAddr::V4(a) => Some(std::net::Ipv4Addr::from(u32::from(a).checked_add(10)?).to_string()),
+        IpAddr::V6(a) => Some(std::net::Ipv6Addr::from(u128::from(a).checked_add(10)?).to_string()),
+    }
+}
+
+/// The IP families of the service networks: `IPv4`, `IPv6`, or dual stack (`DualStack` when
+/// IPv4 comes first, `DualStackIPv6Primary` otherwise).
+pub fn ip_families(cidrs: &[String]) -> Option<&'static str> {
+    let v6: Vec<bool> = cidrs
+        .iter()
+        .filter_map(|c| c.split('/').next()?.parse::<IpAddr>().ok())
+        .map(|a| a.is_ipv6())
+        .collect();
+    let first = *v6.first()?;
+    let mixed = v6.iter().any(|&b| b != first);
+    Some(match (first, mixed) {
+        (false, false) => "IPv4",
+        (true, false) => "IPv6",
+        (false, true) => "DualStack",
+        (true, true) => "DualStackIPv6Primary",
+    })
+}
+
+/// Builds the ControllerConfig from the manifest's (or an empty one) and the cluster objects:
+/// `spec.infra` and `spec.platform` from the Infrastructure, `spec.networkType`,
+/// `spec.ipFamilies` and `spec.clusterDNSIP` from the Network, `spec.dns` from the DNS,
+/// `spec.proxy` from the Proxy's status, and the version annotation. Fields the cluster does
+/// not provide keep the manifest's values; the status is dropped (the controller owns it).
+pub fn build_controller_config(
+    manifest: Option<&Value>,
+    cluster: &ClusterConfigObjects,
+    version: &str,
+) -> Value {
+    let mut cc = manifest.cloned().unwrap_or_else(|| json!({}));
+    if !cc.is_object() {
+        cc = json!({});
+    }
+    cc["apiVersion"] = json!("machineconfiguration.openshift.io/v1");
+    cc["kind"] = json!("ControllerConfig");
+    if let Some(m) = cc.as_object_mut() {
+        m.remove("status");
+    }
+    if !cc["metadata"].is_object() {
+        cc["metadata"] = json!({});
+    }
+    cc["metadata"]["name"] = json!(CONTROLLER_CONFIG_NAME);
+    if !cc["metadata"]["annotations"].is_object() {
+        cc["metadata"]["annotations"] = json!({});
+    }
+    cc["metadata"]["annotations"][VERSION_ANNOTATION] = json!(version);
+    if !cc["spec"].is_object() {
+        cc["spec"] = json!({});
+    }
+    let spec = &mut cc["spec"];
+    if let Some(infra) = &cluster.infrastructure {
+        spec["infra"] = embedded(infra);
+        spec["platform"] = json!(platform(infra));
+    }
+    if let Some(network) = &cluster.network {
+        let network_type = match str_at(network, "/status/networkType") {
+            "" => str_at(network, "/spec/networkType"),
+            t => t,
+        };
+        if !network_type.is_empty() {
+            spec["networkType"] = json!(network_type);
+        }
+        let cidrs = service_networks(network);
+        if let Some(f) = ip_families(&cidrs) {
+            spec["ipFamilies"] = json!(f);
+        }
+        if let Some(ip) = cidrs.first().and_then(|c| cluster_dns_ip(c)) {
+            spec["clusterDNSIP"] = json!(ip);
+        }
+    }
+    if let Some(dns) = &cluster.dns {
+        spec["dns"] = embedded(dns);
+    }
+    if let Some(status) = cluster.proxy.as_ref().and_then(|p| p.get("status")) {
+        if status.as_object().is_some_and(|m| !m.is_empty()) {
+            spec["proxy"] = status.clone();
+        }
+    }
+    cc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest() -> Value {
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "ControllerConfig",
+               "metadata": {"name": "machine-config-controller"},
+               "spec": {"baseOSContainerImage": "os:1", "baseOSExtensionsContainerImage": ""},
+               "status": {"observedGeneration": 3}})
+    }
+
+    #[test]
+    fn keeps_the_manifest_and_adds_the_version() {
+        let cc =
+            build_controller_config(Some(&manifest()), &ClusterConfigObjects::default(), "4.1");
+        assert_eq!(cc["spec"]["baseOSContainerImage"], "os:1");
+        assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.1");
+        assert!(cc.get("status").is_none());
+        assert!(cc["spec"].get("infra").is_none());
+    }
+
+    #[test]
+    fn without_a_manifest_builds_a_skeleton() {
+        let cc = build_controller_config(None, &ClusterConfigObjects::default(), "v");
+        assert_eq!(cc["metadata"]["name"], CONTROLLER_CONFIG_NAME);
+        assert_eq!(cc["kind"], "ControllerConfig");
+        assert_eq!(cc["spec"], json!({}));
+    }
+
+    #[test]
+    fn folds_infrastructure() {
+        let infra = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+            "metadata": {"name": "cluster", "resourceVersion": "77", "uid": "u"},
+            "spec": {"platformSpec": {"type": "AWS"}},
+            "status": {"platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}},
+                       "infrastructureName": "c-1"}});
+        let cluster = ClusterConfigObjects {
+            infrastructure: Some(infra),
+            ..Default::default()
+        };
+        let cc = build_controller_config(Some(&manifest()), &cluster, "v");
+        assert_eq!(cc["spec"]["platform"], "aws");
+        assert_eq!(cc["spec"]["infra"]["status"]["infrastructureName"], "c-1");
+        assert_eq!(cc["spec"]["infra"]["metadata"], json!({"name": "cluster"}));
+        let none = json!({"metadata": {"name": "cluster"}, "status": {}});
+        assert_eq!(platform(&none), "none");
+        let legacy = json!({"status": {"platform": "BareMetal"}});
+        assert_eq!(platform(&legacy), "baremetal");
+    }
+
+    #[test]
+    fn folds_network_dns_and_proxy() {
+        let cluster = ClusterConfigObjects {
+            network: Some(json!({"metadata": {"name": "cluster"},
+                "spec": {"networkType": "OpenShiftSDN", "serviceNetwork": ["10.0.0.0/16"]},
+                "status": {"networkType": "OVNKubernetes",
+                           "serviceNetwork": ["172.30.0.0/16", "fd02::/112"]}})),
+            dns: Some(
+                json!({"metadata": {"name": "cluster"}, "spec": {"baseDomain": "example.com"}}),
+            ),
+            proxy: Some(json!({"metadata": {"name": "cluster"},
+                "status": {"httpProxy": "http://p:3128", "noProxy": ".cluster.local"}})),
+            ..Default::default()
+        };
+        let cc = build_controller_config(Some(&manifest()), &cluster, "v");
+        assert_eq!(cc["spec"]["networkType"], "OVNKubernetes");
+        assert_eq!(cc["spec"]["ipFamilies"], "DualStack");
+        assert_eq!(cc["spec"]["clusterDNSIP"], "172.30.0.10");
+        assert_eq!(cc["spec"]["dns"]["spec"]["baseDomain"], "example.com");
+        assert_eq!(cc["spec"]["proxy"]["httpProxy"], "http://p:3128");
+        let empty_proxy = ClusterConfigObjects {
+            proxy: Some(json!({"metadata": {"name": "cluster"}, "status": {}})),
+            ..Default::default()
+        };
+        let cc = build_controller_config(Some(&manifest()), &empty_proxy, "v");
+        assert!(cc["spec"].get("proxy").is_none());
+    }
+
+    #[test]
+    fn service_network_rules() {
+        assert_eq!(cluster_dns_ip("fd02::/112").as_deref(), Some("fd02::a"));
+        assert_eq!(cluster_dns_ip("nonsense"), None);
+        assert_eq!(ip_families(&["fd02::/112".into()]), Some("IPv6"));
+        assert_eq!(
+            ip_families(&["fd02::/112".into(), "10.0.0.0/8".into()]),
+            Some("DualStackIPv6Primary")
+        );
+        assert_eq!(ip_families(&[]), None);
+    }
+}

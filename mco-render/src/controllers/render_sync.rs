@@ -1,0 +1,268 @@
+//! What the render controller writes for one pool, given the cluster's objects.
+
+use super::pool_status::{Condition, PoolStatus, RENDER_DEGRADED};
+use crate::api::pool::PoolConfiguration;
+use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use crate::plan::input::rendered_input;
+use crate::plan::reconcile::{check_configs, is_rendered_config_reconcilable};
+use crate::render::error::RenderErrorKind;
+use crate::render::{render_pool, RenderOptions};
+
+/// The writes one render sync intends.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RenderSync {
+    /// A rendered MachineConfig to create (none exists under its name yet).
+    pub create: Option<MachineConfig>,
+    /// The pool's new `spec.configuration`, when it changes.
+    pub set_configuration: Option<PoolConfiguration>,
+    /// The pool's new status, when the RenderDegraded condition changes.
+    pub status: Option<PoolStatus>,
+    /// Why the render failed (the RenderDegraded message), or why it could not run.
+    pub error: Option<String>,
+}
+
+/// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
+/// cluster; `controller` the ControllerConfig, without which nothing is rendered (the sync is
+/// retried). `now` stamps changed conditions.
+pub fn sync_pool(
+    pool: &MachineConfigPool,
+    all: &[MachineConfig],
+    controller: Option<&ControllerConfig>,
+    opts: &RenderOptions,
+    now: &str,
+) -> RenderSync {
+    let mut out = RenderSync::default();
+    // `{}` selects everything: upstream only emits a warning event.
+    if pool
+        .spec
+        .machine_config_selector
+        .as_ref()
+        .is_some_and(|s| s.is_empty())
+    {
+        return out;
+    }
+    let Some(cc) = controller else {
+        out.error = Some("ControllerConfig machine-config-controller not found".into());
+        return out;
+    };
+    let result = if pool.spec.machine_config_selector.is_none() {
+        // An absent selector selects nothing.
+        Err("no MachineConfigs found matching selector ".to_string())
+    } else {
+        match render_pool(pool, all, &cc.spec, opts) {
+            Err(f) => match f.first() {
+                Some(e) if e.kind == RenderErrorKind::NoMatch => Err(e.message.clone()),
+                Some(e) if e.kind == RenderErrorKind::InvalidSelector => {
+                    out.error = Some(e.message.clone());
+                    return out;
+                }
+                _ => Err(format!("could not generate rendered MachineConfig: {f}")),
+            },
+            Ok(r) => match check_transition(pool, all, &r.machine_config, &r.source) {
+                Err(e) => Err(format!("could not generate rendered MachineConfig: {e}")),
+                Ok(()) => Ok(r),
+            },
+        }
+    };
+    let mut status = PoolStatus::of(pool);
+    match result {
+        Err(msg) => {
+            let message = format!(
+                "Failed to render configuration for pool {}: {msg}",
+                pool.name()
+            );
+            let before = status.clone();
+            status.set_condition(Condition::new(
+                RENDER_DEGRADED,
+                true,
+                String::new(),
+                message.clone(),
+                now,
+            ));
+            if status != before {
+                out.status = Some(status);
+            }
+            out.error = Some(message);
+        }
+        Ok(r) => {
+            if !all.iter().any(|m| m.name() == r.machine_config.name()) {
+                out.create = Some(r.machine_config.clone());
+            }
+            if r.configuration != pool.spec.configuration {
+                out.set_configuration = Some(r.configuration);
+            }
+            let already_false = status
+                .condition(RENDER_DEGRADED)
+                .is_some_and(|c| c.status == "False");
+            if !already_false {
+                status.set_condition(Condition::new(
+                    RENDER_DEGRADED,
+                    false,
+                    String::new(),
+                    String::new(),
+                    now,
+                ));
+                out.status = Some(status);
+            }
+        }
+    }
+    out
+}
+
+/// Refuses a move from the pool's current rendered config to `generated` that cannot be
+/// applied in place, naming the source MachineConfig responsible when one alone explains it.
+fn check_transition(
+    pool: &MachineConfigPool,
+    all: &[MachineConfig],
+    generated: &MachineConfig,
+    source: &[String],
+) -> Result<(), String> {
+    let current_name = &pool.spec.configuration.name;
+    if current_name.is_empty() || current_name == generated.name() {
+        return Ok(());
+    }
+    // The current rendered config was deleted: nothing to check against.
+    let Some(current) = all.iter().find(|m| m.name() == current_name) else {
+        return Ok(());
+    };
+    let old = rendered_input(current.name(), &current.spec).map_err(|e| {
+        format!("parsing old Ignition config from machineconfig {current_name:?} failed: {e}")
+    })?;
+    let new = rendered_input(generated.name(), &generated.spec).map_err(|e| {
+        format!(
+            "parsing new Ignition config from machineconfig {:?} failed: {e}",
+            generated.name()
+        )
+    })?;
+    let Err(full) = is_rendered_config_reconcilable(&old, &new, &[]) else {
+        return Ok(());
+    };
+    let full_msg = full.to_string();
+    let mut names: Vec<&String> = source.iter().collect();
+    names.sort();
+    for name in names {
+        let Some(mc) = all.iter().find(|m| m.name() == name) else {
+            continue;
+        };
+        let Ok(single) = rendered_input(mc.name(), &mc.spec) else {
+            continue;
+        };
+        if let Err(reason) = check_configs(&old, &single, &[]) {
+            let reason = reason.to_string();
+            if full_msg.contains(&reason) {
+                return Err(format!(
+                    "reconciliation failed between current config {current_name:?} and base config {name:?}: {reason}"
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "render reconciliation error: {full_msg}; component errors: {full_msg}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::machine_config::ROLE_LABEL;
+    use crate::api::LabelSelector;
+    use serde_json::json;
+
+    fn mc(name: &str, config: serde_json::Value) -> MachineConfig {
+        let mut m = MachineConfig::default();
+        m.metadata.name = name.into();
+        m.metadata.labels.insert(ROLE_LABEL.into(), "worker".into());
+        m.spec.config = Some(config);
+        m
+    }
+
+    fn pool() -> MachineConfigPool {
+        let mut p = MachineConfigPool::default();
+        p.metadata.name = "worker".into();
+        let mut s = LabelSelector::default();
+        s.match_labels.insert(ROLE_LABEL.into(), "worker".into());
+        p.spec.machine_config_selector = Some(s);
+        p
+    }
+
+    fn cc() -> ControllerConfig {
+        let mut c = ControllerConfig::default();
+        c.spec.base_os_container_image = "quay.io/os@sha256:1".into();
+        c
+    }
+
+    const V: &str = "3.4.0";
+
+    #[test]
+    fn first_render_creates_and_targets() {
+        let all = vec![mc("00-worker", json!({"ignition": {"version": V}}))];
+        let s = sync_pool(&pool(), &all, Some(&cc()), &RenderOptions::default(), "T");
+        let created = s.create.expect("create");
+        assert!(created.name().starts_with("rendered-worker-"));
+        assert_eq!(created.metadata.owner_references[0].name, "worker");
+        let conf = s.set_configuration.expect("configuration");
+        assert_eq!(conf.name, created.name());
+        assert_eq!(conf.source[0].name, "00-worker");
+        let st = s.status.expect("status");
+        assert_eq!(st.condition(RENDER_DEGRADED).unwrap().status, "False");
+        assert!(s.error.is_none());
+
+        // Second pass with everything in place: no writes.
+        let mut p = pool();
+        p.spec.configuration = conf;
+        p.status = Some(st.to_value());
+        let mut all2 = all.clone();
+        all2.push(created);
+        let s2 = sync_pool(&p, &all2, Some(&cc()), &RenderOptions::default(), "T2");
+        assert_eq!(s2, RenderSync::default());
+    }
+
+    #[test]
+    fn failures_set_render_degraded() {
+        let s = sync_pool(&pool(), &[], Some(&cc()), &RenderOptions::default(), "T");
+        assert_eq!(
+            s.error.as_deref(),
+            Some("Failed to render configuration for pool worker: no MachineConfigs found matching selector machineconfiguration.openshift.io/role=worker")
+        );
+        assert!(s.status.unwrap().is_true(RENDER_DEGRADED));
+        let bad = vec![mc("00-worker", json!({"ignition": {"version": "9.9.9"}}))];
+        let s = sync_pool(&pool(), &bad, Some(&cc()), &RenderOptions::default(), "T");
+        assert!(s.error.unwrap().starts_with(
+            "Failed to render configuration for pool worker: could not generate rendered MachineConfig: "
+        ));
+        assert!(s.create.is_none() && s.set_configuration.is_none());
+    }
+
+    #[test]
+    fn empty_selector_and_missing_controller_config_do_nothing() {
+        let mut p = pool();
+        p.spec.machine_config_selector = Some(LabelSelector::default());
+        assert_eq!(
+            sync_pool(&p, &[], Some(&cc()), &RenderOptions::default(), "T"),
+            RenderSync::default()
+        );
+        let s = sync_pool(&pool(), &[], None, &RenderOptions::default(), "T");
+        assert!(s.status.is_none() && s.error.is_some());
+    }
+
+    #[test]
+    fn unreconcilable_change_names_the_source() {
+        let base = mc("00-worker", json!({"ignition": {"version": V}}));
+        let all = vec![base.clone()];
+        let first = sync_pool(&pool(), &all, Some(&cc()), &RenderOptions::default(), "T");
+        let rendered = first.create.unwrap();
+        let mut p = pool();
+        p.spec.configuration = first.set_configuration.unwrap();
+        let dirs = mc(
+            "99-worker-dir",
+            json!({"ignition": {"version": V}, "storage": {"directories": [{"path": "/var/x"}]}}),
+        );
+        let all = vec![base, dirs, rendered.clone()];
+        let s = sync_pool(&p, &all, Some(&cc()), &RenderOptions::default(), "T");
+        assert_eq!(
+            s.error.unwrap(),
+            format!("Failed to render configuration for pool worker: could not generate rendered MachineConfig: reconciliation failed between current config {:?} and base config \"99-worker-dir\": ignition directories section contains changes", rendered.name())
+        );
+        assert!(s.create.is_none() && s.set_configuration.is_none());
+    }
+}

@@ -1,0 +1,176 @@
+//! Manifests: bytes in, MCO objects out. Files hold YAML (several documents allowed) or JSON;
+//! `List` objects are unpacked. Reading files is the caller's job; this module only decodes.
+
+pub mod expand;
+
+use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use serde_json::Value;
+
+/// Whether a file name is one that manifest folders are read for (`.yaml`, `.yml`, `.json`).
+/// The folder walks of the command line and the server share this rule.
+pub fn is_manifest_file(path: &std::path::Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+}
+
+/// The objects found in a set of manifests.
+#[derive(Debug, Clone, Default)]
+pub struct Manifests {
+    /// MachineConfigs, with the file each came from.
+    pub machine_configs: Vec<(String, MachineConfig)>,
+    /// MachineConfigPools, with their files.
+    pub pools: Vec<(String, MachineConfigPool)>,
+    /// The ControllerConfig, if any.
+    pub controller_config: Option<(String, ControllerConfig)>,
+    /// Other objects (kept for callers that understand them), with their files.
+    pub others: Vec<(String, Value)>,
+}
+
+/// A manifest that could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ManifestError {
+    /// The file.
+    pub file: String,
+    /// What is wrong, with the document and object when known.
+    pub message: String,
+}
+
+impl Manifests {
+    /// Decodes one file's contents and adds its objects.
+    pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
+        let err = |message: String| ManifestError {
+            file: file.to_string(),
+            message,
+        };
+        let trimmed = text.trim_start();
+        let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            let v: Value = serde_json::from_str(text).map_err(|e| {
+                err(format!(
+                    "invalid JSON at line {} column {}: {e}",
+                    e.line(),
+                    e.column()
+                ))
+            })?;
+            match v {
+                Value::Array(items) => items,
+                other => vec![other],
+            }
+        } else {
+            let mut docs = Vec::new();
+            for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+                let v = <Value as serde::Deserialize>::deserialize(doc)
+                    .map_err(|e| err(format!("document {}: invalid YAML: {e}", i + 1)))?;
+                if !v.is_null() {
+                    docs.push(v);
+                }
+            }
+            docs
+        };
+        for (i, doc) in docs.into_iter().enumerate() {
+            self.add_object(file, i + 1, doc)?;
+        }
+        Ok(())
+    }
+
+    fn add_object(&mut self, file: &str, doc: usize, v: Value) -> Result<(), ManifestError> {
+        let kind = v
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = v
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let err = |e: serde_json::Error| ManifestError {
+            file: file.to_string(),
+            message: format!("document {doc}: {kind} {name:?}: {e}"),
+        };
+        match kind.as_str() {
+            "List" | "MachineConfigList" | "MachineConfigPoolList" => {
+                let mut v = v;
+                if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
+                    for item in items {
+                        self.add_object(file, doc, item)?;
+                    }
+                }
+            }
+            "MachineConfig" => {
+                // The Ignition config is kept as the tree it already is: deserialising a
+                // `Value` from a `Value` would rebuild every object of it.
+                let mut v = v;
+                let config = v
+                    .get_mut("spec")
+                    .and_then(Value::as_object_mut)
+                    .and_then(|spec| spec.get_mut("config"))
+                    .map(Value::take)
+                    .filter(|c| !c.is_null());
+                let mut mc: MachineConfig = serde_json::from_value(v).map_err(err)?;
+                if config.is_some() {
+                    mc.spec.config = config;
+                }
+                if mc.metadata.name.is_empty() {
+                    return Err(ManifestError {
+                        file: file.into(),
+                        message: format!("document {doc}: MachineConfig without metadata.name"),
+                    });
+                }
+                self.machine_configs.push((file.to_string(), mc));
+            }
+            "MachineConfigPool" => {
+                let p: MachineConfigPool = serde_json::from_value(v).map_err(err)?;
+                self.pools.push((file.to_string(), p));
+            }
+            "ControllerConfig" => {
+                let c: ControllerConfig = serde_json::from_value(v).map_err(err)?;
+                self.controller_config = Some((file.to_string(), c));
+            }
+            _ => self.others.push((file.to_string(), v)),
+        }
+        Ok(())
+    }
+
+    /// The MachineConfigs alone.
+    pub fn configs(&self) -> Vec<MachineConfig> {
+        self.machine_configs
+            .iter()
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+
+    /// The file a MachineConfig came from.
+    pub fn file_of(&self, mc: &str) -> Option<&str> {
+        self.machine_configs
+            .iter()
+            .find(|(_, m)| m.metadata.name == mc)
+            .map(|(f, _)| f.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_multi_document_yaml() {
+        let mut m = Manifests::default();
+        let text = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: a\n---\nkind: MachineConfigPool\nmetadata:\n  name: worker\n";
+        assert!(m.add_file("x.yaml", text).is_ok());
+        assert_eq!(m.machine_configs.len(), 1);
+        assert_eq!(m.pools.len(), 1);
+    }
+
+    #[test]
+    fn bad_yaml_names_the_file() {
+        let mut m = Manifests::default();
+        let e = m
+            .add_file("bad.yaml", "kind: [")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("bad.yaml: document 1"), "{e}");
+    }
+}
