@@ -2,5 +2,6 @@
 
 pub mod controller;
 pub mod crd;
+pub mod leader;
 pub mod mcs;
 pub mod operator;

@@ -3,6 +3,7 @@
 use clap::Parser;
 use mco_k8s::controller::templates::read_tree;
 use mco_k8s::controller::{generators, run, Options};
+use mco_k8s::leader::{run_elected, LeaderArgs};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ struct Cli {
     /// 01-<role>-container-runtime rendered from it and the ControllerConfig. Off without it.
     #[arg(long)]
     templates: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    leader: LeaderArgs,
 }
 
 #[tokio::main]
@@ -65,17 +68,25 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // The render/rollout loop and the generating controllers run side by side; the process
-    // ends when either stops.
-    let generators = generators::run(client.clone(), opts.clone());
-    tokio::select! {
-        r = run(client, opts) => match r {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("machine-config-controller: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        () = generators => ExitCode::SUCCESS,
+    // The render/rollout loop and the generating controllers run side by side, only while
+    // this replica holds the controller's Lease; the process ends when either stops.
+    let settings = cli.leader.settings("machine-config-controller");
+    let work = async {
+        let generators = generators::run(client.clone(), opts.clone());
+        tokio::select! {
+            r = run(client.clone(), opts) => r.map_err(|e| e.to_string()),
+            () = generators => Ok(()),
+        }
+    };
+    match run_elected(client.clone(), settings, work).await {
+        Ok(None) | Ok(Some(Ok(()))) => ExitCode::SUCCESS,
+        Ok(Some(Err(e))) => {
+            eprintln!("machine-config-controller: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("machine-config-controller: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

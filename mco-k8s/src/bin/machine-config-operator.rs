@@ -3,6 +3,7 @@
 //! ClusterOperator.
 
 use clap::Parser;
+use mco_k8s::leader::{run_elected, LeaderArgs};
 use mco_k8s::operator::{embedded, run, Options};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ struct Cli {
     /// Milliseconds to wait after a change before syncing.
     #[arg(long, default_value_t = 200)]
     debounce_ms: u64,
+    #[command(flatten)]
+    leader: LeaderArgs,
 }
 
 /// The manifest files directly in a folder (sorted by name).
@@ -78,8 +81,14 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match run(client, opts).await {
-        Ok(()) => ExitCode::SUCCESS,
+    // Upstream's operator holds the `machine-config` Lease while it acts.
+    let settings = cli.leader.settings("machine-config");
+    match run_elected(client.clone(), settings, run(client, opts)).await {
+        Ok(None) | Ok(Some(Ok(()))) => ExitCode::SUCCESS,
+        Ok(Some(Err(e))) => {
+            eprintln!("machine-config-operator: {e}");
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("machine-config-operator: {e}");
             ExitCode::FAILURE

@@ -114,6 +114,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
     ResourceDef {
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        kind: "Lease",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
         group: "",
         version: "v1",
         plural: "namespaces",

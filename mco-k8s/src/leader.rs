@@ -1,0 +1,470 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, the way client-go's leaderelection
+//! package (which upstream's controller and operator use) does it: one holder at a time, the
+//! holder renews the Lease every retry period, a candidate takes it once the holder has not
+//! renewed for a whole lease duration (measured on the candidate's own clock, from when it last
+//! saw the record change, so clock skew between machines does not matter), and a holder that
+//! shuts down releases it so the next candidate takes over at once.
+//!
+//! [`decide`] is the pure rule; [`Elector`] carries it out against the API server with
+//! optimistic concurrency (a write races through `resourceVersion`: of two candidates, one
+//! gets 409 Conflict and stays a candidate).
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use kube::Client;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// The namespace the MCO's Leases live in.
+pub const NAMESPACE: &str = "openshift-machine-config-operator";
+
+/// How long a lease lasts, how long a holder keeps trying to renew, how often to try.
+#[derive(Debug, Clone)]
+pub struct LeaseSettings {
+    /// The Lease's namespace.
+    pub namespace: String,
+    /// The Lease's name (upstream: `machine-config-controller`, `machine-config`).
+    pub name: String,
+    /// This candidate's identity (pod name plus a per-process suffix).
+    pub identity: String,
+    /// How long a holder's claim stands without renewal.
+    pub lease_duration: Duration,
+    /// How long a holder keeps failing to renew before it gives up leading.
+    pub renew_deadline: Duration,
+    /// How often candidates try to acquire and holders renew.
+    pub retry_period: Duration,
+}
+
+impl LeaseSettings {
+    /// Upstream's durations (137 s lease, 107 s renew deadline, 26 s retry: OpenShift's
+    /// defaults for components that must survive an API server outage) for `name`.
+    pub fn new(name: &str, identity: String) -> Self {
+        LeaseSettings {
+            namespace: NAMESPACE.to_string(),
+            name: name.to_string(),
+            identity,
+            lease_duration: Duration::from_secs(137),
+            renew_deadline: Duration::from_secs(107),
+            retry_period: Duration::from_secs(26),
+        }
+    }
+}
+
+/// The leader-election flags of the controller and the operator.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LeaderArgs {
+    /// Act only while holding the component's Lease (one active replica at a time).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: $POD_NAMESPACE, else openshift-machine-config-operator).
+    #[arg(long)]
+    pub leader_elect_namespace: Option<String>,
+    /// Seconds a holder's claim stands without renewal.
+    #[arg(long, default_value_t = 137)]
+    pub leader_elect_lease_duration: u64,
+    /// Seconds a holder keeps failing to renew before it stops leading.
+    #[arg(long, default_value_t = 107)]
+    pub leader_elect_renew_deadline: u64,
+    /// Seconds between acquire and renew attempts.
+    #[arg(long, default_value_t = 26)]
+    pub leader_elect_retry_period: u64,
+}
+
+impl LeaderArgs {
+    /// The settings for the Lease `name`, or None when leader election is off.
+    pub fn settings(&self, name: &str) -> Option<LeaseSettings> {
+        if !self.leader_elect {
+            return None;
+        }
+        let namespace = self
+            .leader_elect_namespace
+            .clone()
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| NAMESPACE.to_string());
+        Some(LeaseSettings {
+            namespace,
+            lease_duration: Duration::from_secs(self.leader_elect_lease_duration.max(1)),
+            renew_deadline: Duration::from_secs(self.leader_elect_renew_deadline.max(1)),
+            retry_period: Duration::from_secs(self.leader_elect_retry_period.max(1)),
+            ..LeaseSettings::new(name, default_identity())
+        })
+    }
+}
+
+/// Runs `work` as the component's leader when `settings` is given (else directly), stopping
+/// on SIGTERM/SIGINT. `Ok(None)` on shutdown.
+pub async fn run_elected<T>(
+    client: Client,
+    settings: Option<LeaseSettings>,
+    work: impl Future<Output = T>,
+) -> Result<Option<T>, LeaderError> {
+    match settings {
+        Some(s) => Elector::new(client, s).lead(work, shutdown_signal()).await,
+        None => {
+            tokio::select! {
+                out = work => Ok(Some(out)),
+                () = shutdown_signal() => Ok(None),
+            }
+        }
+    }
+}
+
+/// This process's identity: the pod name (`POD_NAME`, else `HOSTNAME`) and a suffix unique
+/// to this process start, as client-go adds a UUID.
+pub fn default_identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".to_string());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{host}_{:x}{nanos:08x}", std::process::id())
+}
+
+/// What a candidate or holder does next with the Lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// No Lease exists: create it, holding it.
+    Create,
+    /// Take the Lease from a holder whose claim lapsed (or from nobody).
+    Take,
+    /// Renew our own claim.
+    Renew,
+    /// Someone else holds a claim that still stands.
+    Wait {
+        /// The current holder.
+        holder: String,
+    },
+}
+
+/// The pure rule: `spec` is the Lease as read (None when absent), `since_observed_change` how
+/// long ago this candidate first saw the record as it is now.
+pub fn decide(spec: Option<&LeaseSpec>, identity: &str, since_observed_change: Duration) -> Step {
+    let Some(spec) = spec else {
+        return Step::Create;
+    };
+    let holder = spec.holder_identity.as_deref().unwrap_or("");
+    if holder == identity {
+        return Step::Renew;
+    }
+    let duration = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(0).max(0) as u64);
+    if !holder.is_empty() && since_observed_change < duration {
+        return Step::Wait {
+            holder: holder.to_string(),
+        };
+    }
+    Step::Take
+}
+
+/// The record after `step` (Create, Take or Renew) by `identity` at `now`.
+fn claimed(
+    old: Option<&LeaseSpec>,
+    step: &Step,
+    settings: &LeaseSettings,
+    now: Timestamp,
+) -> LeaseSpec {
+    let now = Some(MicroTime(now));
+    let transitions = old.and_then(|s| s.lease_transitions).unwrap_or(0);
+    let (acquire_time, lease_transitions) = match step {
+        Step::Renew => (
+            old.and_then(|s| s.acquire_time.clone()).or(now.clone()),
+            transitions,
+        ),
+        Step::Take => (now.clone(), transitions + 1),
+        _ => (now.clone(), 0),
+    };
+    LeaseSpec {
+        holder_identity: Some(settings.identity.clone()),
+        lease_duration_seconds: Some(settings.lease_duration.as_secs().min(i32::MAX as u64) as i32),
+        acquire_time,
+        renew_time: now,
+        lease_transitions: Some(lease_transitions),
+        ..LeaseSpec::default()
+    }
+}
+
+/// Why leading stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaderError {
+    /// The Lease could not be renewed within the renew deadline: another candidate may lead
+    /// now, so this process must stop acting.
+    #[error("leader election lost: lease {0} not renewed within the renew deadline")]
+    Lost(String),
+}
+
+/// A candidate for one Lease.
+pub struct Elector {
+    api: Api<Lease>,
+    settings: LeaseSettings,
+    /// The record last seen (holder, renew time, transitions) and when it was first seen so.
+    observed: Option<(Option<String>, Option<MicroTime>, Option<i32>, Instant)>,
+}
+
+/// The outcome of one try.
+enum Try {
+    /// We hold the Lease.
+    Held,
+    /// Someone else does.
+    Other(String),
+}
+
+impl Elector {
+    /// A candidate using `client`.
+    pub fn new(client: Client, settings: LeaseSettings) -> Self {
+        Elector {
+            api: Api::namespaced(client, &settings.namespace),
+            settings,
+            observed: None,
+        }
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &LeaseSettings {
+        &self.settings
+    }
+
+    fn observe(&mut self, spec: Option<&LeaseSpec>) -> Duration {
+        let key = (
+            spec.and_then(|s| s.holder_identity.clone()),
+            spec.and_then(|s| s.renew_time.clone()),
+            spec.and_then(|s| s.lease_transitions),
+        );
+        match &self.observed {
+            Some((h, r, t, at)) if (h, r, t) == (&key.0, &key.1, &key.2) => at.elapsed(),
+            _ => {
+                self.observed = Some((key.0, key.1, key.2, Instant::now()));
+                Duration::ZERO
+            }
+        }
+    }
+
+    /// One acquire-or-renew attempt.
+    async fn try_once(&mut self) -> Result<Try, kube::Error> {
+        let name = self.settings.name.clone();
+        let current = self.api.get_opt(&name).await?;
+        let spec = current.as_ref().and_then(|l| l.spec.as_ref());
+        let since = self.observe(spec);
+        let step = decide(spec, &self.settings.identity, since);
+        if let Step::Wait { holder } = step {
+            return Ok(Try::Other(holder));
+        }
+        let new_spec = claimed(spec, &step, &self.settings, Timestamp::now());
+        let result = match current {
+            None => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        namespace: Some(self.settings.namespace.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(new_spec),
+                };
+                self.api.create(&PostParams::default(), &lease).await
+            }
+            Some(mut lease) => {
+                // The read resourceVersion stays on the object: a concurrent writer makes
+                // this replace fail with 409 instead of both believing they lead.
+                lease.spec = Some(new_spec);
+                self.api
+                    .replace(&name, &PostParams::default(), &lease)
+                    .await
+            }
+        };
+        match result {
+            Ok(l) => {
+                self.observe(l.spec.as_ref());
+                Ok(Try::Held)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Try::Other(String::new())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until this candidate holds the Lease.
+    pub async fn acquire(&mut self) {
+        let mut last_holder = None;
+        loop {
+            match self.try_once().await {
+                Ok(Try::Held) => {
+                    tracing::info!(lease = %self.settings.name, identity = %self.settings.identity, "acquired the lease");
+                    return;
+                }
+                Ok(Try::Other(holder)) => {
+                    if !holder.is_empty() && last_holder.as_deref() != Some(holder.as_str()) {
+                        tracing::info!(lease = %self.settings.name, "waiting: {holder} leads");
+                        last_holder = Some(holder);
+                    }
+                }
+                Err(e) => tracing::warn!(lease = %self.settings.name, "acquiring: {e}"),
+            }
+            tokio::time::sleep(self.settings.retry_period).await;
+        }
+    }
+
+    /// Renews the Lease every retry period; returns when a renewal has not succeeded within
+    /// the renew deadline (or another holder took it).
+    async fn keep(&mut self) -> LeaderError {
+        let mut last_ok = Instant::now();
+        loop {
+            tokio::time::sleep(self.settings.retry_period).await;
+            match self.try_once().await {
+                Ok(Try::Held) => last_ok = Instant::now(),
+                Ok(Try::Other(holder)) if !holder.is_empty() => {
+                    return LeaderError::Lost(self.settings.name.clone())
+                }
+                Ok(Try::Other(_)) => {}
+                Err(e) => tracing::warn!(lease = %self.settings.name, "renewing: {e}"),
+            }
+            if last_ok.elapsed() >= self.settings.renew_deadline {
+                return LeaderError::Lost(self.settings.name.clone());
+            }
+        }
+    }
+
+    /// Gives the Lease up (holder cleared, one-second duration), as client-go's
+    /// ReleaseOnCancel does, so the next candidate need not wait for it to lapse.
+    pub async fn release(&mut self) {
+        let name = self.settings.name.clone();
+        let Ok(Some(mut lease)) = self.api.get_opt(&name).await else {
+            return;
+        };
+        let Some(spec) = lease.spec.as_mut() else {
+            return;
+        };
+        if spec.holder_identity.as_deref() != Some(self.settings.identity.as_str()) {
+            return;
+        }
+        let now = Some(MicroTime(Timestamp::now()));
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = now.clone();
+        spec.acquire_time = now;
+        match self
+            .api
+            .replace(&name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => tracing::info!(lease = %name, "released the lease"),
+            Err(e) => tracing::warn!(lease = %name, "releasing: {e}"),
+        }
+    }
+
+    /// Runs `work` while holding the Lease: waits to acquire it (or for `shutdown`), runs
+    /// `work` until it ends, `shutdown` completes, or leadership is lost, then releases the
+    /// Lease. `Ok(Some(out))` when `work` ended, `Ok(None)` on shutdown.
+    pub async fn lead<T>(
+        mut self,
+        work: impl Future<Output = T>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<Option<T>, LeaderError> {
+        tokio::pin!(shutdown);
+        tokio::select! {
+            () = self.acquire() => {}
+            () = &mut shutdown => return Ok(None),
+        }
+        let outcome = {
+            let keep = async {
+                let mut renewer = Elector {
+                    api: self.api.clone(),
+                    settings: self.settings.clone(),
+                    observed: self.observed.clone(),
+                };
+                renewer.keep().await
+            };
+            tokio::select! {
+                out = work => Ok(Some(out)),
+                lost = keep => Err(lost),
+                () = &mut shutdown => Ok(None),
+            }
+        };
+        if outcome.is_ok() {
+            self.release().await;
+        }
+        outcome
+    }
+}
+
+/// Completes on SIGTERM or SIGINT: a pod being stopped.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(holder: Option<&str>, secs: i32) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: holder.map(str::to_string),
+            lease_duration_seconds: Some(secs),
+            lease_transitions: Some(3),
+            acquire_time: Some(MicroTime(Timestamp::UNIX_EPOCH)),
+            ..LeaseSpec::default()
+        }
+    }
+
+    #[test]
+    fn absent_lease_is_created() {
+        assert_eq!(decide(None, "a", Duration::ZERO), Step::Create);
+    }
+
+    #[test]
+    fn own_lease_is_renewed() {
+        let s = spec(Some("a"), 10);
+        assert_eq!(decide(Some(&s), "a", Duration::from_secs(100)), Step::Renew);
+    }
+
+    #[test]
+    fn standing_claim_is_respected() {
+        let s = spec(Some("b"), 10);
+        let wait = Step::Wait { holder: "b".into() };
+        assert_eq!(decide(Some(&s), "a", Duration::ZERO), wait);
+        assert_eq!(decide(Some(&s), "a", Duration::from_secs(9)), wait);
+    }
+
+    #[test]
+    fn lapsed_or_released_claim_is_taken() {
+        let s = spec(Some("b"), 10);
+        assert_eq!(decide(Some(&s), "a", Duration::from_secs(10)), Step::Take);
+        let released = spec(None, 1);
+        assert_eq!(decide(Some(&released), "a", Duration::ZERO), Step::Take);
+        let empty = spec(Some(""), 137);
+        assert_eq!(decide(Some(&empty), "a", Duration::ZERO), Step::Take);
+    }
+
+    #[test]
+    fn claims_count_transitions_and_keep_acquire_time_on_renewal() {
+        let settings = LeaseSettings::new("l", "a".into());
+        let old = spec(Some("b"), 10);
+        let now = Timestamp::from_second(1_000).unwrap_or(Timestamp::UNIX_EPOCH);
+        let taken = claimed(Some(&old), &Step::Take, &settings, now);
+        assert_eq!(taken.lease_transitions, Some(4));
+        assert_eq!(taken.holder_identity.as_deref(), Some("a"));
+        assert_eq!(taken.lease_duration_seconds, Some(137));
+        assert_eq!(taken.acquire_time, Some(MicroTime(now)));
+        let renewed = claimed(Some(&taken), &Step::Renew, &settings, Timestamp::UNIX_EPOCH);
+        assert_eq!(renewed.acquire_time, Some(MicroTime(now)));
+        assert_eq!(renewed.lease_transitions, Some(4));
+        assert_eq!(renewed.renew_time, Some(MicroTime(Timestamp::UNIX_EPOCH)));
+        let created = claimed(None, &Step::Create, &settings, now);
+        assert_eq!(created.lease_transitions, Some(0));
+    }
+}
