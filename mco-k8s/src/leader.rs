@@ -199,12 +199,16 @@ pub enum LeaderError {
     Lost(String),
 }
 
+/// The parts of a Lease record whose change restarts the expiry clock: holder, renew time,
+/// transitions.
+type RecordKey = (Option<String>, Option<MicroTime>, Option<i32>);
+
 /// A candidate for one Lease.
 pub struct Elector {
     api: Api<Lease>,
     settings: LeaseSettings,
     /// The record last seen (holder, renew time, transitions) and when it was first seen so.
-    observed: Option<(Option<String>, Option<MicroTime>, Option<i32>, Instant)>,
+    observed: Option<(RecordKey, Instant)>,
 }
 
 /// The outcome of one try.
@@ -231,15 +235,15 @@ impl Elector {
     }
 
     fn observe(&mut self, spec: Option<&LeaseSpec>) -> Duration {
-        let key = (
+        let key: RecordKey = (
             spec.and_then(|s| s.holder_identity.clone()),
             spec.and_then(|s| s.renew_time.clone()),
             spec.and_then(|s| s.lease_transitions),
         );
         match &self.observed {
-            Some((h, r, t, at)) if (h, r, t) == (&key.0, &key.1, &key.2) => at.elapsed(),
+            Some((seen, at)) if *seen == key => at.elapsed(),
             _ => {
-                self.observed = Some((key.0, key.1, key.2, Instant::now()));
+                self.observed = Some((key, Instant::now()));
                 Duration::ZERO
             }
         }
