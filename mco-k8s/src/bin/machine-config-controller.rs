@@ -10,6 +10,10 @@ use std::time::Duration;
 #[derive(Parser)]
 #[command(name = "machine-config-controller", version, about, long_about = None)]
 struct Cli {
+    /// The kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the in-cluster service
+    /// account).
+    #[arg(long)]
+    kubeconfig: Option<std::path::PathBuf>,
     /// Controller version stamped on rendered configs.
     #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
     controller_version: String,
@@ -38,9 +42,7 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    mco_k8s::kubeclient::init_logging();
     let cli = Cli::parse();
     let templates = match cli.templates.as_deref().map(read_tree).transpose() {
         Ok(t) => t,
@@ -61,7 +63,12 @@ async fn main() -> ExitCode {
         drain_timeout: Duration::from_secs(cli.drain_timeout_seconds),
         templates,
     };
-    let client = match kube::Client::try_default().await {
+    let client = match mco_k8s::kubeclient::connect(
+        cli.kubeconfig.as_deref(),
+        &mco_k8s::kubeclient::user_agent("machine-config-controller", None),
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("machine-config-controller: {e}");

@@ -13,6 +13,10 @@ use std::time::Duration;
 // `--version` is the version deployed, so clap's own version flag is left out.
 #[command(name = "machine-config-operator", about, long_about = None)]
 struct Cli {
+    /// The kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the in-cluster service
+    /// account).
+    #[arg(long)]
+    kubeconfig: Option<std::path::PathBuf>,
     /// A folder of manifests to deploy (default: the repository's manifests/, built in).
     #[arg(long)]
     manifests: Option<PathBuf>,
@@ -53,9 +57,7 @@ fn read_manifests(dir: &Path) -> Result<Vec<(String, String)>, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    mco_k8s::kubeclient::init_logging();
     let cli = Cli::parse();
     let manifests = match &cli.manifests {
         Some(dir) => match read_manifests(dir) {
@@ -74,7 +76,12 @@ async fn main() -> ExitCode {
         resync: Duration::from_secs(cli.resync_seconds.max(1)),
         debounce: Duration::from_millis(cli.debounce_ms),
     };
-    let client = match kube::Client::try_default().await {
+    let client = match mco_k8s::kubeclient::connect(
+        cli.kubeconfig.as_deref(),
+        &mco_k8s::kubeclient::user_agent("machine-config-operator", None),
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("machine-config-operator: {e}");

@@ -17,6 +17,10 @@ use std::time::Duration;
 #[command(name = "machine-config-server", version, about, long_about = None)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["dir", "cluster"])))]
 struct Cli {
+    /// With --cluster: the kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the
+    /// in-cluster service account).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
     /// Folder of YAML/JSON manifests (the same inputs as `mco-render render`).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -168,7 +172,12 @@ fn main() -> ExitCode {
                 },
                 None => Source::Dir(dir.clone()),
             },
-            _ => match kube::Client::try_default().await {
+            _ => match mco_k8s::kubeclient::connect(
+                cli.kubeconfig.as_deref(),
+                &mco_k8s::kubeclient::user_agent("machine-config-server", None),
+            )
+            .await
+            {
                 Ok(c) => Source::Cluster(c),
                 Err(e) => {
                     eprintln!("error: cannot reach the API server: {e}");
