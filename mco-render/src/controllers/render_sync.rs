@@ -23,6 +23,22 @@ pub struct RenderSync {
 
 /// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
 /// cluster; `controller` the ControllerConfig, without which nothing is rendered (the sync is
+/// Upstream's message for a render error, followed (on a line of its own when upstream's ends
+/// with one) by the MachineConfig and the field at fault as the CLI prints them, which upstream
+/// leaves out (`in MachineConfig <name>` when no field is known): `... path not
+/// absolute\n99-worker-bad: spec.config.storage.files[0].path: path
+/// not absolute`.
+fn located(e: &crate::RenderError) -> String {
+    let Some(mc) = &e.machine_config else {
+        return e.message.clone();
+    };
+    let sep = if e.message.ends_with('\n') { "" } else { ": " };
+    if e.path.is_none() && e.details.is_empty() {
+        return format!("{}{sep}in MachineConfig {mc}", e.message);
+    }
+    format!("{}{sep}{}", e.message, e.describe().replace('\n', "; "))
+}
+
 /// retried). `now` stamps changed conditions.
 pub fn sync_pool(
     pool: &MachineConfigPool,
@@ -56,7 +72,11 @@ pub fn sync_pool(
                     out.error = Some(e.message.clone());
                     return out;
                 }
-                _ => Err(format!("could not generate rendered MachineConfig: {f}")),
+                Some(e) => Err(format!(
+                    "could not generate rendered MachineConfig: {}",
+                    located(e)
+                )),
+                None => Err(format!("could not generate rendered MachineConfig: {f}")),
             },
             Ok(r) => match check_transition(pool, all, &r.machine_config, &r.source) {
                 Err(e) => Err(format!("could not generate rendered MachineConfig: {e}")),
@@ -227,9 +247,31 @@ mod tests {
         assert!(s.status.unwrap().is_true(RENDER_DEGRADED));
         let bad = vec![mc("00-worker", json!({"ignition": {"version": "9.9.9"}}))];
         let s = sync_pool(&pool(), &bad, Some(&cc()), &RenderOptions::default(), "T");
-        assert!(s.error.unwrap().starts_with(
+        let error = s.error.unwrap();
+        assert!(error.starts_with(
             "Failed to render configuration for pool worker: could not generate rendered MachineConfig: "
         ));
+        assert!(
+            error.ends_with(": in MachineConfig 00-worker"),
+            "names the MachineConfig: {error}"
+        );
+        let relative = vec![mc(
+            "99-worker-bad",
+            json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "etc/x"}]}}),
+        )];
+        let s = sync_pool(
+            &pool(),
+            &relative,
+            Some(&cc()),
+            &RenderOptions::default(),
+            "T",
+        );
+        let error = s.error.unwrap();
+        assert!(
+            error
+                .ends_with("\n99-worker-bad: spec.config.storage.files[0].path: path not absolute"),
+            "{error}"
+        );
         assert!(s.create.is_none() && s.set_configuration.is_none());
     }
 
