@@ -6,3 +6,4 @@ pub mod kubeclient;
 pub mod leader;
 pub mod mcs;
 pub mod operator;
+pub mod reflect;

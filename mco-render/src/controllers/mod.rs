@@ -6,6 +6,7 @@
 //! Nothing here talks to an API server. The adapters in `mco-k8s` read objects, call these
 //! functions and carry out what they return.
 
+pub mod backoff;
 pub mod drain;
 pub mod gc;
 pub mod generate;

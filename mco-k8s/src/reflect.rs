@@ -1,0 +1,132 @@
+//! Watch caches: one watch per kind keeps a local store of every object of that kind, and
+//! each change is handed to a callback (which usually enqueues the keys it affects). After
+//! start-up the only LIST is the one a watch must make to re-list (its resourceVersion
+//! expired); reconciles read the stores.
+//!
+//! Errors back off on their own schedule ([`Backoff`]): a dropped watch is retried within
+//! seconds, an API the server does not serve (404: its CRD is not installed) every few
+//! minutes. kube-runtime's stock backoff resets on every event, and its watcher emits an
+//! `Init` event before each retry, which turned an absent API into a request a second.
+
+use futures::StreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+use kube::{Api, Resource};
+use mco_render::controllers::backoff::Backoff;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// What changed in a watched kind.
+#[derive(Debug)]
+pub enum Change<'a, K> {
+    /// An object was created or modified.
+    Applied(&'a K),
+    /// An object was deleted.
+    Deleted(&'a K),
+    /// The watch (re-)listed: any object may have changed, appeared or gone.
+    Relisted,
+}
+
+/// A watch cache: the store, and the task feeding it (stopped when this is dropped).
+pub struct Reflector<K: Resource + 'static>
+where
+    K::DynamicType: Hash + Eq,
+{
+    store: Store<K>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<K: Resource + 'static> Reflector<K>
+where
+    K::DynamicType: Hash + Eq,
+{
+    /// The store (cheap to clone; reads see the latest applied events).
+    pub fn store(&self) -> &Store<K> {
+        &self.store
+    }
+
+    /// Whether the watch task has ended (it only ends when aborted or on a panic).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl<K: Resource + 'static> Drop for Reflector<K>
+where
+    K::DynamicType: Hash + Eq,
+{
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Whether a watch error means the server does not serve the resource at all.
+fn is_absent(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => s.code == 404,
+        watcher::Error::WatchError(s) => s.code == 404,
+        _ => false,
+    }
+}
+
+/// Watches `api` into a store, calling `on_change` after each change is in the store.
+/// `what` names the kind in logs.
+pub fn reflect<K, F>(
+    api: Api<K>,
+    config: watcher::Config,
+    what: &'static str,
+    mut on_change: F,
+) -> Reflector<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    F: FnMut(Change<'_, K>) + Send + 'static,
+{
+    let (store, mut writer) = reflector::store::<K>();
+    let task = tokio::spawn(async move {
+        let mut stream = watcher(api, config).boxed();
+        let mut attempt = 0u32;
+        let mut reported_absent = false;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => {
+                    writer.apply_watcher_event(&event);
+                    let change = match &event {
+                        watcher::Event::Apply(o) => Change::Applied(o),
+                        watcher::Event::Delete(o) => Change::Deleted(o),
+                        watcher::Event::InitDone => Change::Relisted,
+                        // The restart marker and the listed objects come before InitDone.
+                        watcher::Event::Init | watcher::Event::InitApply(_) => continue,
+                    };
+                    attempt = 0;
+                    if reported_absent {
+                        tracing::info!("{what}: now served");
+                        reported_absent = false;
+                    }
+                    on_change(change);
+                }
+                Err(e) => {
+                    let absent = is_absent(&e);
+                    let policy = if absent {
+                        Backoff::ABSENT_API
+                    } else {
+                        Backoff::TRANSIENT
+                    };
+                    let delay = policy.delay(attempt);
+                    attempt = attempt.saturating_add(1);
+                    if absent {
+                        if !reported_absent {
+                            tracing::info!("{what}: not served by the API server; checking again with a growing delay");
+                            reported_absent = true;
+                        }
+                    } else {
+                        tracing::warn!("{what}: watch failed ({e}); retrying in {delay:?}");
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+            }
+        }
+    });
+    Reflector { store, task }
+}
