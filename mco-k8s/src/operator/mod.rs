@@ -3,8 +3,9 @@
 //! cluster's config objects, and reports in the `machine-config` ClusterOperator.
 //!
 //! The decisions are `mco_render::operator`'s; this module reads the cluster, applies the
-//! desired objects in order (create when missing, JSON merge patch when a field they set
-//! differs) and writes the status subresource when it changed.
+//! desired objects in order (create when missing, JSON merge patch when a field the operator
+//! owns differs, see `mco_render::operator::ownership`) and writes the status subresource
+//! when it changed.
 
 pub mod apply;
 pub mod embedded;

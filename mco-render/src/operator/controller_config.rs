@@ -1,10 +1,29 @@
 //! The `machine-config-controller` ControllerConfig: the manifest's, with the cluster's
 //! config.openshift.io/v1 `cluster` objects folded in the way upstream fills the spec.
+//!
+//! The operator owns only the spec fields it derives ([`OWNED_SPEC_FIELDS`]), and only when
+//! it has a value for them: everything else in a live ControllerConfig (the OS images when
+//! it has none, fields an administrator added) is left as it is.
 
 use super::{CONTROLLER_CONFIG_NAME, VERSION_ANNOTATION};
 use crate::value_at::{str_at, strings_at};
 use serde_json::{json, Map, Value};
 use std::net::IpAddr;
+
+/// The ControllerConfig spec fields the operator owns: those [`build_controller_config`]
+/// derives from the cluster's config objects, and the OS images. On an existing
+/// ControllerConfig only these are written, and only with a value (not null or `""`).
+pub const OWNED_SPEC_FIELDS: &[&str] = &[
+    "infra",
+    "platform",
+    "networkType",
+    "ipFamilies",
+    "clusterDNSIP",
+    "dns",
+    "proxy",
+    "baseOSContainerImage",
+    "baseOSExtensionsContainerImage",
+];
 
 /// The cluster's config.openshift.io/v1 objects named `cluster`, when they exist.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -90,8 +109,11 @@ pub fn ip_families(cidrs: &[String]) -> Option<&'static str> {
 /// Builds the ControllerConfig from the manifest's (or an empty one) and the cluster objects:
 /// `spec.infra` and `spec.platform` from the Infrastructure, `spec.networkType`,
 /// `spec.ipFamilies` and `spec.clusterDNSIP` from the Network, `spec.dns` from the DNS,
-/// `spec.proxy` from the Proxy's status, and the version annotation. Fields the cluster does
-/// not provide keep the manifest's values; the status is dropped (the controller owns it).
+/// `spec.proxy` from the Proxy's status, and the version annotation. Fields the inputs do
+/// not provide keep the manifest's values, except empty
+/// placeholders (null or `""`), which are dropped; the status is dropped (the controller
+/// owns it). The manifest's fields only seed a new ControllerConfig: on an existing one the
+/// operator writes [`OWNED_SPEC_FIELDS`] alone.
 pub fn build_controller_config(
     manifest: Option<&Value>,
     cluster: &ClusterConfigObjects,
@@ -118,6 +140,9 @@ pub fn build_controller_config(
         cc["spec"] = json!({});
     }
     let spec = &mut cc["spec"];
+    if let Some(m) = spec.as_object_mut() {
+        m.retain(|_, v| !is_placeholder(v));
+    }
     if let Some(infra) = &cluster.infrastructure {
         spec["infra"] = embedded(infra);
         spec["platform"] = json!(platform(infra));
@@ -149,6 +174,11 @@ pub fn build_controller_config(
     cc
 }
 
+/// Whether a value is an empty placeholder (null or `""`) rather than a value to write.
+pub fn is_placeholder(v: &Value) -> bool {
+    v.is_null() || v.as_str().is_some_and(|s| s.trim().is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +195,8 @@ mod tests {
         let cc =
             build_controller_config(Some(&manifest()), &ClusterConfigObjects::default(), "4.1");
         assert_eq!(cc["spec"]["baseOSContainerImage"], "os:1");
+        // An empty placeholder is not a value.
+        assert!(cc["spec"].get("baseOSExtensionsContainerImage").is_none());
         assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.1");
         assert!(cc.get("status").is_none());
         assert!(cc["spec"].get("infra").is_none());
@@ -237,5 +269,38 @@ mod tests {
             Some("DualStackIPv6Primary")
         );
         assert_eq!(ip_families(&[]), None);
+    }
+
+    #[test]
+    fn every_derived_field_is_owned() {
+        let cluster = ClusterConfigObjects {
+            infrastructure: Some(json!({"metadata": {"name": "cluster"},
+                "status": {"platformStatus": {"type": "AWS"}}})),
+            network: Some(json!({"metadata": {"name": "cluster"},
+                "status": {"networkType": "OVNKubernetes", "serviceNetwork": ["172.30.0.0/16"]}})),
+            dns: Some(json!({"metadata": {"name": "cluster"}, "spec": {"baseDomain": "e.com"}})),
+            proxy: Some(json!({"metadata": {"name": "cluster"}, "status": {"httpProxy": "p"}})),
+        };
+        let manifest = json!({"spec": {"baseOSContainerImage": "os:1",
+                                       "baseOSExtensionsContainerImage": "ext:1"}});
+        let cc = build_controller_config(Some(&manifest), &cluster, "v");
+        let mut set: Vec<&str> = cc["spec"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        set.sort_unstable();
+        let mut owned = OWNED_SPEC_FIELDS.to_vec();
+        owned.sort_unstable();
+        assert_eq!(set, owned);
+    }
+
+    #[test]
+    fn placeholders() {
+        assert!(is_placeholder(&json!(null)));
+        assert!(is_placeholder(&json!("")));
+        assert!(is_placeholder(&json!("  ")));
+        assert!(!is_placeholder(&json!("x")));
+        assert!(!is_placeholder(&json!({})));
+        assert!(!is_placeholder(&json!(false)));
     }
 }
