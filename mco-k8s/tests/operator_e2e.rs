@@ -3,8 +3,9 @@
 //! reports its rollout in the `machine-config` ClusterOperator, rolls a new version, reports
 //! degraded pools, and a pass over an up-to-date cluster writes nothing. Started on an
 //! installed cluster whose administrator set the OS images and changed the pools, it leaves
-//! them alone and nothing re-renders. The built binary is run once against the server
-//! through a kubeconfig.
+//! them alone and nothing re-renders; the release's OS images ConfigMap is what it writes
+//! into the ControllerConfig. The built binary is run once against the server through a
+//! kubeconfig.
 
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
@@ -213,7 +214,7 @@ async fn applies_every_manifest_and_reports_the_rollout() {
         cc["spec"]["infra"]["status"]["platformStatus"]["aws"]["region"],
         "eu-west-1"
     );
-    // No OS images: the operator has none, and the manifest holds no placeholder.
+    // No OS images: the release names none, and the manifest holds no placeholder.
     assert!(cc["spec"].get("baseOSContainerImage").is_none(), "{cc}");
     assert!(
         cc["spec"].get("baseOSExtensionsContainerImage").is_none(),
@@ -638,6 +639,82 @@ async fn starting_on_an_installed_cluster_keeps_the_administrators_fields() {
     assert_eq!(target("master"), master_config);
     assert_eq!(rendered_names(store), rendered_before);
     assert_eq!(desired_configs(store), nodes_before);
+}
+
+fn osimageurl(release: &str, os: &str, ext: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "machine-config-osimageurl", "namespace": NAMESPACE},
+           "data": {"releaseVersion": release, "baseOSContainerImage": os,
+                    "baseOSExtensionsContainerImage": ext, "osImageURL": ""}})
+}
+
+/// The OS images the operator writes are the release's (its `machine-config-osimageurl`
+/// ConfigMap), and only its own release's.
+#[tokio::test]
+async fn the_release_configmap_names_the_os_images() {
+    let (server, op) = deployed("4.99.0").await;
+    let store = &server.store;
+    let cc_images = || {
+        let cc = store
+            .get("controllerconfigs", "", "machine-config-controller")
+            .unwrap_or_else(|| panic!("no ControllerConfig"));
+        (
+            cc["spec"]["baseOSContainerImage"].clone(),
+            cc["spec"]["baseOSExtensionsContainerImage"].clone(),
+        )
+    };
+    assert_eq!(cc_images(), (Value::Null, Value::Null));
+    store
+        .create(
+            def("configmaps"),
+            NAMESPACE,
+            osimageurl("4.99.0", "release/os:1", ""),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.patched, 1, "{r:?}");
+    // An image the release does not name stays unset (or the administrator's).
+    assert_eq!(cc_images(), (json!("release/os:1"), Value::Null));
+    edit(
+        store,
+        "controllerconfigs",
+        "",
+        "machine-config-controller",
+        |cc| {
+            cc["spec"]["baseOSExtensionsContainerImage"] = json!("admin/ext:1");
+        },
+    );
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.patched, 0, "{r:?}");
+    assert_eq!(cc_images(), (json!("release/os:1"), json!("admin/ext:1")));
+
+    // Another release's images are refused: the pass fails and writes no image.
+    edit(
+        store,
+        "configmaps",
+        NAMESPACE,
+        "machine-config-osimageurl",
+        |cm| {
+            *cm = osimageurl("4.98.0", "old/os:0", "old/ext:0");
+        },
+    );
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    let f = r
+        .failure
+        .unwrap_or_else(|| panic!("another release's images were taken"));
+    assert_eq!(f.task, "RenderConfig");
+    assert!(
+        f.message.contains("machine-config-osimageurl"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("4.98.0"), "{}", f.message);
+    assert_eq!(cc_images(), (json!("release/os:1"), json!("admin/ext:1")));
+    assert_eq!(
+        condition(&cluster_operator(store), "Degraded")["status"],
+        "True"
+    );
 }
 
 #[test]
