@@ -1,21 +1,30 @@
 //! The operator against the in-process API server: it applies the manifests in order with the
 //! image and version set, builds the ControllerConfig from the cluster's Infrastructure,
 //! reports its rollout in the `machine-config` ClusterOperator, rolls a new version, reports
-//! degraded pools, and a pass over an up-to-date cluster writes nothing. The built binary is
-//! run once against the server through a kubeconfig.
+//! degraded pools, and a pass over an up-to-date cluster writes nothing. Started on an
+//! installed cluster whose administrator set the OS images and changed the pools, it leaves
+//! them alone and nothing re-renders; the release's OS images ConfigMap is what it writes
+//! into the ControllerConfig. The built binary is run once against the server through a
+//! kubeconfig.
 
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
 mod support;
 
+use mco_k8s::controller::cluster::Cluster;
 use mco_k8s::operator::kinds::kind_info;
 use mco_k8s::operator::{embedded, Operator, Options};
-use mco_render::controllers::operator::{CLUSTER_OPERATOR_NAME, NAMESPACE, VERSION_ANNOTATION};
+use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, STATE};
+use mco_render::controllers::operator::{
+    parse_manifests, CLUSTER_OPERATOR_NAME, NAMESPACE, VERSION_ANNOTATION,
+};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer, Store};
-use support::rbac;
+use support::cluster::examples;
+use support::{rbac, yaml_docs};
 
 const IMAGE: &str = "quay.io/test/mco-rs:1";
 
@@ -207,7 +216,12 @@ async fn applies_every_manifest_and_reports_the_rollout() {
         cc["spec"]["infra"]["status"]["platformStatus"]["aws"]["region"],
         "eu-west-1"
     );
-    assert_eq!(cc["spec"]["baseOSContainerImage"], "");
+    // No OS images: the release names none, and the manifest holds no placeholder.
+    assert!(cc["spec"].get("baseOSContainerImage").is_none(), "{cc}");
+    assert!(
+        cc["spec"].get("baseOSExtensionsContainerImage").is_none(),
+        "{cc}"
+    );
     assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.99.0");
 
     // Nothing is rolled out yet.
@@ -395,6 +409,313 @@ async fn foreign_fields_are_left_alone_and_owned_ones_restored() {
     assert_eq!(
         d["spec"]["template"]["spec"]["containers"][0]["env"][0]["name"],
         "X"
+    );
+}
+
+/// `kubectl apply -f manifests/` on an empty cluster: every document created as written.
+fn install(store: &Store) {
+    let objs = parse_manifests(&embedded::manifests()).unwrap_or_else(|e| panic!("{e}"));
+    for obj in objs {
+        let kind = str_at(&obj, "/kind").to_string();
+        let info = kind_info(&kind).unwrap_or_else(|| panic!("{kind}"));
+        let ns = if info.namespaced {
+            str_at(&obj, "/metadata/namespace").to_string()
+        } else {
+            String::new()
+        };
+        store
+            .create(def(&info.resource.plural), &ns, obj)
+            .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+    }
+}
+
+/// Writes an object's main resource through `f`.
+fn edit(store: &Store, plural: &str, ns: &str, name: &str, f: impl FnOnce(&mut Value)) {
+    store
+        .write(def(plural), ns, name, false, |old| {
+            let mut n = old.clone();
+            f(&mut n);
+            Ok(n)
+        })
+        .unwrap_or_else(|e| panic!("{plural}/{name}: {e:?}"));
+}
+
+fn rendered_names(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .list("machineconfigs")
+        .iter()
+        .map(|m| str_at(m, "/metadata/name").to_string())
+        .filter(|n| n.starts_with("rendered-"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn desired_configs(store: &Store) -> BTreeMap<String, String> {
+    store
+        .list("nodes")
+        .iter()
+        .map(|n| {
+            (
+                str_at(n, "/metadata/name").to_string(),
+                n["metadata"]["annotations"][DESIRED_CONFIG]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+const ADMIN_OS: &str = "registry.example.net/os/coreos@sha256:6d1b3b0f5e1c4a2e8e4b9f0a7c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d";
+const ADMIN_EXT: &str = "registry.example.net/os/extensions@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
+
+/// Issue 14: the manifests' empty `baseOSContainerImage` merge-patched over the
+/// administrator's, every pool re-rendered and every node rebooted. Install, set the images
+/// and change the pools, render, start the operator: the administrator's fields stay and
+/// nothing re-renders.
+#[tokio::test]
+async fn starting_on_an_installed_cluster_keeps_the_administrators_fields() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = &server.store;
+
+    // Install, and the cluster's MachineConfigs (one of them for infra nodes only).
+    install(store);
+    let mut files: Vec<_> = std::fs::read_dir(examples())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            n.is_some_and(|n| {
+                ["-worker-", "-master-", "-infra-"]
+                    .iter()
+                    .any(|r| n.contains(r))
+            })
+        })
+        .collect();
+    files.sort();
+    for f in files {
+        for mc in yaml_docs(&f) {
+            store
+                .create(def("machineconfigs"), "", mc)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", f.display()));
+        }
+    }
+
+    // The administrator sets the OS images, lets the worker pool take infra MachineConfigs
+    // and two nodes at a time, and pauses the masters.
+    edit(
+        store,
+        "controllerconfigs",
+        "",
+        "machine-config-controller",
+        |cc| {
+            cc["spec"]["baseOSContainerImage"] = json!(ADMIN_OS);
+            cc["spec"]["baseOSExtensionsContainerImage"] = json!(ADMIN_EXT);
+        },
+    );
+    let worker_selector = json!({"matchExpressions": [{"key": "machineconfiguration.openshift.io/role",
+        "operator": "In", "values": ["worker", "infra"]}]});
+    edit(store, "machineconfigpools", "", "worker", |p| {
+        p["spec"]["machineConfigSelector"] = worker_selector.clone();
+        p["spec"]["maxUnavailable"] = json!(2);
+    });
+    edit(store, "machineconfigpools", "", "master", |p| {
+        p["spec"]["paused"] = json!(true);
+    });
+
+    // The controller renders; the nodes (3 masters, 6 workers) are on the rendered configs.
+    let ctrl_opts = mco_k8s::controller::Options {
+        gc_keep: None,
+        ..Default::default()
+    };
+    let mut ctrl = Cluster::new(server.client(), ctrl_opts);
+    ctrl.sync_all().await.unwrap_or_else(|e| panic!("{e}"));
+    let target = |pool: &str| {
+        let p = store
+            .get("machineconfigpools", "", pool)
+            .unwrap_or_else(|| panic!("no pool {pool}"));
+        str_at(&p, "/spec/configuration/name").to_string()
+    };
+    let (worker_config, master_config) = (target("worker"), target("master"));
+    assert!(
+        worker_config.starts_with("rendered-worker-"),
+        "{worker_config}"
+    );
+    assert!(
+        master_config.starts_with("rendered-master-"),
+        "{master_config}"
+    );
+    let rendered_worker = store
+        .get("machineconfigs", "", &worker_config)
+        .unwrap_or_else(|| panic!("no {worker_config}"));
+    assert_eq!(rendered_worker["spec"]["osImageURL"], ADMIN_OS);
+    assert_eq!(
+        rendered_worker["spec"]["baseOSExtensionsContainerImage"],
+        ADMIN_EXT
+    );
+    // The administrator's selector took the infra MachineConfig in.
+    let sources: Vec<String> = store
+        .get("machineconfigpools", "", "worker")
+        .and_then(|p| p["spec"]["configuration"]["source"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|s| str_at(s, "/name").to_string())
+        .collect();
+    assert!(
+        sources.iter().any(|s| s == "70-infra-node-inventory"),
+        "{sources:?}"
+    );
+    for i in 0..9 {
+        let (name, role, config) = if i < 3 {
+            (
+                format!("master-{i}"),
+                "node-role.kubernetes.io/master",
+                &master_config,
+            )
+        } else {
+            (
+                format!("worker-{}", i - 3),
+                "node-role.kubernetes.io/worker",
+                &worker_config,
+            )
+        };
+        let node = json!({"metadata": {"name": name, "labels": {role: ""},
+            "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: "Done"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        store
+            .create(def("nodes"), "", node)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    ctrl.sync_all().await.unwrap_or_else(|e| panic!("{e}"));
+
+    let spec_of = |plural: &str, name: &str| {
+        store
+            .get(plural, "", name)
+            .map(|o| o["spec"].clone())
+            .unwrap_or_else(|| panic!("no {plural}/{name}"))
+    };
+    let pools_before = (
+        spec_of("machineconfigpools", "worker"),
+        spec_of("machineconfigpools", "master"),
+    );
+    let rendered_before = rendered_names(store);
+    let nodes_before = desired_configs(store);
+    assert_eq!(nodes_before.len(), 9);
+
+    // The operator starts: several passes, the controller syncing after each.
+    let op =
+        Operator::new(server.client(), options("4.99.0", IMAGE)).unwrap_or_else(|e| panic!("{e}"));
+    for pass in 0..4 {
+        let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.failure.is_none(), "pass {pass}: {:?}", r.failure);
+        roll_out(store);
+        ctrl.sync_all().await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    // It did its own work: the workloads at its image, the ControllerConfig at its version.
+    let d = store
+        .get("deployments", NAMESPACE, "machine-config-controller")
+        .unwrap_or_else(|| panic!("no controller Deployment"));
+    assert_eq!(str_at(&d, "/spec/template/spec/containers/0/image"), IMAGE);
+    let cc = store
+        .get("controllerconfigs", "", "machine-config-controller")
+        .unwrap_or_else(|| panic!("no ControllerConfig"));
+    assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.99.0");
+    // The administrator's fields are the administrator's.
+    assert_eq!(cc["spec"]["baseOSContainerImage"], ADMIN_OS);
+    assert_eq!(cc["spec"]["baseOSExtensionsContainerImage"], ADMIN_EXT);
+    let worker = spec_of("machineconfigpools", "worker");
+    assert_eq!(worker["machineConfigSelector"], worker_selector);
+    assert_eq!(worker["maxUnavailable"], 2);
+    assert_eq!(spec_of("machineconfigpools", "master")["paused"], true);
+    assert_eq!(
+        (
+            spec_of("machineconfigpools", "worker"),
+            spec_of("machineconfigpools", "master")
+        ),
+        pools_before
+    );
+    // Nothing re-rendered, no node was sent anywhere.
+    assert_eq!(target("worker"), worker_config);
+    assert_eq!(target("master"), master_config);
+    assert_eq!(rendered_names(store), rendered_before);
+    assert_eq!(desired_configs(store), nodes_before);
+}
+
+fn osimageurl(release: &str, os: &str, ext: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "machine-config-osimageurl", "namespace": NAMESPACE},
+           "data": {"releaseVersion": release, "baseOSContainerImage": os,
+                    "baseOSExtensionsContainerImage": ext, "osImageURL": ""}})
+}
+
+/// The OS images the operator writes are the release's (its `machine-config-osimageurl`
+/// ConfigMap), and only its own release's.
+#[tokio::test]
+async fn the_release_configmap_names_the_os_images() {
+    let (server, op) = deployed("4.99.0").await;
+    let store = &server.store;
+    let cc_images = || {
+        let cc = store
+            .get("controllerconfigs", "", "machine-config-controller")
+            .unwrap_or_else(|| panic!("no ControllerConfig"));
+        (
+            cc["spec"]["baseOSContainerImage"].clone(),
+            cc["spec"]["baseOSExtensionsContainerImage"].clone(),
+        )
+    };
+    assert_eq!(cc_images(), (Value::Null, Value::Null));
+    store
+        .create(
+            def("configmaps"),
+            NAMESPACE,
+            osimageurl("4.99.0", "release/os:1", ""),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.patched, 1, "{r:?}");
+    // An image the release does not name stays unset (or the administrator's).
+    assert_eq!(cc_images(), (json!("release/os:1"), Value::Null));
+    edit(
+        store,
+        "controllerconfigs",
+        "",
+        "machine-config-controller",
+        |cc| {
+            cc["spec"]["baseOSExtensionsContainerImage"] = json!("admin/ext:1");
+        },
+    );
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.patched, 0, "{r:?}");
+    assert_eq!(cc_images(), (json!("release/os:1"), json!("admin/ext:1")));
+
+    // Another release's images are refused: the pass fails and writes no image.
+    edit(
+        store,
+        "configmaps",
+        NAMESPACE,
+        "machine-config-osimageurl",
+        |cm| {
+            *cm = osimageurl("4.98.0", "old/os:0", "old/ext:0");
+        },
+    );
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    let f = r
+        .failure
+        .unwrap_or_else(|| panic!("another release's images were taken"));
+    assert_eq!(f.task, "RenderConfig");
+    assert!(
+        f.message.contains("machine-config-osimageurl"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("4.98.0"), "{}", f.message);
+    assert_eq!(cc_images(), (json!("release/os:1"), json!("admin/ext:1")));
+    assert_eq!(
+        condition(&cluster_operator(store), "Degraded")["status"],
+        "True"
     );
 }
 

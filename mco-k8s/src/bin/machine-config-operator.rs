@@ -1,6 +1,10 @@
 //! machine-config-operator: keeps the controller, server and agent deployed from the
 //! manifests, builds the ControllerConfig, and reports in the `machine-config`
 //! ClusterOperator.
+//!
+//! The OS images it writes into the ControllerConfig are the release's, read from the
+//! `machine-config-osimageurl` ConfigMap in its namespace; without one it leaves the images
+//! that are set. It never changes an existing pool's spec.
 
 use clap::Parser;
 use mco_k8s::leader::{run_elected, LeaderArgs};

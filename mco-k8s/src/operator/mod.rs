@@ -1,10 +1,13 @@
 //! The operator: keeps the controller, server and agent deployed from the manifests at one
-//! image and version, keeps the `machine-config-controller` ControllerConfig built from the
-//! cluster's config objects, and reports in the `machine-config` ClusterOperator.
+//! image and version, keeps the fields it owns in the `machine-config-controller`
+//! ControllerConfig built from the cluster's config objects and the release's OS images (the
+//! `machine-config-osimageurl` ConfigMap in its namespace), creates the built-in pools when
+//! missing, and reports in the `machine-config` ClusterOperator.
 //!
 //! The decisions are `mco_render::controllers::operator`'s; this module reads the cluster, applies the
-//! desired objects in order (create when missing, JSON merge patch when a field they set
-//! differs) and writes the status subresource when it changed.
+//! desired objects in order (create when missing, JSON merge patch when a field the operator
+//! owns differs, see `mco_render::controllers::operator::ownership`) and writes the status subresource
+//! when it changed.
 
 pub mod apply;
 pub mod embedded;
@@ -19,8 +22,9 @@ use kube::{Api, Client};
 use mco_render::controllers::operator::desired::is_workload;
 use mco_render::controllers::operator::status::{task_name, Workload};
 use mco_render::controllers::operator::{
-    compute_status, desired_objects, parse_manifests, ClusterConfigObjects, ClusterOperatorStatus,
-    DesiredOptions, StatusInput, SyncFailure, CLUSTER_OPERATOR_NAME, NAMESPACE,
+    compute_status, desired_objects, os_images_from_configmap, parse_manifests,
+    ClusterConfigObjects, ClusterOperatorStatus, DesiredOptions, OsImagesError, StatusInput,
+    SyncFailure, CLUSTER_OPERATOR_NAME, NAMESPACE, OS_IMAGE_URL_CONFIGMAP,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -56,6 +60,9 @@ pub enum OperatorError {
     /// An object did not convert to or from JSON.
     #[error("encoding: {0}")]
     Encode(serde_json::Error),
+    /// The release's OS images ConfigMap is refused.
+    #[error(transparent)]
+    OsImages(#[from] OsImagesError),
 }
 
 /// What one sync pass did.
@@ -128,21 +135,35 @@ impl Operator {
         })
     }
 
-    /// The cluster's config.openshift.io `cluster` objects. A missing object (or API group)
-    /// is absent; any other error fails the pass.
+    /// The cluster's config.openshift.io `cluster` objects and the release's OS images (the
+    /// `machine-config-osimageurl` ConfigMap in the operator's namespace). A missing object
+    /// (or API group) is absent; any other error, or a ConfigMap for another release, fails
+    /// the pass.
     async fn cluster_config(&self) -> Result<ClusterConfigObjects, OperatorError> {
+        let absent_if_missing = |r: Result<Option<Value>, OperatorError>| match r {
+            Err(OperatorError::Kube(kube::Error::Api(e))) if e.code == 404 => Ok(None),
+            other => other,
+        };
         let get = |kind: &'static str| async move {
             let api = api_all(&self.client, kind)?;
-            match get_value(&api, "cluster").await {
-                Err(OperatorError::Kube(kube::Error::Api(e))) if e.code == 404 => Ok(None),
-                other => other,
+            absent_if_missing(get_value(&api, "cluster").await)
+        };
+        let os_images = match kind_info("ConfigMap") {
+            Some(info) => {
+                let api = Api::namespaced_with(self.client.clone(), NAMESPACE, &info.resource);
+                match absent_if_missing(get_value(&api, OS_IMAGE_URL_CONFIGMAP).await)? {
+                    Some(cm) => os_images_from_configmap(&cm, &self.opts.version)?,
+                    None => Default::default(),
+                }
             }
+            None => Default::default(),
         };
         Ok(ClusterConfigObjects {
             infrastructure: get("Infrastructure").await?,
             network: get("Network").await?,
             dns: get("DNS").await?,
             proxy: get("Proxy").await?,
+            os_images,
         })
     }
 
@@ -262,9 +283,9 @@ impl Drop for WatchTask {
     }
 }
 
-fn watch_into(api: Api<DynamicObject>, tx: mpsc::Sender<()>) -> WatchTask {
+fn watch_into(api: Api<DynamicObject>, config: watcher::Config, tx: mpsc::Sender<()>) -> WatchTask {
     WatchTask(tokio::spawn(async move {
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        let mut stream = watcher(api, config).boxed();
         while let Some(ev) = stream.next().await {
             match &ev {
                 // A kind the cluster does not serve (no OpenShift config objects) keeps
@@ -282,7 +303,8 @@ fn watch_into(api: Api<DynamicObject>, tx: mpsc::Sender<()>) -> WatchTask {
 }
 
 /// Runs the operator until the process stops: a pass at start, then one after every change
-/// to the workloads, pools or cluster config objects, and every `resync`.
+/// to the workloads, pools, cluster config objects or the OS images ConfigMap, and every
+/// `resync`.
 pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
     let operator = Operator::new(client.clone(), opts.clone())?;
     let (tx, mut rx) = mpsc::channel::<()>(1);
@@ -290,8 +312,14 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
     for kind in ["Deployment", "DaemonSet"] {
         if let Some(info) = kind_info(kind) {
             let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
-            watchers.push(watch_into(api, tx.clone()));
+            watchers.push(watch_into(api, watcher::Config::default(), tx.clone()));
         }
+    }
+    if let Some(info) = kind_info("ConfigMap") {
+        let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
+        let only =
+            watcher::Config::default().fields(&format!("metadata.name={OS_IMAGE_URL_CONFIGMAP}"));
+        watchers.push(watch_into(api, only, tx.clone()));
     }
     for kind in [
         "MachineConfigPool",
@@ -300,7 +328,11 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
         "DNS",
         "Proxy",
     ] {
-        watchers.push(watch_into(api_all(&client, kind)?, tx.clone()));
+        watchers.push(watch_into(
+            api_all(&client, kind)?,
+            watcher::Config::default(),
+            tx.clone(),
+        ));
     }
     loop {
         match operator.sync_once().await {

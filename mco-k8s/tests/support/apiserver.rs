@@ -146,6 +146,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
     ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        kind: "ConfigMap",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
         group: "apps",
         version: "v1",
         plural: "deployments",

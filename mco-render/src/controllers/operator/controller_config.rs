@@ -1,12 +1,91 @@
 //! The `machine-config-controller` ControllerConfig: the manifest's, with the cluster's
-//! config.openshift.io/v1 `cluster` objects folded in the way upstream fills the spec.
+//! config.openshift.io/v1 `cluster` objects and the release's OS images folded in the way
+//! upstream fills the spec.
+//!
+//! The operator owns only the spec fields it derives ([`OWNED_SPEC_FIELDS`]), and only when
+//! it has a value for them: everything else in a live ControllerConfig (the OS images when
+//! the release names none, fields an administrator added) is left as it is.
 
 use super::{CONTROLLER_CONFIG_NAME, VERSION_ANNOTATION};
 use crate::api::value_at::{str_at, strings_at};
 use serde_json::{json, Map, Value};
 use std::net::IpAddr;
 
-/// The cluster's config.openshift.io/v1 objects named `cluster`, when they exist.
+/// The ConfigMap in the operator's namespace naming the release's OS images (as upstream's
+/// release payload ships it): `baseOSContainerImage`, `baseOSExtensionsContainerImage` and
+/// the `releaseVersion` they belong to.
+pub const OS_IMAGE_URL_CONFIGMAP: &str = "machine-config-osimageurl";
+
+/// The ControllerConfig spec fields the operator owns: those [`build_controller_config`]
+/// derives from the cluster's config objects and the release's OS images. On an existing
+/// ControllerConfig only these are written, and only with a value (not null or `""`).
+pub const OWNED_SPEC_FIELDS: &[&str] = &[
+    "infra",
+    "platform",
+    "networkType",
+    "ipFamilies",
+    "clusterDNSIP",
+    "dns",
+    "proxy",
+    "baseOSContainerImage",
+    "baseOSExtensionsContainerImage",
+];
+
+/// The release's OS images; `None` where the release names none (the ControllerConfig's
+/// value, whoever set it, is then kept).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OsImages {
+    /// The OS image (`spec.baseOSContainerImage`).
+    pub base_os_container_image: Option<String>,
+    /// The OS extensions image (`spec.baseOSExtensionsContainerImage`).
+    pub base_os_extensions_container_image: Option<String>,
+}
+
+/// An OS images ConfigMap the operator refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OsImagesError {
+    /// The ConfigMap is for another release than the operator's: its images would roll the
+    /// nodes to another release's OS.
+    #[error(
+        "refusing the OS images of ConfigMap \
+         openshift-machine-config-operator/machine-config-osimageurl: they are for release \
+         {found:?}, the operator is at {operator:?}"
+    )]
+    OtherRelease {
+        /// The ConfigMap's `releaseVersion`.
+        found: String,
+        /// The operator's version.
+        operator: String,
+    },
+}
+
+/// The OS images of the `machine-config-osimageurl` ConfigMap, for an operator at
+/// `operator_version`. Empty or missing keys name no image. A ConfigMap whose
+/// `releaseVersion` is set and differs from the operator's version is refused, as upstream
+/// does.
+pub fn os_images_from_configmap(
+    configmap: &Value,
+    operator_version: &str,
+) -> Result<OsImages, OsImagesError> {
+    let release = str_at(configmap, "/data/releaseVersion");
+    if !release.is_empty() && release != operator_version {
+        return Err(OsImagesError::OtherRelease {
+            found: release.to_string(),
+            operator: operator_version.to_string(),
+        });
+    }
+    let image = |key: &str| match str_at(configmap, &format!("/data/{key}")).trim() {
+        "" => None,
+        v => Some(v.to_string()),
+    };
+    Ok(OsImages {
+        base_os_container_image: image("baseOSContainerImage"),
+        base_os_extensions_container_image: image("baseOSExtensionsContainerImage"),
+    })
+}
+
+/// The operator's inputs to the ControllerConfig: the cluster's config.openshift.io/v1
+/// objects named `cluster`, when they exist, and the release's OS images.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterConfigObjects {
     /// The Infrastructure.
@@ -17,6 +96,8 @@ pub struct ClusterConfigObjects {
     pub dns: Option<Value>,
     /// The Proxy.
     pub proxy: Option<Value>,
+    /// The release's OS images.
+    pub os_images: OsImages,
 }
 
 /// The object as the ControllerConfig carries it: identity, spec and status, without the
@@ -90,8 +171,11 @@ pub fn ip_families(cidrs: &[String]) -> Option<&'static str> {
 /// Builds the ControllerConfig from the manifest's (or an empty one) and the cluster objects:
 /// `spec.infra` and `spec.platform` from the Infrastructure, `spec.networkType`,
 /// `spec.ipFamilies` and `spec.clusterDNSIP` from the Network, `spec.dns` from the DNS,
-/// `spec.proxy` from the Proxy's status, and the version annotation. Fields the cluster does
-/// not provide keep the manifest's values; the status is dropped (the controller owns it).
+/// `spec.proxy` from the Proxy's status, the OS images from the release's, and the version
+/// annotation. Fields the inputs do not provide keep the manifest's values, except empty
+/// placeholders (null or `""`), which are dropped; the status is dropped (the controller
+/// owns it). The manifest's fields only seed a new ControllerConfig: on an existing one the
+/// operator writes [`OWNED_SPEC_FIELDS`] alone.
 pub fn build_controller_config(
     manifest: Option<&Value>,
     cluster: &ClusterConfigObjects,
@@ -118,6 +202,16 @@ pub fn build_controller_config(
         cc["spec"] = json!({});
     }
     let spec = &mut cc["spec"];
+    if let Some(m) = spec.as_object_mut() {
+        m.retain(|_, v| !is_placeholder(v));
+    }
+    let images = &cluster.os_images;
+    if let Some(image) = &images.base_os_container_image {
+        spec["baseOSContainerImage"] = json!(image);
+    }
+    if let Some(image) = &images.base_os_extensions_container_image {
+        spec["baseOSExtensionsContainerImage"] = json!(image);
+    }
     if let Some(infra) = &cluster.infrastructure {
         spec["infra"] = embedded(infra);
         spec["platform"] = json!(platform(infra));
@@ -149,6 +243,11 @@ pub fn build_controller_config(
     cc
 }
 
+/// Whether a value is an empty placeholder (null or `""`) rather than a value to write.
+pub fn is_placeholder(v: &Value) -> bool {
+    v.is_null() || v.as_str().is_some_and(|s| s.trim().is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +264,8 @@ mod tests {
         let cc =
             build_controller_config(Some(&manifest()), &ClusterConfigObjects::default(), "4.1");
         assert_eq!(cc["spec"]["baseOSContainerImage"], "os:1");
+        // An empty placeholder is not a value.
+        assert!(cc["spec"].get("baseOSExtensionsContainerImage").is_none());
         assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.1");
         assert!(cc.get("status").is_none());
         assert!(cc["spec"].get("infra").is_none());
@@ -237,5 +338,113 @@ mod tests {
             Some("DualStackIPv6Primary")
         );
         assert_eq!(ip_families(&[]), None);
+    }
+
+    fn osimageurl(data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": OS_IMAGE_URL_CONFIGMAP, "namespace": super::super::NAMESPACE},
+               "data": data})
+    }
+
+    #[test]
+    fn os_images_come_from_the_release_configmap() {
+        let cm = osimageurl(
+            json!({"releaseVersion": "4.1", "baseOSContainerImage": "os:2",
+            "baseOSExtensionsContainerImage": "ext:2", "osImageURL": ""}),
+        );
+        assert_eq!(
+            os_images_from_configmap(&cm, "4.1"),
+            Ok(OsImages {
+                base_os_container_image: Some("os:2".into()),
+                base_os_extensions_container_image: Some("ext:2".into()),
+            })
+        );
+        // Empty values name no image; no releaseVersion is any release's.
+        let cm = osimageurl(json!({"baseOSContainerImage": "os:2",
+            "baseOSExtensionsContainerImage": " "}));
+        assert_eq!(
+            os_images_from_configmap(&cm, "4.1"),
+            Ok(OsImages {
+                base_os_container_image: Some("os:2".into()),
+                base_os_extensions_container_image: None,
+            })
+        );
+        assert_eq!(
+            os_images_from_configmap(&json!({}), "4.1"),
+            Ok(OsImages::default())
+        );
+    }
+
+    #[test]
+    fn another_releases_os_images_are_refused() {
+        let cm = osimageurl(json!({"releaseVersion": "4.0", "baseOSContainerImage": "os:old"}));
+        let err = os_images_from_configmap(&cm, "4.1");
+        assert_eq!(
+            err,
+            Err(OsImagesError::OtherRelease {
+                found: "4.0".into(),
+                operator: "4.1".into()
+            })
+        );
+        let msg = err.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(
+            msg.contains(&format!(
+                "{}/{OS_IMAGE_URL_CONFIGMAP}",
+                super::super::NAMESPACE
+            )),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn the_release_images_replace_the_manifests() {
+        let cluster = ClusterConfigObjects {
+            os_images: OsImages {
+                base_os_container_image: Some("os:2".into()),
+                base_os_extensions_container_image: Some("ext:2".into()),
+            },
+            ..Default::default()
+        };
+        let cc = build_controller_config(Some(&manifest()), &cluster, "v");
+        assert_eq!(cc["spec"]["baseOSContainerImage"], "os:2");
+        assert_eq!(cc["spec"]["baseOSExtensionsContainerImage"], "ext:2");
+        // Without release images the manifest's non-empty value seeds a new ControllerConfig.
+        let cc = build_controller_config(Some(&manifest()), &ClusterConfigObjects::default(), "v");
+        assert_eq!(cc["spec"]["baseOSContainerImage"], "os:1");
+    }
+
+    #[test]
+    fn every_derived_field_is_owned() {
+        let cluster = ClusterConfigObjects {
+            infrastructure: Some(json!({"metadata": {"name": "cluster"},
+                "status": {"platformStatus": {"type": "AWS"}}})),
+            network: Some(json!({"metadata": {"name": "cluster"},
+                "status": {"networkType": "OVNKubernetes", "serviceNetwork": ["172.30.0.0/16"]}})),
+            dns: Some(json!({"metadata": {"name": "cluster"}, "spec": {"baseDomain": "e.com"}})),
+            proxy: Some(json!({"metadata": {"name": "cluster"}, "status": {"httpProxy": "p"}})),
+            os_images: OsImages {
+                base_os_container_image: Some("os:2".into()),
+                base_os_extensions_container_image: Some("ext:2".into()),
+            },
+        };
+        let cc = build_controller_config(None, &cluster, "v");
+        let mut set: Vec<&str> = cc["spec"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        set.sort_unstable();
+        let mut owned = OWNED_SPEC_FIELDS.to_vec();
+        owned.sort_unstable();
+        assert_eq!(set, owned);
+    }
+
+    #[test]
+    fn placeholders() {
+        assert!(is_placeholder(&json!(null)));
+        assert!(is_placeholder(&json!("")));
+        assert!(is_placeholder(&json!("  ")));
+        assert!(!is_placeholder(&json!("x")));
+        assert!(!is_placeholder(&json!({})));
+        assert!(!is_placeholder(&json!(false)));
     }
 }

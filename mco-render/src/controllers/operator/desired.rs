@@ -324,10 +324,27 @@ mod tests {
         assert!(out.len() >= 15, "{}", out.len());
         let text = serde_json::to_string(&out).unwrap_or_default();
         assert!(!text.contains(IMAGE_PLACEHOLDER));
-        let ccs = out
+        let ccs: Vec<&Value> = out
             .iter()
             .filter(|o| str_at(o, "/kind") == "ControllerConfig")
-            .count();
-        assert_eq!(ccs, 1);
+            .collect();
+        assert_eq!(ccs.len(), 1);
+        // No placeholder OS images: without the release's, the operator names none.
+        let spec = ccs[0]["spec"].as_object().cloned().unwrap_or_default();
+        assert!(
+            !spec.contains_key("baseOSContainerImage")
+                && !spec.contains_key("baseOSExtensionsContainerImage"),
+            "{spec:?}"
+        );
+        assert!(
+            !objs.iter().any(|o| {
+                str_at(o, "/kind") == "ControllerConfig"
+                    && o["spec"].as_object().is_some_and(|m| {
+                        m.values()
+                            .any(super::super::controller_config::is_placeholder)
+                    })
+            }),
+            "a placeholder in the ControllerConfig manifest"
+        );
     }
 }

@@ -3,16 +3,23 @@
 //!
 //! The operator keeps the controller, server and agent deployed from the manifests folder at
 //! one image and version ([`desired`]), builds the `machine-config-controller`
-//! ControllerConfig from the manifest's and the cluster's config objects
-//! ([`controller_config`]), and reports how far the rollout got in the `machine-config`
-//! ClusterOperator ([`status`]). Reading and writing the API server is the adapter's job.
+//! ControllerConfig from the manifest's and the cluster's config objects and the release's
+//! OS images ([`controller_config`]), writes only the fields it owns on objects that exist
+//! ([`ownership`]: never a pool's spec, never an empty placeholder over a ControllerConfig
+//! value), and reports how far the rollout got in the `machine-config` ClusterOperator
+//! ([`status`]). Reading and writing the API server is the adapter's job.
 
 pub mod controller_config;
 pub mod desired;
+pub mod ownership;
 pub mod status;
 
-pub use controller_config::{build_controller_config, ClusterConfigObjects};
+pub use controller_config::{
+    build_controller_config, os_images_from_configmap, ClusterConfigObjects, OsImages,
+    OsImagesError, OS_IMAGE_URL_CONFIGMAP,
+};
 pub use desired::{desired_objects, parse_manifests, DesiredOptions, OperatorError};
+pub use ownership::{update_for, MergePatch, Ownership};
 pub use status::{
     compute_status, ClusterOperatorStatus, Condition, ObjectReference, OperandVersion, StatusInput,
     SyncFailure,
