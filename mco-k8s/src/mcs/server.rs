@@ -210,8 +210,23 @@ fn build_state(
     Ok(ServedState::build(&m, &cfg.build, previous))
 }
 
-fn log_state(state: &ServedState) {
+/// Logs what a rebuild changed: pools whose served config or failure differs from
+/// `previous` (every pool at start-up), and pools no longer served.
+fn log_state(state: &ServedState, previous: Option<&ServedState>) {
+    let outcome = |e: &Result<super::state::PoolEntry, String>| match e {
+        Ok(e) => Ok(e.rendered_name.clone()),
+        Err(err) => Err(err.clone()),
+    };
+    if let Some(prev) = previous {
+        for pool in prev.pools.keys().filter(|p| !state.pools.contains_key(*p)) {
+            tracing::info!(pool = %pool, "no longer served");
+        }
+    }
     for (pool, entry) in &state.pools {
+        let before = previous.and_then(|p| p.pools.get(pool)).map(outcome);
+        if before.as_ref() == Some(&outcome(entry)) {
+            continue;
+        }
         match entry {
             Ok(e) => tracing::info!(pool = %pool, rendered = %e.rendered_name, "serving"),
             Err(err) => tracing::error!(pool = %pool, error = %err, "pool cannot be served"),
@@ -249,7 +264,7 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
             (Live::Cluster { cache, changed, cc }, state)
         }
     };
-    log_state(&state);
+    log_state(&state, None);
     let shared = Arc::new(Shared {
         state: RwLock::new(Arc::new(state)),
         access: cfg.access.clone(),
@@ -353,6 +368,7 @@ async fn reload_loop(
                     while changed.try_recv().is_ok() {}
                     let snap = cache.snapshot();
                     let prev = shared.state();
+                    let before = prev.clone();
                     let old_cc = (**cc).clone();
                     let build = cfg.build.clone();
                     let built = tokio::task::spawn_blocking(move || {
@@ -362,7 +378,7 @@ async fn reload_loop(
                     .await;
                     match built {
                         Ok((state, new_cc)) => {
-                            log_state(&state);
+                            log_state(&state, Some(&before));
                             shared.set_state(state);
                             shared.metrics.reloaded(true);
                             **cc = new_cc;
@@ -388,6 +404,7 @@ async fn reload_loop(
         }
         *fp = now;
         let prev = shared.state();
+        let before = prev.clone();
         let cfg2 = cfg.clone();
         let built = tokio::task::spawn_blocking(move || {
             build_state(&dir, templates.as_deref(), &cfg2, Some(&prev))
@@ -395,7 +412,7 @@ async fn reload_loop(
         .await;
         match built {
             Ok(Ok(state)) => {
-                log_state(&state);
+                log_state(&state, Some(&before));
                 shared.set_state(state);
                 shared.metrics.reloaded(true);
             }
