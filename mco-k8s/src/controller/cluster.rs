@@ -102,7 +102,7 @@ impl Cluster {
             ccs: Api::all_with(client.clone(), &cc_ar),
             nodes: Api::all(client.clone()),
             mc_resource,
-            drainer: Drainer::new(client, opts.drain_timeout),
+            drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry),
             opts,
         }
     }
@@ -138,6 +138,11 @@ impl Cluster {
             nodes.push(decode("Node", &o)?);
         }
         Ok((mcs, pools, cc, nodes))
+    }
+
+    /// How long until a drain in progress wants another pass (see [`Drainer::next_retry`]).
+    pub fn next_drain_retry(&self) -> Option<std::time::Duration> {
+        self.drainer.next_retry()
     }
 
     /// One full pass: render, roll out, status, drains, garbage collection.
