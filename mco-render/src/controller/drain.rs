@@ -292,6 +292,15 @@ pub fn drain_failure_annotation(node: &Node, step: &DrainStep, timed_out: bool) 
     }
 }
 
+/// The report of a drain blocked past its timeout, while that drain is still pending: the
+/// node's [`DRAIN_FAILURE`] annotation, ignored once the drain it was about is applied.
+pub fn blocked_drain_report(node: &Node) -> Option<&str> {
+    match drain_action(node) {
+        DrainAction::Drain { .. } => node.annotation(DRAIN_FAILURE),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::node::testing::node;
@@ -518,5 +527,22 @@ mod tests {
         );
         // It goes once the drain is done.
         assert_eq!(drain_failure_annotation(&n, &DrainStep::Done, true), None);
+    }
+
+    #[test]
+    fn a_report_counts_only_while_its_drain_is_pending() {
+        let mut n = node("w1", &[]);
+        let a = &mut n.metadata.annotations;
+        a.insert(DRAIN_FAILURE.into(), "failed to drain node w1: x".into());
+        a.insert(DESIRED_DRAIN.into(), "drain-r2".into());
+        assert_eq!(blocked_drain_report(&n), Some("failed to drain node w1: x"));
+        n.metadata
+            .annotations
+            .insert(LAST_APPLIED_DRAIN.into(), "drain-r2".into());
+        assert_eq!(blocked_drain_report(&n), None);
+        n.metadata
+            .annotations
+            .insert(DESIRED_DRAIN.into(), "uncordon-r2".into());
+        assert_eq!(blocked_drain_report(&n), None);
     }
 }
