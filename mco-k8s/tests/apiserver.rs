@@ -11,7 +11,7 @@ use kube::api::{
 use kube::Api;
 use mco_k8s::crd;
 use serde_json::json;
-use support::apiserver::ApiServer;
+use support::apiserver::{ApiServer, Kubelet};
 
 fn pools(client: kube::Client) -> Api<DynamicObject> {
     Api::all_with(client, &ApiResource::erase::<crd::MachineConfigPool>(&()))
@@ -212,12 +212,219 @@ async fn lists_watches_and_evictions() {
         .unwrap();
     assert_eq!(on_n1.items.len(), 1);
     // A disruption budget refuses twice; kube-rs retries 429s on its own.
+    server.store.set_kubelet(Kubelet::Held);
     server.store.block_eviction("apps", "p1", 2);
     pods.evict("p1", &EvictParams::default()).await.unwrap();
     assert_eq!(server.store.request_counts()["POST pods/eviction"], 3);
-    assert!(pods.get_opt("p1").await.unwrap().is_none());
     assert_eq!(
         server.store.evictions(),
         [("apps".to_string(), "p1".to_string())]
+    );
+    // The evicted pod terminates for its grace period (the default 30 s) before it is gone.
+    let p1 = pods.get("p1").await.unwrap();
+    assert!(p1.metadata.deletion_timestamp.is_some());
+    assert_eq!(p1.metadata.deletion_grace_period_seconds, Some(30));
+    assert_eq!(
+        server.store.terminating(),
+        [("apps".to_string(), "p1".to_string())]
+    );
+    // Evicting it again is accepted, budget or not, and changes nothing.
+    server.store.block_eviction("apps", "p1", 5);
+    pods.evict("p1", &EvictParams::default()).await.unwrap();
+    assert_eq!(server.store.request_counts()["POST pods/eviction"], 4);
+    let again = pods.get("p1").await.unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        p1.metadata.resource_version
+    );
+    assert_eq!(server.store.evictions().len(), 1);
+    assert_eq!(
+        server.store.finish_terminating(),
+        [("apps".to_string(), "p1".to_string())]
+    );
+    assert!(pods.get_opt("p1").await.unwrap().is_none());
+    let e = pods.evict("p1", &EvictParams::default()).await.unwrap_err();
+    assert_eq!(code(e), (404, "NotFound".into()));
+}
+
+/// A pod bound to `node` with the given grace period and phase.
+fn pod(name: &str, node: &str, grace: Option<i64>, phase: &str) -> Pod {
+    let mut p = json!({
+        "metadata": {"name": name},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+        "status": {"phase": phase}
+    });
+    if let Some(g) = grace {
+        p["spec"]["terminationGracePeriodSeconds"] = json!(g);
+    }
+    serde_json::from_value(p).unwrap()
+}
+
+#[tokio::test]
+async fn pods_terminate_for_their_grace_period() {
+    let server = ApiServer::start().await.unwrap();
+    server.store.set_kubelet(Kubelet::Held);
+    let client = server.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "apps");
+    let pp = PostParams::default();
+    for p in [
+        pod("spec-grace", "n1", Some(120), "Running"),
+        pod("asked-grace", "n1", Some(120), "Running"),
+        pod("unbound", "", None, "Running"),
+        pod("finished", "n1", None, "Succeeded"),
+        pod("zero", "n1", None, "Running"),
+    ] {
+        pods.create(&pp, &p).await.unwrap();
+    }
+    let created = pods.get("spec-grace").await.unwrap();
+    let mut stream = pods
+        .watch(
+            &WatchParams::default(),
+            created.metadata.resource_version.as_deref().unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+
+    // The pod's own grace period, when the request names none.
+    pods.delete("spec-grace", &DeleteParams::default())
+        .await
+        .unwrap();
+    let t = pods.get("spec-grace").await.unwrap();
+    assert_eq!(t.metadata.deletion_grace_period_seconds, Some(120));
+    assert_eq!(t.metadata.generation, Some(2));
+    assert_ne!(
+        t.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    let ts = t.metadata.deletion_timestamp.clone().unwrap();
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let left = ts.0.as_second() - now.as_second();
+    assert!((115..=121).contains(&left), "{left}");
+    // The request's, when it names one; a longer one later changes nothing, a shorter one
+    // brings the end forward.
+    let dp = |g: u32| DeleteParams {
+        grace_period_seconds: Some(g),
+        ..DeleteParams::default()
+    };
+    pods.delete("asked-grace", &dp(10)).await.unwrap();
+    let a = pods.get("asked-grace").await.unwrap();
+    assert_eq!(a.metadata.deletion_grace_period_seconds, Some(10));
+    pods.delete("asked-grace", &dp(60)).await.unwrap();
+    let b = pods.get("asked-grace").await.unwrap();
+    assert_eq!(b.metadata.resource_version, a.metadata.resource_version);
+    pods.delete("asked-grace", &dp(5)).await.unwrap();
+    let c = pods.get("asked-grace").await.unwrap();
+    assert_eq!(c.metadata.deletion_grace_period_seconds, Some(5));
+    assert_eq!(c.metadata.generation, Some(2));
+    // No grace for a pod on no node, or one that has finished; 0 deletes at once.
+    pods.delete("unbound", &DeleteParams::default())
+        .await
+        .unwrap();
+    pods.delete("finished", &DeleteParams::default())
+        .await
+        .unwrap();
+    pods.delete("zero", &dp(0)).await.unwrap();
+    for name in ["unbound", "finished", "zero"] {
+        assert!(pods.get_opt(name).await.unwrap().is_none(), "{name}");
+    }
+    // A terminating pod keeps its deletionTimestamp through writes.
+    let patched = pods
+        .patch(
+            "spec-grace",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.metadata.deletion_timestamp, Some(ts));
+
+    // Watchers see the pods marked (MODIFIED), and removed (DELETED) only when they end.
+    let mut seen = Vec::new();
+    while seen.len() < 7 {
+        match stream.next().await {
+            Some(Ok(WatchEvent::Modified(p))) => {
+                seen.push(("MODIFIED", p.metadata.name.unwrap_or_default()))
+            }
+            Some(Ok(WatchEvent::Deleted(p))) => {
+                seen.push(("DELETED", p.metadata.name.unwrap_or_default()))
+            }
+            Some(Ok(WatchEvent::Added(_))) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let named = |t: &'static str, n: &str| (t, n.to_string());
+    assert_eq!(
+        seen,
+        [
+            named("MODIFIED", "spec-grace"),
+            named("MODIFIED", "asked-grace"),
+            named("MODIFIED", "asked-grace"),
+            named("DELETED", "unbound"),
+            named("DELETED", "finished"),
+            named("DELETED", "zero"),
+            named("MODIFIED", "spec-grace"),
+        ]
+    );
+    assert_eq!(server.store.terminating().len(), 2);
+
+    // A faster kubelet: the 5 s grace period ends (5 ms), the 120 s one not yet (120 ms)...
+    // both do in the end, each with a DELETED event.
+    server.store.set_kubelet(Kubelet::Speedup(1000));
+    let mut deleted = Vec::new();
+    while deleted.len() < 2 {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), stream.next()).await {
+            Ok(Some(Ok(WatchEvent::Deleted(p)))) => deleted.push(p.metadata.name.unwrap()),
+            Ok(Some(Ok(_))) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(deleted.contains(&"asked-grace".to_string()));
+    assert!(deleted.contains(&"spec-grace".to_string()));
+    assert!(server.store.terminating().is_empty());
+    assert!(server.store.list("pods").is_empty());
+}
+
+#[tokio::test]
+async fn evictions_carry_delete_options_and_clients_are_counted() {
+    let server = ApiServer::start().await.unwrap();
+    server.store.set_kubelet(Kubelet::Held);
+    let client = server.client_as("drain-test/1");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "apps");
+    pods.create(&PostParams::default(), &pod("p", "n1", None, "Running"))
+        .await
+        .unwrap();
+    // The Eviction's deleteOptions (kube-rs's evict cannot send them: its field name is
+    // wrong), sent as is.
+    let body = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": "apps"},
+        "deleteOptions": {"gracePeriodSeconds": 7}});
+    let req = http::Request::post("/api/v1/namespaces/apps/pods/p/eviction")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&body).unwrap())
+        .unwrap();
+    let status: serde_json::Value = client.request(req).await.unwrap();
+    assert_eq!(status["status"], "Success");
+    let p = pods.get("p").await.unwrap();
+    assert_eq!(p.metadata.deletion_grace_period_seconds, Some(7));
+    // A budget does not cover a pod that is not running yet.
+    pods.create(&PostParams::default(), &pod("q", "n1", None, "Pending"))
+        .await
+        .unwrap();
+    server.store.block_eviction("apps", "q", u32::MAX);
+    pods.evict("q", &EvictParams::default()).await.unwrap();
+
+    let counts = server.store.request_counts_by_agent();
+    let by = |what: &str| {
+        counts
+            .get(&("drain-test/1".to_string(), what.to_string()))
+            .copied()
+    };
+    assert_eq!(by("POST pods/eviction"), Some(2));
+    assert_eq!(by("POST pods"), Some(2));
+    assert_eq!(by("GET pods"), Some(1));
+    assert!(
+        counts.keys().all(|(agent, _)| agent == "drain-test/1"),
+        "{counts:?}"
     );
 }

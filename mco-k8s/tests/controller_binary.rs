@@ -11,7 +11,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
+use support::apiserver::{resource, ApiServer, Kubelet};
 use support::cluster::{expected_rendered, seed_examples};
 use support::rbac;
 
@@ -57,6 +57,8 @@ fn annotation(server: &ApiServer, node: &str, key: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
     let server = ApiServer::start().await.unwrap();
+    // The evicted pod's 30 s grace period lasts 30 ms.
+    server.store.set_kubelet(Kubelet::Speedup(1000));
     seed_examples(&server);
     let opts = RenderOptions::default();
     let worker = expected_rendered(&server, "worker", &opts)

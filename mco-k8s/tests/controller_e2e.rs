@@ -4,7 +4,8 @@
 //! The controller runs in-process (`mco_k8s::controller::run`). Simulated agents watch the
 //! nodes; when a node's desiredConfig differs from its currentConfig they do what the daemon
 //! does: mark the node Working, ask for a drain, "reboot", ask for an uncordon, then report
-//! currentConfig = desiredConfig and Done. The API server's store checks, on every node
+//! currentConfig = desiredConfig and Done. Evicted pods terminate for their grace period (on
+//! a kubelet clock sped up 1000 times) before a drain is done. The API server's store checks, on every node
 //! write, how many workers count as unavailable.
 
 mod support;
@@ -20,12 +21,13 @@ use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL,
 };
 use mco_render::api::Node;
+use mco_render::controllers::drain::DrainRetry;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
+use support::apiserver::{resource, ApiServer, Kubelet};
 use support::cluster::{decode, examples, expected_rendered};
 use support::yaml_docs;
 use tokio::task::JoinHandle;
@@ -65,6 +67,10 @@ fn controller_options() -> Options {
         resync: Duration::from_secs(1),
         gc_keep: Some(0),
         drain_timeout: Duration::from_secs(60),
+        drain_retry: DrainRetry {
+            first: Duration::from_millis(20),
+            max: Duration::from_millis(500),
+        },
         ..Options::default()
     }
 }
@@ -235,6 +241,8 @@ fn rendered_names(server: &ApiServer) -> BTreeSet<String> {
 async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     let limit = Duration::from_secs(30);
     let server = ApiServer::start().await.unwrap();
+    // Evicted pods terminate for their grace period, 1000 times faster (30 s: 30 ms).
+    server.store.set_kubelet(Kubelet::Speedup(1000));
     let client = server.client();
 
     // Every node write: how many workers count as unavailable now, and the most ever.

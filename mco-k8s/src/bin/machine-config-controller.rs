@@ -61,6 +61,7 @@ async fn main() -> ExitCode {
         resync: Duration::from_secs(cli.resync_seconds),
         gc_keep: usize::try_from(cli.keep_rendered).ok(),
         drain_timeout: Duration::from_secs(cli.drain_timeout_seconds),
+        drain_retry: Default::default(),
         templates,
     };
     let client = match mco_k8s::kubeclient::connect(

@@ -56,7 +56,12 @@ fn decode<T: DeserializeOwned, S: serde::Serialize + kube::ResourceExt>(
 
 /// RFC 3339 UTC time with seconds, as Kubernetes writes it.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// `t` as RFC 3339 UTC with seconds (times before 1970 read as 1970).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
@@ -102,7 +107,7 @@ impl Cluster {
             ccs: Api::all_with(client.clone(), &cc_ar),
             nodes: Api::all(client.clone()),
             mc_resource,
-            drainer: Drainer::new(client, opts.drain_timeout),
+            drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry),
             opts,
         }
     }
@@ -138,6 +143,11 @@ impl Cluster {
             nodes.push(decode("Node", &o)?);
         }
         Ok((mcs, pools, cc, nodes))
+    }
+
+    /// How long until a drain in progress wants another pass (see [`Drainer::next_retry`]).
+    pub fn next_drain_retry(&self) -> Option<std::time::Duration> {
+        self.drainer.next_retry()
     }
 
     /// One full pass: render, roll out, status, drains, garbage collection.
@@ -271,5 +281,7 @@ mod tests {
         let t = super::now_rfc3339();
         assert_eq!(t.len(), 20);
         assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T');
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_709_210_096);
+        assert_eq!(super::rfc3339(at), "2024-02-29T12:34:56Z");
     }
 }

@@ -1,5 +1,13 @@
 //! Carrying out drain and uncordon requests: cordon, evict (the API server enforces
-//! PodDisruptionBudgets and answers 429 while one blocks), record the request as applied.
+//! PodDisruptionBudgets and answers 429 while one blocks), wait until the evicted pods are
+//! gone, record the request as applied. The decisions are `mco_render::controllers::drain`'s
+//! ([`drain_step`] for where a drain stands, [`DrainRetry`] for when to look again); this
+//! module reads pods, sends evictions and writes the node.
+//!
+//! A drain that is not done is looked at again on its own clock ([`Drainer::next_retry`]),
+//! not only on the controller's resync: every [`DrainRetry::first`] while evicted pods
+//! terminate, and with a doubling backoff while evictions are refused. Passes that come
+//! earlier (any watched change) leave a drain alone until its retry is due.
 
 use super::cluster::SyncError;
 use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
@@ -8,37 +16,64 @@ use kube::{Api, Client};
 use mco_render::api::node::{DRAIN_FAILURE, LAST_APPLIED_DRAIN};
 use mco_render::api::Node;
 use mco_render::controllers::drain::{
-    drain_action, drain_failure_annotation, should_evict, DrainAction, Pod,
+    drain_action, drain_failure_annotation, drain_step, DrainAction, DrainRetry, DrainStep, Pod,
+    PodRef,
 };
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// How long one eviction may take. kube-rs retries a 429 (a PodDisruptionBudget refusing)
-/// with exponential backoff for minutes; past this the pod counts as blocking and the next
-/// pass tries again, so one blocked pod does not stall every pool's sync.
+/// with exponential backoff for minutes; past this the pod counts as refused and the drain's
+/// own backoff tries again, so one blocked pod does not stall every pool's sync.
 pub const EVICTION_ATTEMPT: Duration = Duration::from_secs(2);
 
-/// Drains nodes on request, remembering when each node's current drain request started (a
-/// new request starts its own clock).
-pub struct Drainer {
-    client: Client,
-    nodes: Api<KubeNode>,
-    started: BTreeMap<String, (String, Instant)>,
-    timeout: Duration,
+/// Eviction rounds in one attempt: a round evicts what the last listing showed, and pods that
+/// show up after it get one more round before the attempt ends.
+const ROUNDS: usize = 2;
+
+/// One node's drain in progress.
+#[derive(Debug)]
+struct Ongoing {
+    /// The desiredDrain value being carried out.
+    request: String,
+    /// When this request was first seen.
+    started: Instant,
+    /// Pods whose eviction the API server accepted (or which were already gone).
+    evicted: BTreeSet<PodRef>,
+    /// Attempts in a row that ended blocked.
+    refusals: u32,
+    /// When the drain is due for its next attempt.
+    next: Instant,
 }
 
-impl Drainer {
-    /// A drainer giving up (and reporting) after `timeout`.
-    pub fn new(client: Client, timeout: Duration) -> Self {
-        Drainer {
-            nodes: Api::all(client.clone()),
-            client,
-            started: BTreeMap::new(),
-            timeout,
+impl Ongoing {
+    fn new(request: &str, now: Instant) -> Self {
+        Ongoing {
+            request: request.to_string(),
+            started: now,
+            evicted: BTreeSet::new(),
+            refusals: 0,
+            next: now,
         }
     }
+}
 
+/// The API calls a drain makes.
+struct DrainApi {
+    client: Client,
+    nodes: Api<KubeNode>,
+}
+
+/// What the API server answered to one eviction.
+enum Evicted {
+    /// Accepted: the pod is terminating (or already deleted).
+    Accepted,
+    /// Refused, or no answer within [`EVICTION_ATTEMPT`].
+    Refused,
+}
+
+impl DrainApi {
     async fn set_unschedulable(&self, node: &str, on: bool) -> Result<(), SyncError> {
         let patch = json!({"spec": {"unschedulable": on}});
         self.nodes
@@ -59,83 +94,186 @@ impl Drainer {
         Ok(())
     }
 
-    /// Evicts what should go, all at once; returns the pods still blocking (namespace, name).
-    async fn evict_all(&self, node: &str) -> Result<Vec<(String, String)>, SyncError> {
-        let pods: Api<KubePod> = Api::all(self.client.clone());
-        let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
-        let mut targets = Vec::new();
-        for p in pods.list(&lp).await? {
-            let pod: Pod = match serde_json::to_value(&p).and_then(serde_json::from_value) {
-                Ok(p) => p,
-                Err(_) => continue,
-            };
-            if should_evict(&pod) {
-                targets.push((pod.metadata.namespace, pod.metadata.name));
-            }
-        }
-        let attempts = targets.into_iter().map(|(ns, name)| async move {
-            let api: Api<KubePod> = Api::namespaced(self.client.clone(), &ns);
-            let res =
-                tokio::time::timeout(EVICTION_ATTEMPT, api.evict(&name, &EvictParams::default()))
-                    .await;
-            (ns, name, res)
-        });
-        let mut blocking = Vec::new();
-        for (ns, name, res) in futures::future::join_all(attempts).await {
-            match res {
-                Ok(Ok(_)) => {}
-                Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
-                Ok(Err(kube::Error::Api(s))) if s.code == 429 => blocking.push((ns, name)),
-                Err(_elapsed) => blocking.push((ns, name)),
-                Ok(Err(e)) => return Err(e.into()),
-            }
-        }
-        Ok(blocking)
+    async fn set_failure(&self, node: &str, report: Option<&str>) -> Result<(), SyncError> {
+        let patch = json!({"metadata": {"annotations": {DRAIN_FAILURE: report}}});
+        self.nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(())
     }
 
-    /// Handles every node's pending request.
+    /// The pods bound to `node`.
+    async fn pods_on(&self, node: &str) -> Result<Vec<Pod>, SyncError> {
+        let pods: Api<KubePod> = Api::all(self.client.clone());
+        let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+        let mut out = Vec::new();
+        for p in pods.list(&lp).await? {
+            match serde_json::to_value(&p).and_then(serde_json::from_value) {
+                Ok(pod) => out.push(pod),
+                Err(e) => tracing::warn!(node, "pod {:?} does not decode: {e}", p.metadata.name),
+            }
+        }
+        Ok(out)
+    }
+
+    /// One attempt at a drain: evict what should go (up to [`ROUNDS`] rounds), and say where
+    /// the drain stands after it.
+    async fn attempt(&self, node: &str, d: &mut Ongoing) -> Result<DrainStep, SyncError> {
+        let mut pods = self.pods_on(node).await?;
+        let mut refused = BTreeSet::new();
+        for _ in 0..ROUNDS {
+            let step = drain_step(&pods, &d.evicted, &refused);
+            let DrainStep::Evict(targets) = &step else {
+                return Ok(step);
+            };
+            let mut accepted = false;
+            for (r, outcome) in self.evict_all(targets).await {
+                match outcome {
+                    Evicted::Accepted => {
+                        tracing::info!(node, "evicted pod {r}");
+                        d.evicted.insert(r);
+                        accepted = true;
+                    }
+                    Evicted::Refused => {
+                        refused.insert(r);
+                    }
+                }
+            }
+            if accepted {
+                // Pods deleted at once (no grace period) are gone now; the others terminate.
+                pods = self.pods_on(node).await?;
+            }
+        }
+        Ok(drain_step(&pods, &d.evicted, &refused))
+    }
+
+    /// Evicts `targets`, all at once.
+    async fn evict_all(&self, targets: &[PodRef]) -> Vec<(PodRef, Evicted)> {
+        let attempts = targets.iter().map(|r| async move {
+            let api: Api<KubePod> = Api::namespaced(self.client.clone(), &r.namespace);
+            let res = tokio::time::timeout(
+                EVICTION_ATTEMPT,
+                api.evict(&r.name, &EvictParams::default()),
+            )
+            .await;
+            let outcome = match res {
+                Ok(Ok(_)) => Evicted::Accepted,
+                // Gone already: nothing to wait for.
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => Evicted::Accepted,
+                Ok(Err(kube::Error::Api(s))) if s.code == 429 => Evicted::Refused,
+                Err(_elapsed) => Evicted::Refused,
+                Ok(Err(e)) => {
+                    tracing::warn!("evicting {r}: {e}");
+                    Evicted::Refused
+                }
+            };
+            (r.clone(), outcome)
+        });
+        futures::future::join_all(attempts).await
+    }
+}
+
+/// Drains nodes on request, remembering each node's drain in progress: when its current
+/// request started (a new request starts its own clock), what it evicted, and when to look
+/// at it again.
+pub struct Drainer {
+    api: DrainApi,
+    ongoing: BTreeMap<String, Ongoing>,
+    timeout: Duration,
+    retry: DrainRetry,
+}
+
+impl Drainer {
+    /// A drainer reporting a drain failed after `timeout`, looking again at drains not done
+    /// as `retry` says.
+    pub fn new(client: Client, timeout: Duration, retry: DrainRetry) -> Self {
+        Drainer {
+            api: DrainApi {
+                nodes: Api::all(client.clone()),
+                client,
+            },
+            ongoing: BTreeMap::new(),
+            timeout,
+            retry,
+        }
+    }
+
+    /// How long until a drain in progress is due for its next attempt (zero when one is
+    /// overdue); `None` when no drain is in progress.
+    pub fn next_retry(&self) -> Option<Duration> {
+        let now = Instant::now();
+        self.ongoing
+            .values()
+            .map(|d| d.next.saturating_duration_since(now))
+            .min()
+    }
+
+    /// Works a node's drain request: when its retry is due, cordon, attempt, then record it
+    /// applied, or report it and schedule the next attempt.
+    async fn drain(&mut self, n: &Node, request: String) -> Result<(), SyncError> {
+        let now = Instant::now();
+        let d = self
+            .ongoing
+            .entry(n.name().to_string())
+            .or_insert_with(|| Ongoing::new(&request, now));
+        if d.request != request {
+            *d = Ongoing::new(&request, now);
+        }
+        if now < d.next {
+            return Ok(());
+        }
+        // Should anything below fail, the next pass is not before the first retry.
+        d.next = now + self.retry.first;
+        if !n.spec.unschedulable {
+            self.api.set_unschedulable(n.name(), true).await?;
+        }
+        let step = self.api.attempt(n.name(), d).await?;
+        if step == DrainStep::Done {
+            self.ongoing.remove(n.name());
+            self.api.mark_applied(n.name(), &request).await?;
+            tracing::info!(node = n.name(), "drained ({request})");
+            return Ok(());
+        }
+        d.refusals = match step {
+            DrainStep::Blocked { .. } => d.refusals.saturating_add(1),
+            _ => 0,
+        };
+        let elapsed = d.started.elapsed();
+        let timed_out = elapsed >= self.timeout;
+        let mut delay = self
+            .retry
+            .delay(&step, d.refusals)
+            .unwrap_or(self.retry.first);
+        if !timed_out {
+            // Look again when the timeout passes, so the report is not late.
+            delay = delay.min(self.timeout - elapsed);
+        }
+        d.next = Instant::now() + delay;
+        let report = drain_failure_annotation(n, &step, timed_out);
+        if report.as_deref() != n.annotation(DRAIN_FAILURE) {
+            if let Some(r) = &report {
+                tracing::error!(node = n.name(), "{r}");
+            }
+            self.api.set_failure(n.name(), report.as_deref()).await?;
+        }
+        Ok(())
+    }
+
+    /// Handles every node's pending request (drains whose retry is not due yet wait).
     pub async fn sync(&mut self, nodes: &[Node]) -> Result<(), SyncError> {
+        self.ongoing
+            .retain(|name, _| nodes.iter().any(|n| n.name() == name));
         for n in nodes {
             match drain_action(n) {
                 DrainAction::None => {
-                    self.started.remove(n.name());
+                    self.ongoing.remove(n.name());
                 }
                 DrainAction::Uncordon { request } => {
-                    self.set_unschedulable(n.name(), false).await?;
-                    self.mark_applied(n.name(), &request).await?;
-                    self.started.remove(n.name());
+                    self.ongoing.remove(n.name());
+                    self.api.set_unschedulable(n.name(), false).await?;
+                    self.api.mark_applied(n.name(), &request).await?;
                 }
-                DrainAction::Drain { request } => {
-                    if !n.spec.unschedulable {
-                        self.set_unschedulable(n.name(), true).await?;
-                    }
-                    let now = Instant::now();
-                    let entry = self
-                        .started
-                        .entry(n.name().to_string())
-                        .or_insert_with(|| (request.clone(), now));
-                    if entry.0 != request {
-                        *entry = (request.clone(), now);
-                    }
-                    let started = entry.1;
-                    let blocking = self.evict_all(n.name()).await?;
-                    if blocking.is_empty() {
-                        self.mark_applied(n.name(), &request).await?;
-                        self.started.remove(n.name());
-                        continue;
-                    }
-                    let timed_out = started.elapsed() > self.timeout;
-                    let report = drain_failure_annotation(n, &blocking, timed_out);
-                    if report.as_deref() != n.annotation(DRAIN_FAILURE) {
-                        if let Some(r) = &report {
-                            tracing::error!(node = n.name(), "{r}");
-                        }
-                        let patch = json!({"metadata": {"annotations": {DRAIN_FAILURE: report}}});
-                        self.nodes
-                            .patch(n.name(), &PatchParams::default(), &Patch::Merge(&patch))
-                            .await?;
-                    }
-                }
+                DrainAction::Drain { request } => self.drain(n, request).await?,
             }
         }
         Ok(())

@@ -4,7 +4,8 @@
 //! One pass syncs every pool: render (create the rendered MachineConfig, point the pool at
 //! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
 //! status, drain requests, and garbage collection of unused rendered configs. Passes run on
-//! any watched change, debounced, and on a resync timer.
+//! any watched change, debounced, on a resync timer, and when a drain in progress is due for
+//! its next attempt.
 //!
 //! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
 //! template controller (with a templates folder) and the KubeletConfig and
@@ -39,6 +40,8 @@ pub struct Options {
     pub gc_keep: Option<usize>,
     /// How long a drain may be blocked before it is reported failed.
     pub drain_timeout: Duration,
+    /// When a drain that is not done is looked at again (its own clock, next to `resync`).
+    pub drain_retry: mco_render::controllers::drain::DrainRetry,
     /// Role templates for the template controller; `None` turns it off.
     pub templates: Option<mco_render::controllers::templates::TemplateTree>,
 }
@@ -51,6 +54,7 @@ impl Default for Options {
             resync: Duration::from_secs(60),
             gc_keep: Some(5),
             drain_timeout: Duration::from_secs(600),
+            drain_retry: Default::default(),
             templates: None,
         }
     }
@@ -120,7 +124,11 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     ));
     let mut cluster = Cluster::new(client, opts.clone());
     loop {
-        let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
+        // A change, the resync, or a drain's own retry, whichever comes first.
+        let wait = cluster
+            .next_drain_retry()
+            .map_or(opts.resync, |d| d.min(opts.resync));
+        let _ = tokio::time::timeout(wait, rx.recv()).await;
         // Debounce: let a burst of changes settle into one pass.
         tokio::time::sleep(opts.debounce).await;
         while rx.try_recv().is_ok() {}

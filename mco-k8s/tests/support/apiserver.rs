@@ -19,13 +19,32 @@
 //!   stream every change after N as chunked JSON lines, or synthetic ADDED events for
 //!   everything when N is 0, end after `timeoutSeconds`, and end with a BOOKMARK when asked;
 //! - label selectors (`k=v`, `k==v`, `k!=v`, `k`, `!k`) and field selectors on any dotted
-//!   path (`spec.nodeName=n`, `metadata.name!=x`).
+//!   path (`spec.nodeName=n`, `metadata.name!=x`);
+//! - graceful pod deletion, as kube-apiserver and the kubelet do it: a DELETE of a pod, and
+//!   an accepted eviction, do not remove it but mark it terminating
+//!   (`metadata.deletionTimestamp` = now + grace period, `metadata.deletionGracePeriodSeconds`,
+//!   generation + 1, a MODIFIED event). The grace period is the request's
+//!   `gracePeriodSeconds` (the DELETE body, or the Eviction's `deleteOptions`), else the pod's
+//!   `spec.terminationGracePeriodSeconds`, else 30 (the real server's default for that field);
+//!   it is 0 for a pod not bound to a node or already Succeeded or Failed, and 0 deletes at
+//!   once. Deleting a terminating pod again only ever shortens its grace period, and no write
+//!   removes or moves a deletionTimestamp once set. A stand-in
+//!   for the kubelet ([`Kubelet`]) removes a terminating pod (a DELETED event) when its grace
+//!   period is over; tests can speed its clock up, or hold pods terminating until they call
+//!   [`Store::finish_terminating`];
+//! - evictions: 429 while [`Store::block_eviction`] plays a PodDisruptionBudget refusing,
+//!   except for pods a budget does not cover (already terminating, or Pending, Succeeded or
+//!   Failed, as the real eviction handler lets those through); evicting a terminating pod is
+//!   accepted (201) and changes nothing but a shorter grace period.
 //!
 //! Simplified: lists ignore `limit` (everything comes in one page), history is never
 //! compacted (no 410 Gone), strategic merge patches (refused on custom resources, as the
 //! real server does) are applied as JSON merge patches, and
-//! server-side apply is refused with 415 (the controllers do not use it). Pods are deleted at
-//! once (no grace period).
+//! server-side apply is refused with 415 (the controllers do not use it). Created pods keep
+//! the status they are given (the real server resets it to Pending; tests seed pods as the
+//! kubelet left them), a pod without a phase counts as running, and finalizers do not hold
+//! pods. Note that kube-rs's `Api::evict` sends its delete options as `delete_options`, a
+//! field the real Eviction does not have: like the real server, this one ignores it.
 // Handlers return the Status error object by value: it is built once per failed request in a
 // test server, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
@@ -46,8 +65,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, Notify};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -391,6 +411,41 @@ impl ApiError {
 type Observer = Box<dyn FnMut(&Event) + Send>;
 type Key = (String, String);
 
+/// How the stand-in for the kubelet ends pods that are terminating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kubelet {
+    /// A terminating pod is removed when its grace period is over (its containers ignore
+    /// SIGTERM to the end, the slowest case), on a clock running this many times faster
+    /// than real time: 1 is real time, 1000 makes the default 30 s last 30 ms.
+    Speedup(u32),
+    /// Terminating pods stay until the test calls [`Store::finish_terminating`].
+    Held,
+}
+
+impl Default for Kubelet {
+    fn default() -> Self {
+        Kubelet::Speedup(1)
+    }
+}
+
+/// A pod's graceful termination under way.
+#[derive(Debug, Clone)]
+struct Termination {
+    uid: String,
+    since: Instant,
+    grace: Duration,
+}
+
+impl Termination {
+    fn ends(&self, speedup: u32) -> Instant {
+        self.since + self.grace / speedup.max(1)
+    }
+}
+
+/// The grace period of a pod whose spec names none (the API server's default for
+/// `spec.terminationGracePeriodSeconds`).
+pub const DEFAULT_GRACE_SECONDS: i64 = 30;
+
 #[derive(Default)]
 struct Inner {
     rv: u64,
@@ -401,6 +456,9 @@ struct Inner {
     blocked_evictions: BTreeMap<Key, u32>,
     evictions: Vec<Key>,
     requests: BTreeMap<String, u64>,
+    agent_requests: BTreeMap<(String, String), u64>,
+    kubelet: Kubelet,
+    terminating: BTreeMap<Key, Termination>,
 }
 
 /// The server's objects. Tests may read and write it directly.
@@ -409,6 +467,7 @@ pub struct Store {
     events: broadcast::Sender<Event>,
     watch_cap: Mutex<Option<Duration>>,
     open_watches: Arc<std::sync::atomic::AtomicUsize>,
+    kubelet_wake: Notify,
 }
 
 fn meta(obj: &Value, key: &str) -> Option<String> {
@@ -423,6 +482,25 @@ fn set_meta(obj: &mut Value, key: &str, v: Value) {
         obj["metadata"] = json!({});
     }
     obj["metadata"][key] = v;
+}
+
+/// 409 Conflict unless `obj` matches the DeleteOptions `preconditions` (uid, resourceVersion).
+fn check_preconditions(
+    def: &ResourceDef,
+    name: &str,
+    obj: &Value,
+    preconditions: Option<&Value>,
+) -> Result<(), ApiError> {
+    if let Some(p) = preconditions {
+        for k in ["uid", "resourceVersion"] {
+            if let Some(want) = p.get(k).and_then(Value::as_str) {
+                if meta(obj, k).as_deref() != Some(want) {
+                    return Err(ApiError::conflict(def, name));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Everything but metadata and status: what a generation counts.
@@ -442,6 +520,7 @@ impl Store {
             events: broadcast::channel(1 << 16).0,
             watch_cap: Mutex::new(None),
             open_watches: Arc::default(),
+            kubelet_wake: Notify::new(),
         }
     }
 
@@ -467,14 +546,105 @@ impl Store {
             .insert((namespace.into(), name.into()), times);
     }
 
-    /// Pods evicted so far (namespace, name), in order.
+    /// Pods evicted so far (namespace, name), in order: the evictions that began a pod's
+    /// termination (or deleted it), not repeats for a pod already terminating.
     pub fn evictions(&self) -> Vec<(String, String)> {
         self.lock().evictions.clone()
     }
 
-    /// Requests served so far, by `METHOD resource[/subresource]`.
+    /// Requests served so far, by `METHOD resource[/subresource]` (LIST and WATCH for
+    /// collection reads).
     pub fn request_counts(&self) -> BTreeMap<String, u64> {
         self.lock().requests.clone()
+    }
+
+    /// Requests served so far by client: (User-Agent, empty when none was sent; what
+    /// [`Store::request_counts`] counts).
+    pub fn request_counts_by_agent(&self) -> BTreeMap<(String, String), u64> {
+        self.lock().agent_requests.clone()
+    }
+
+    /// Sets how terminating pods end (from now on, for the pods terminating already too).
+    pub fn set_kubelet(&self, kubelet: Kubelet) {
+        self.lock().kubelet = kubelet;
+        self.kubelet_wake.notify_one();
+    }
+
+    /// Pods terminating now (namespace, name): those with a deletionTimestamp.
+    pub fn terminating(&self) -> Vec<(String, String)> {
+        self.lock()
+            .objects
+            .get("pods")
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, p)| meta(p, "deletionTimestamp").is_some())
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Ends every terminating pod now, as the kubelet does when their containers have
+    /// exited: each is removed with a DELETED event. Returns them (namespace, name).
+    pub fn finish_terminating(&self) -> Vec<(String, String)> {
+        let gone = self.terminating();
+        let mut inner = self.lock();
+        for key in &gone {
+            self.end_termination(&mut inner, key, None);
+        }
+        gone
+    }
+
+    /// Removes the terminating pod at `key` (only the one of `uid`, when given).
+    fn end_termination(&self, inner: &mut Inner, key: &Key, uid: Option<&str>) {
+        inner.terminating.remove(key);
+        let Some(pods) = resource("pods") else { return };
+        let Some(pod) = inner.objects.get("pods").and_then(|m| m.get(key)).cloned() else {
+            return;
+        };
+        if meta(&pod, "deletionTimestamp").is_none()
+            || uid.is_some_and(|u| meta(&pod, "uid").as_deref() != Some(u))
+        {
+            return;
+        }
+        self.commit(inner, pods, key.clone(), pod, "DELETED");
+    }
+
+    /// The kubelet's round: removes the pods whose grace period is over, and says when the
+    /// next one's ends (`None`: none is due while the kubelet holds them, or none terminates).
+    fn reap(&self) -> Option<Instant> {
+        let mut inner = self.lock();
+        let Kubelet::Speedup(speedup) = inner.kubelet else {
+            return None;
+        };
+        let now = Instant::now();
+        let due: Vec<(Key, String)> = inner
+            .terminating
+            .iter()
+            .filter(|(_, t)| t.ends(speedup) <= now)
+            .map(|(k, t)| (k.clone(), t.uid.clone()))
+            .collect();
+        for (key, uid) in due {
+            self.end_termination(&mut inner, &key, Some(&uid));
+        }
+        inner.terminating.values().map(|t| t.ends(speedup)).min()
+    }
+
+    /// Runs the kubelet until the task is dropped.
+    async fn run_kubelet(self: Arc<Self>) {
+        loop {
+            let next = self.reap();
+            let woken = self.kubelet_wake.notified();
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at) => {}
+                        _ = woken => {}
+                    }
+                }
+                None => woken.await,
+            }
+        }
     }
 
     /// Watches being served now.
@@ -700,6 +870,13 @@ impl Store {
                 }
             }
         }
+        // A deletion under way cannot be undone or moved by a write. (Setting one by a write
+        // is let through: tests mark objects that finalizers hold, which DELETE does not.)
+        for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
+            if let Some(v) = old["metadata"].get(k) {
+                set_meta(&mut new, k, v.clone());
+            }
+        }
         if spec_part(&new) != spec_part(&old) {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
             set_meta(&mut new, "generation", json!(g + 1));
@@ -727,30 +904,120 @@ impl Store {
             .and_then(|m| m.get(&key))
             .cloned()
             .ok_or_else(|| ApiError::not_found(def, name))?;
-        if let Some(p) = preconditions {
-            for k in ["uid", "resourceVersion"] {
-                if let Some(want) = p.get(k).and_then(Value::as_str) {
-                    if meta(&old, k).as_deref() != Some(want) {
-                        return Err(ApiError::conflict(def, name));
-                    }
-                }
-            }
-        }
+        check_preconditions(def, name, &old, preconditions)?;
         Ok(self.commit(&mut inner, def, key, old, "DELETED"))
     }
 
-    fn evict(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
-        let pods = resource("pods").ok_or_else(|| ApiError::bad_request("no pods"))?;
-        {
-            let mut inner = self.lock();
-            let key = (namespace.to_string(), name.to_string());
-            if !inner
-                .objects
-                .get("pods")
-                .is_some_and(|m| m.contains_key(&key))
-            {
-                return Err(ApiError::not_found(pods, name));
+    /// Deletes a pod as the API server does (see the module documentation): marks it
+    /// terminating for its grace period, or removes it when that is 0. `options` is the
+    /// request's DeleteOptions (`gracePeriodSeconds`, `preconditions`).
+    pub fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        options: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let mut inner = self.lock();
+        self.delete_pod_locked(&mut inner, namespace, name, options)
+    }
+
+    fn delete_pod_locked(
+        &self,
+        inner: &mut Inner,
+        namespace: &str,
+        name: &str,
+        options: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let def = resource("pods").ok_or_else(|| ApiError::bad_request("no pods"))?;
+        let key = (namespace.to_string(), name.to_string());
+        let old = inner
+            .objects
+            .get("pods")
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(def, name))?;
+        check_preconditions(
+            def,
+            name,
+            &old,
+            options.and_then(|o| o.get("preconditions")),
+        )?;
+        let requested = options
+            .and_then(|o| o.get("gracePeriodSeconds"))
+            .and_then(Value::as_i64);
+        let mut grace = requested
+            .or_else(|| old["spec"]["terminationGracePeriodSeconds"].as_i64())
+            .unwrap_or(DEFAULT_GRACE_SECONDS);
+        let unbound = old["spec"]["nodeName"].as_str().is_none_or(str::is_empty);
+        let finished = matches!(
+            old["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        );
+        if unbound || finished {
+            grace = 0;
+        }
+        if grace < 0 {
+            grace = 1;
+        }
+        if grace == 0 {
+            inner.terminating.remove(&key);
+            return Ok(self.commit(inner, def, key, old, "DELETED"));
+        }
+        let grace_secs = grace.unsigned_abs();
+        let now = Instant::now();
+        let already = meta(&old, "deletionTimestamp").is_some();
+        if already {
+            // Only a deadline earlier than the current one changes anything.
+            let current = inner.terminating.get(&key).map(|t| t.since + t.grace);
+            if current.is_some_and(|end| now + Duration::from_secs(grace_secs) >= end) {
+                return Ok(old);
             }
+        }
+        let mut pod = old.clone();
+        let ends = std::time::SystemTime::now() + Duration::from_secs(grace_secs);
+        set_meta(
+            &mut pod,
+            "deletionTimestamp",
+            json!(mco_k8s::controller::cluster::rfc3339(ends)),
+        );
+        set_meta(&mut pod, "deletionGracePeriodSeconds", json!(grace));
+        if !already {
+            let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
+            set_meta(&mut pod, "generation", json!(g + 1));
+        }
+        inner.terminating.insert(
+            key.clone(),
+            Termination {
+                uid: meta(&old, "uid").unwrap_or_default(),
+                since: now,
+                grace: Duration::from_secs(grace_secs),
+            },
+        );
+        let out = self.commit(inner, def, key, pod, "MODIFIED");
+        self.kubelet_wake.notify_one();
+        Ok(out)
+    }
+
+    /// Evicts a pod: the budget check [`Store::block_eviction`] plays, then a graceful delete
+    /// with the Eviction's `deleteOptions`.
+    fn evict(&self, namespace: &str, name: &str, eviction: &Value) -> Result<(), ApiError> {
+        let pods = resource("pods").ok_or_else(|| ApiError::bad_request("no pods"))?;
+        let mut inner = self.lock();
+        let key = (namespace.to_string(), name.to_string());
+        let pod = inner
+            .objects
+            .get("pods")
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(pods, name))?;
+        let terminating = meta(&pod, "deletionTimestamp").is_some();
+        // As the real handler: no budget covers a pod that is going or not running.
+        let uncovered = terminating
+            || matches!(
+                pod["status"]["phase"].as_str(),
+                Some("Pending" | "Succeeded" | "Failed")
+            );
+        if !uncovered {
             if let Some(n) = inner.blocked_evictions.get_mut(&key) {
                 if *n > 0 {
                     *n -= 1;
@@ -762,9 +1029,13 @@ impl Store {
                     .about(pods, name));
                 }
             }
+        }
+        if !terminating {
             inner.evictions.push(key);
         }
-        self.delete(pods, namespace, name, None).map(|_| ())
+        let options = eviction.get("deleteOptions").filter(|o| o.is_object());
+        self.delete_pod_locked(&mut inner, namespace, name, options)
+            .map(|_| ())
     }
 
     /// The changes a watch from `from` replays, and the live feed after them.
@@ -1169,6 +1440,12 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let q = query(&req);
+    let agent = req
+        .headers()
+        .get(hyper::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let content_type = req
         .headers()
         .get(hyper::header::CONTENT_TYPE)
@@ -1211,7 +1488,8 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
             None if t.name.is_none() && method == Method::GET => format!("LIST {}", def.plural),
             None => format!("{method} {}", def.plural),
         };
-        *inner.requests.entry(what).or_default() += 1;
+        *inner.requests.entry(what.clone()).or_default() += 1;
+        *inner.agent_requests.entry((agent, what)).or_default() += 1;
     }
     let ns = t.namespace.clone().unwrap_or_default();
     match (&method, &t.name, t.sub.as_deref()) {
@@ -1268,7 +1546,7 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                     "name in URL does not match name in Eviction object",
                 ));
             }
-            store.evict(&ns, name)?;
+            store.evict(&ns, name, &ev)?;
             Ok(full(
                 StatusCode::CREATED,
                 &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -1357,8 +1635,12 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
             } else {
                 Some(parse_body(&body)?)
             };
-            let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
-            let out = store.delete(def, &ns, name, pre)?;
+            let out = if def.plural == "pods" {
+                store.delete_pod(&ns, name, opts.as_ref())?
+            } else {
+                let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
+                store.delete(def, &ns, name, pre)?
+            };
             Ok(full(StatusCode::OK, &out))
         }
         _ => Err(ApiError::new(
@@ -1378,6 +1660,7 @@ pub struct ApiServer {
     /// Its objects.
     pub store: Arc<Store>,
     task: JoinHandle<()>,
+    kubelet: JoinHandle<()>,
 }
 
 impl ApiServer {
@@ -1404,7 +1687,13 @@ impl ApiServer {
                 });
             }
         });
-        Ok(ApiServer { addr, store, task })
+        let kubelet = tokio::spawn(store.clone().run_kubelet());
+        Ok(ApiServer {
+            addr,
+            store,
+            task,
+            kubelet,
+        })
     }
 
     /// Writes a kubeconfig naming this server (plain HTTP, no credentials) to `path`, for
@@ -1421,10 +1710,26 @@ impl ApiServer {
 
     /// A kube client talking to this server.
     pub fn client(&self) -> kube::Client {
-        let url: hyper::Uri = format!("http://{}", self.addr)
+        self.client_with(kube::Config::new(self.url()))
+    }
+
+    /// A kube client sending `agent` as its User-Agent (see
+    /// [`Store::request_counts_by_agent`]).
+    pub fn client_as(&self, agent: &str) -> kube::Client {
+        let mut config = kube::Config::new(self.url());
+        let value = hyper::header::HeaderValue::from_str(agent)
+            .unwrap_or_else(|e| panic!("user agent {agent:?}: {e}"));
+        config.headers.push((hyper::header::USER_AGENT, value));
+        self.client_with(config)
+    }
+
+    fn url(&self) -> hyper::Uri {
+        format!("http://{}", self.addr)
             .parse()
-            .unwrap_or_else(|e| panic!("server address: {e}"));
-        let config = kube::Config::new(url);
+            .unwrap_or_else(|e| panic!("server address: {e}"))
+    }
+
+    fn client_with(&self, config: kube::Config) -> kube::Client {
         kube::Client::try_from(config).unwrap_or_else(|e| panic!("kube client: {e}"))
     }
 }
@@ -1432,5 +1737,6 @@ impl ApiServer {
 impl Drop for ApiServer {
     fn drop(&mut self) {
         self.task.abort();
+        self.kubelet.abort();
     }
 }

@@ -20,9 +20,10 @@ pub const CURRENT_IMAGE: &str = "machineconfiguration.openshift.io/currentImage"
 pub const DESIRED_DRAIN: &str = "machineconfiguration.openshift.io/desiredDrain";
 /// The last drain request the controller completed.
 pub const LAST_APPLIED_DRAIN: &str = "machineconfiguration.openshift.io/lastAppliedDrain";
-/// Why the pending drain is failing, naming the pods that block it. Written by the drain
-/// controller once a drain has been blocked past its timeout and removed when the drain
-/// completes; the daemon puts it in its Degraded reason. (Upstream only logs the pods.)
+/// Why the pending drain is failing, naming the pods in its way (refused evictions, pods
+/// still terminating). Written by the drain controller once a drain has gone on past its
+/// timeout and removed when the drain completes; while it is there the pool is NodeDegraded,
+/// and the daemon puts it in its Degraded reason. (Upstream only logs the pods.)
 pub const DRAIN_FAILURE: &str = "machineconfiguration.openshift.io/drainFailure";
 /// The zone label rollouts are ordered by.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";

@@ -1,5 +1,17 @@
 //! Pool status: machine counts and conditions, as the node controller computes them.
+//!
+//! One addition to upstream: a node whose drain is blocked past the drain controller's
+//! timeout (it carries a `drainFailure` report, see [`blocked_drain_report`]) makes the pool
+//! NodeDegraded and Degraded, naming the node and the pods in the way, although its daemon
+//! still says Working. Upstream says nothing in the pool until the daemon gives up (an hour)
+//! and reports the node Degraded; until then a stuck upgrade reads as a long Updating. A
+//! blocked drain is what the Degraded column promises to show ("progress is blocked on
+//! updating one or more nodes"), and the drain timeout (`--drain-timeout-seconds`) sets when
+//! it shows. degradedMachineCount still counts only nodes whose daemon reports Degraded, and a
+//! node both degraded and blocked is named once, by its daemon's reason (which carries the
+//! report).
 
+use super::drain::blocked_drain_report;
 use crate::api::node::{Node, REASON};
 use crate::api::pool::PoolConfiguration;
 use crate::api::MachineConfigPool;
@@ -199,7 +211,13 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
         status.set_condition(Condition::new(UPDATING, updating, String::new(), msg, now));
     }
 
-    let node_degraded = !degraded.is_empty();
+    let blocked: Vec<(&Node, &str)> = nodes
+        .iter()
+        .copied()
+        .filter(|n| !n.is_degraded())
+        .filter_map(|n| blocked_drain_report(n).map(|r| (n, r)))
+        .collect();
+    let node_degraded = !degraded.is_empty() || !blocked.is_empty();
     let mut node_degraded_msg = String::new();
     if node_degraded {
         let reasons: Vec<String> = degraded
@@ -208,15 +226,25 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
                 n.annotation(REASON)
                     .map(|r| format!("Node {} is reporting: {}", n.name(), go_quote(r)))
             })
+            .chain(
+                blocked
+                    .iter()
+                    .map(|(n, r)| format!("Node {} cannot be drained: {}", n.name(), go_quote(r))),
+            )
             .collect();
         node_degraded_msg = reasons.join(", ");
-        status.set_condition(Condition::new(
-            NODE_DEGRADED,
-            true,
+        let reason = if degraded.is_empty() {
+            format!("{} nodes cannot be drained", blocked.len())
+        } else {
             format!(
                 "{} nodes are reporting degraded status on sync",
                 degraded.len()
-            ),
+            )
+        };
+        status.set_condition(Condition::new(
+            NODE_DEGRADED,
+            true,
+            reason,
             node_degraded_msg.clone(),
             now,
         ));
@@ -314,6 +342,67 @@ mod tests {
             up.message,
             "Pool is paused; will not update to MachineConfig r2"
         );
+    }
+
+    #[test]
+    fn a_drain_blocked_past_its_timeout_degrades_the_pool() {
+        let report = "failed to drain node b: 1 pod(s) could not be evicted (disruption budget or timeout): apps/web-0";
+        let mut b = with_configs(node("b", &[]), "r1", "r2", STATE_WORKING);
+        b.metadata
+            .annotations
+            .insert(DESIRED_DRAIN.into(), "drain-r2".into());
+        let nodes = [with_configs(node("a", &[]), "r2", "r2", STATE_DONE), b];
+        let refs: Vec<&Node> = nodes.iter().collect();
+        // Blocked within the timeout (no report yet): only Updating.
+        let s = calculate_status(&pool("r2"), &refs, "T1");
+        assert!(s.is_true(UPDATING) && !s.is_true(NODE_DEGRADED) && !s.is_true(DEGRADED));
+
+        let mut nodes = nodes;
+        nodes[1]
+            .metadata
+            .annotations
+            .insert(DRAIN_FAILURE.into(), report.into());
+        let refs: Vec<&Node> = nodes.iter().collect();
+        let s = calculate_status(&pool("r2"), &refs, "T2");
+        assert!(s.is_true(UPDATING));
+        assert_eq!(s.degraded_machine_count, 0);
+        let nd = s.condition(NODE_DEGRADED).unwrap();
+        assert!(nd.is_true());
+        assert_eq!(nd.reason, "1 nodes cannot be drained");
+        assert_eq!(
+            nd.message,
+            format!("Node b cannot be drained: \"{report}\"")
+        );
+        let d = s.condition(DEGRADED).unwrap();
+        assert!(d.is_true());
+        assert_eq!(d.message, nd.message);
+
+        // The daemon gives up and reports Degraded with the report: named once, by the daemon.
+        let a = &mut nodes[1].metadata.annotations;
+        a.insert(STATE.into(), STATE_DEGRADED.into());
+        a.insert(
+            REASON.into(),
+            format!("failed to drain node: b after 1 hour: {report}"),
+        );
+        let refs: Vec<&Node> = nodes.iter().collect();
+        let s = calculate_status(&pool("r2"), &refs, "T3");
+        let nd = s.condition(NODE_DEGRADED).unwrap();
+        assert_eq!(nd.reason, "1 nodes are reporting degraded status on sync");
+        assert_eq!(
+            nd.message,
+            format!("Node b is reporting: \"failed to drain node: b after 1 hour: {report}\"")
+        );
+
+        // The drain completes: the report no longer counts, even before it is cleared.
+        let mut done = with_configs(node("b", &[]), "r2", "r2", STATE_DONE);
+        let a = &mut done.metadata.annotations;
+        a.insert(DESIRED_DRAIN.into(), "uncordon-r2".into());
+        a.insert(LAST_APPLIED_DRAIN.into(), "uncordon-r2".into());
+        a.insert(DRAIN_FAILURE.into(), report.into());
+        nodes[1] = done;
+        let refs: Vec<&Node> = nodes.iter().collect();
+        let s = calculate_status(&pool("r2"), &refs, "T4");
+        assert!(!s.is_true(NODE_DEGRADED) && !s.is_true(DEGRADED) && !s.is_true(UPDATING));
     }
 
     #[test]
