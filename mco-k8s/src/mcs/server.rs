@@ -4,11 +4,11 @@
 //! files change.
 
 use super::access::AccessPolicy;
-use super::cluster::{ClusterCache, NotReady};
+use super::api_cache::{ClusterCache, NotReady};
 use super::metrics::Metrics;
 use super::respond::{respond, Request};
+use super::served_state::{BuildOptions, ServedState};
 use super::source;
-use super::state::{BuildOptions, ServedState};
 use super::tls::{self, ReloadingCert, TlsError};
 use bytes::Bytes;
 use http_body_util::Full;

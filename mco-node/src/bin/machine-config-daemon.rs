@@ -232,7 +232,7 @@ fn cluster(
     retry_seconds: u64,
     drain_timeout: u64,
 ) -> Result<ExitCode, String> {
-    use mco_node::agent::cluster::{Agent, AgentOptions};
+    use mco_node::agent::kube_loop::{Agent, AgentOptions};
     let node_name = node_name
         .or_else(|| std::env::var("NODE_NAME").ok())
         .filter(|n| !n.is_empty())
