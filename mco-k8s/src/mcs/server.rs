@@ -201,7 +201,9 @@ fn build_state(
 ) -> Result<ServedState, source::SourceError> {
     let opts = mco_render::manifests::expand::ClusterOptions {
         controller_version: cfg.build.render.controller_version.clone(),
-        templates: templates.map(source::read_templates).transpose()?,
+        templates: templates
+            .map(mco_render::load::read_templates)
+            .transpose()?,
     };
     let (m, errors) = source::load_cluster(dir, &opts)?;
     for e in &errors {

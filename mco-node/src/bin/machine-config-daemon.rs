@@ -149,22 +149,11 @@ fn report(out: &Outcome) -> ExitCode {
     }
 }
 
-/// Reads a MachineConfiguration manifest (YAML or JSON).
+/// Reads a MachineConfiguration manifest (YAML or JSON), when one is named.
 fn load_policies(path: Option<&Path>) -> Result<Option<MachineConfiguration>, String> {
-    let Some(p) = path else { return Ok(None) };
-    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    let v: serde_json::Value = serde_yaml_ng::from_str(&text)
-        .map_err(|e| format!("{}: invalid YAML: {e}", p.display()))?;
-    if v["kind"] != "MachineConfiguration" {
-        return Err(format!(
-            "{}: not a MachineConfiguration (kind {})",
-            p.display(),
-            v["kind"]
-        ));
-    }
-    serde_json::from_value(v)
-        .map(Some)
-        .map_err(|e| format!("{}: MachineConfiguration: {e}", p.display()))
+    path.map(mco_render::load::read_policies)
+        .transpose()
+        .map_err(|e| e.to_string())
 }
 
 fn dry_run(
