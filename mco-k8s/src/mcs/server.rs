@@ -1,4 +1,4 @@
-//! The I/O around [`respond`](super::respond::respond): listeners, TLS, HTTP/1.1 connections,
+//! The I/O around [`respond`]: listeners, TLS, HTTP/1.1 connections,
 //! access logs, and the loop that rebuilds the served state when its source changes (the
 //! manifests folder, or the API server's watched objects) and reloads the certificate when its
 //! files change.
