@@ -34,3 +34,8 @@ pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";
 
 pub use render::error::{RenderError, RenderErrorKind};
 pub use render::{render_pool, NameScheme, RenderFailure, RenderOptions, Rendered};
+
+/// The README's code blocks, compiled and run as doctests (`cargo test -p mco-render --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
