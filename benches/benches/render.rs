@@ -6,6 +6,9 @@
 //! manifests), `serve` (the served config for each spec version that converts), `plan` (diff and
 //! plan between two renders).
 
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mco_benches::{
     baseline, decode, generate, options, render_bytes, rendered_input, Variant, SIZES,

@@ -140,9 +140,7 @@ pub fn generate(machine_configs: usize, files: usize, variant: Variant) -> Workl
             };
             let len = rng.range(100, 1_200);
             let mut body = text(&mut rng, len);
-            // `is_multiple_of` is newer than the workspace's minimum Rust version.
-            #[allow(clippy::manual_is_multiple_of)]
-            let changed = change.next_u64() % 7 == 0;
+            let changed = change.next_u64().is_multiple_of(7);
             if variant == Variant::Updated && changed {
                 body.push_str("updated = true\n");
             }

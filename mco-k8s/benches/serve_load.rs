@@ -5,8 +5,8 @@
 //! (`apt-get install nginx-light`); without it only our server is measured.
 
 use mco_k8s::mcs::access::AccessPolicy;
+use mco_k8s::mcs::served_state::BuildOptions;
 use mco_k8s::mcs::server::{self, Config};
-use mco_k8s::mcs::state::BuildOptions;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};

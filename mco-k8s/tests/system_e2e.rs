@@ -1,5 +1,5 @@
 //! The whole system in one process, against the in-process API server: the controller, and on
-//! every node the real agent (`mco_node::agent::cluster::Agent`) applying configs to its own
+//! every node the real agent (`mco_node::agent::kube_loop::Agent`) applying configs to its own
 //! temporary host root through a recording host. A new MachineConfig for the workers must end
 //! up as a file on every worker's disk, each node back to Done on the new rendered config, the
 //! master untouched.
@@ -11,7 +11,7 @@ use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::Api;
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
-use mco_node::agent::cluster::{Agent, AgentOptions};
+use mco_node::agent::kube_loop::{Agent, AgentOptions};
 use mco_node::apply::{run_update, ApplyOptions};
 use mco_node::{DesiredConfig, HostRoot, NodeState, RecordingHost};
 use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_APPLIED_DRAIN, STATE};

@@ -7,13 +7,13 @@
 //! - [`journal`]: crash safety (journal, staged backups, roll-back recovery).
 //! - [`state`]: `currentconfig` and the agent's state.
 //! - [`drift`]: on-disk differences from the current config.
-//! - [`config`]: reading MachineConfigs and bare Ignition configs.
+//! - [`desired_config`]: reading MachineConfigs and bare Ignition configs.
 //! - [`agent`]: cluster mode: the next step decided from the node's annotations, and the
 //!   kube-rs loop that carries it out.
 
 pub mod agent;
 pub mod apply;
-pub mod config;
+pub mod desired_config;
 pub mod drift;
 pub mod host;
 pub mod journal;
@@ -21,7 +21,7 @@ pub mod root;
 pub mod state;
 
 pub use apply::{plan_update, run_update, ApplyError, ApplyOptions, Outcome, UpdatePlan};
-pub use config::DesiredConfig;
+pub use desired_config::DesiredConfig;
 pub use host::{Host, HostCall, RecordingHost, SystemHost};
 pub use root::HostRoot;
 pub use state::{NodeState, NodeStatus};

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DesiredConfig, LoadError};
+use crate::desired_config::{DesiredConfig, LoadError};
 use crate::root::{sync_dirs, Entry, HostRoot, RootError};
 
 /// Where the applied rendered MachineConfig is kept.

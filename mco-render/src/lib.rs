@@ -1,6 +1,7 @@
 //! Render MachineConfigPools exactly as the Machine Config Operator does.
 //!
-//! Pure: no I/O, clocks, randomness or global state. The same inputs give the same bytes.
+//! Pure: no I/O (but for the `load` module), clocks, randomness or global state. The same inputs
+//! give the same bytes.
 //!
 //! The modules follow upstream's components:
 //! - [`api`]: the objects (MachineConfig, MachineConfigPool, ControllerConfig, Node, ...).
@@ -12,10 +13,17 @@
 //! - [`serve`]: what the machine-config-server hands a booting machine.
 //! - [`controllers`]: every controller's decisions as pure functions returning writes.
 //! - [`gocompat`]: the Go behaviours upstream's output depends on, each in one place.
+//! - `load` (feature `fs`, on with the default `cli`): the one place that reads manifests,
+//!   template folders and policies from disk, for the binaries.
+//!
+//! `mco-render = { default-features = false }` embeds the pure core alone: no file system, no
+//! command-line parser.
 
 pub mod api;
 pub mod controllers;
 pub mod gocompat;
+#[cfg(feature = "fs")]
+pub mod load;
 pub mod manifests;
 pub mod plan;
 pub mod render;
@@ -26,3 +34,8 @@ pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";
 
 pub use render::error::{RenderError, RenderErrorKind};
 pub use render::{render_pool, NameScheme, RenderFailure, RenderOptions, Rendered};
+
+/// The README's code blocks, compiled and run as doctests (`cargo test -p mco-render --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

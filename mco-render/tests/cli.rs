@@ -1,6 +1,6 @@
 //! Snapshots of the `mco-render` command line on the bundled examples.
 
-#[path = "run_cli.rs"]
+#[path = "support/run_cli.rs"]
 mod run_cli;
 use run_cli::run;
 

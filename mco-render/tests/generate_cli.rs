@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-#[path = "run_cli.rs"]
+#[path = "support/run_cli.rs"]
 mod run_cli;
 
 /// Runs `mco-render` from the generate fixtures folder.

@@ -1,6 +1,6 @@
 //! Runs every plan case of the conformance corpus and compares every expected field.
 
-#[path = "common_input.rs"]
+#[path = "support/common_input.rs"]
 mod common_input;
 
 use common_input::{corpus_dir, rendered_input};

@@ -1,6 +1,6 @@
 //! Reconcilability along the render corpus chains (`previous` set): `reconcilableFromPrevious`.
 
-#[path = "common_input.rs"]
+#[path = "support/common_input.rs"]
 mod common_input;
 
 use common_input::{corpus_dir, rendered_input};

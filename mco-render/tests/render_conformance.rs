@@ -31,6 +31,7 @@ fn cases() -> Vec<(String, Value)> {
     out
 }
 
+/// Renders one case and compares the name, spec, sources and served configs with upstream's.
 pub fn run_case(case: &Value) -> Result<(), String> {
     let pool: MachineConfigPool =
         serde_json::from_value(case["pool"].clone()).map_err(|e| e.to_string())?;

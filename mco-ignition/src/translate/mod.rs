@@ -3,10 +3,10 @@
 //! Everything here works on normalised configs (`serde_json::Value` trees with canonical keys,
 //! no unknown keys, no nulls, no empty objects or lists):
 //!
-//! - [`down`]: a spec 3.5 config to 3.4, 3.3, 3.2, 3.1 or 2.2, as the upstream
+//! - [`down()`]: a spec 3.5 config to 3.4, 3.3, 3.2, 3.1 or 2.2, as the upstream
 //!   machine-config-server serves older clients, with upstream's refusals for what the target
 //!   cannot express.
-//! - [`up`]: a 3.x config to a newer 3.x version.
+//! - [`up()`]: a 3.x config to a newer 3.x version.
 //! - [`from_v2`]: a spec 2.2 config to 3.0 (used by [`crate::v2`]).
 
 pub mod down;

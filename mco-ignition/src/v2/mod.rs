@@ -1,6 +1,6 @@
 //! Spec 2.2 configs, handled the way upstream MCO handles a 2.2 MachineConfig:
 //! parse with Ignition spec 2 semantics and validation ([`parse`]), MCO's extra mode check
-//! ([`validate`]), and conversion to a normalised spec 3.5 config ([`to_v3_5`]: MCO's duplicate
+//! ([`validate()`]), and conversion to a normalised spec 3.5 config ([`to_v3_5`]: MCO's duplicate
 //! removal pre-pass, 2.2 -> 3.0 with the `root` -> `/` filesystem map, then up to 3.5).
 //!
 //! Every entry point takes the MachineConfig's config object and serialises it itself the way
@@ -145,7 +145,7 @@ pub fn check_file_modes(cfg: &Value) -> Result<(), V2Error> {
 
 /// Converts a 2.2 MachineConfig config to a normalised spec 3.5 config, as upstream's
 /// `ParseAndConvertConfig` does (parse, duplicate-removal pre-pass, 2.2 -> 3.0 -> ... -> 3.5).
-/// The MCO mode check is not part of it (see [`validate`]).
+/// The MCO mode check is not part of it (see [`validate()`]).
 pub fn to_v3_5(config: &Value) -> Result<Value, V2Error> {
     let parsed = parse(config)?;
     let deduped = dedupe::dedupe(&parsed.config).map_err(V2Error::User)?;

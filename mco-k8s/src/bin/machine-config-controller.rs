@@ -32,8 +32,8 @@ struct Cli {
     /// Seconds a drain may stay blocked before it is reported failed.
     #[arg(long, default_value_t = 600)]
     drain_timeout_seconds: u64,
-    /// A folder of role templates: keep 00-<role>, 01-<role>-kubelet and
-    /// 01-<role>-container-runtime rendered from it and the ControllerConfig. Off without it.
+    /// A folder of role templates: keep `00-<role>`, `01-<role>-kubelet` and
+    /// `01-<role>-container-runtime` rendered from it and the ControllerConfig. Off without it.
     #[arg(long)]
     templates: Option<std::path::PathBuf>,
     #[command(flatten)]

@@ -2,8 +2,8 @@
 
 use clap::Parser;
 use mco_k8s::mcs::access::{AccessPolicy, Cidr};
+use mco_k8s::mcs::served_state::BuildOptions;
 use mco_k8s::mcs::server::{self, Config, Source};
-use mco_k8s::mcs::state::BuildOptions;
 use mco_render::render::RenderOptions;
 use mco_render::serve::bootstrap_kubeconfig;
 use std::net::IpAddr;

@@ -116,7 +116,9 @@ impl Templates {
             .and_then(|a| a.pointer("/spec/tlsSecurityProfile").cloned())
             .filter(|p| !p.is_null());
         let (tls_min_version, tls_cipher_suites) =
-            mco_render::controllers::generate::tls::security_profile_ciphers(profile.as_ref());
+            mco_render::controllers::generate::tls_profile::security_profile_ciphers(
+                profile.as_ref(),
+            );
         let opts = TemplateOptions {
             controller_version: self.controller_version.clone(),
             pull_secret: self.pull_secret(&cc_json).await,

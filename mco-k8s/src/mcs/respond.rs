@@ -3,7 +3,7 @@
 
 use super::access::{constant_time_eq, AccessPolicy};
 use super::metrics::Metrics;
-use super::state::ServedState;
+use super::served_state::ServedState;
 use bytes::Bytes;
 use mco_render::serve::accept;
 use std::net::IpAddr;

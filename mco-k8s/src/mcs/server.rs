@@ -1,14 +1,14 @@
-//! The I/O around [`respond`](super::respond::respond): listeners, TLS, HTTP/1.1 connections,
+//! The I/O around [`respond`]: listeners, TLS, HTTP/1.1 connections,
 //! access logs, and the loop that rebuilds the served state when its source changes (the
 //! manifests folder, or the API server's watched objects) and reloads the certificate when its
 //! files change.
 
 use super::access::AccessPolicy;
-use super::cluster::{ClusterCache, NotReady};
+use super::api_cache::{ClusterCache, NotReady};
 use super::metrics::Metrics;
 use super::respond::{respond, Request};
+use super::served_state::{BuildOptions, ServedState};
 use super::source;
-use super::state::{BuildOptions, ServedState};
 use super::tls::{self, ReloadingCert, TlsError};
 use bytes::Bytes;
 use http_body_util::Full;
@@ -201,7 +201,9 @@ fn build_state(
 ) -> Result<ServedState, source::SourceError> {
     let opts = mco_render::manifests::expand::ClusterOptions {
         controller_version: cfg.build.render.controller_version.clone(),
-        templates: templates.map(source::read_templates).transpose()?,
+        templates: templates
+            .map(mco_render::load::read_templates)
+            .transpose()?,
     };
     let (m, errors) = source::load_cluster(dir, &opts)?;
     for e in &errors {
@@ -213,7 +215,7 @@ fn build_state(
 /// Logs what a rebuild changed: pools whose served config or failure differs from
 /// `previous` (every pool at start-up), and pools no longer served.
 fn log_state(state: &ServedState, previous: Option<&ServedState>) {
-    let outcome = |e: &Result<super::state::PoolEntry, String>| match e {
+    let outcome = |e: &Result<super::served_state::PoolEntry, String>| match e {
         Ok(e) => Ok(e.rendered_name.clone()),
         Err(err) => Err(err.clone()),
     };

@@ -1,5 +1,5 @@
 //! Cluster mode, decided purely: the node's annotations and the configs in, the agent's next
-//! step out. [`cluster`] reads and writes the API server and carries the steps out.
+//! step out. [`kube_loop`] reads and writes the API server and carries the steps out.
 //!
 //! The flow follows upstream's daemon: mark the node Working, refuse unreconcilable updates,
 //! ask the controller to drain (`desiredDrain: drain-<desired>`) and wait for
@@ -8,7 +8,7 @@
 //! `currentConfig`, `state: Done` and an empty `reason`. Every call re-reads the situation, so
 //! the agent resumes correctly after a restart or a reboot at any step.
 
-pub mod cluster;
+pub mod kube_loop;
 
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ use mco_render::plan::{self, ActionType, MachineConfiguration};
 use serde_json::{json, Map, Value};
 
 use crate::apply::Outcome;
-use crate::config::DesiredConfig;
+use crate::desired_config::DesiredConfig;
 use crate::state::{NodeState, MAX_REASON};
 
 /// The annotation the agent sets while a reboot it started is under way.

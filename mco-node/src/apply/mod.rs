@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use mco_render::plan::actions::{extension_packages, steps, Step};
 use mco_render::plan::{self, ActionType, MachineConfiguration, Plan};
 
-use crate::config::DesiredConfig;
+use crate::desired_config::DesiredConfig;
 use crate::drift::{self, Drift};
 use crate::host::{Host, HostCall, HostError};
 use crate::journal::{self, FsOp, JournalError, RollbackReport, Transaction};

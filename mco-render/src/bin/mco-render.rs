@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
+use mco_render::load;
 use mco_render::manifests::expand::{expand_manifests, template_options, ClusterOptions};
 use mco_render::manifests::Manifests;
 use mco_render::plan::reconcile::RenderedInput;
@@ -224,46 +225,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                collect_files(&p, out)?;
-            } else if mco_render::manifests::is_manifest_file(&p) {
-                out.push(p);
-            }
-        }
-        Ok(())
-    } else if path.exists() {
-        out.push(path.to_path_buf());
-        Ok(())
-    } else {
-        Err(Failure::input(format!(
-            "{}: no such file or folder",
-            path.display()
-        )))
-    }
+fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
+    load::read_manifests(paths).map_err(|e| Failure::input(e.to_string()))
 }
 
-fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
-    let mut files = Vec::new();
-    for p in paths {
-        collect_files(p, &mut files)?;
-    }
-    let mut m = Manifests::default();
-    for f in files {
-        let text = std::fs::read_to_string(&f)
-            .map_err(|e| Failure::input(format!("{}: {e}", f.display())))?;
-        m.add_file(&f.display().to_string(), &text)
-            .map_err(|e| Failure::input(e.to_string()))?;
-    }
-    Ok(m)
+fn read_templates(dir: &Path) -> Result<TemplateTree, Failure> {
+    load::read_templates(dir).map_err(|e| Failure::input(e.to_string()))
 }
 
 /// Loads the manifests and adds the MachineConfigs the cluster's controllers would generate
@@ -287,36 +254,6 @@ fn load_cluster(
             lines: errors.iter().map(|e| format!("error: {e}")).collect(),
         })
     }
-}
-
-/// Reads every file under a templates folder.
-fn read_templates(dir: &Path) -> Result<TemplateTree, Failure> {
-    fn walk(base: &Path, dir: &Path, tree: &mut TemplateTree) -> Result<(), Failure> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
-        for entry in entries.filter_map(Result::ok) {
-            let p = entry.path();
-            if p.is_dir() {
-                walk(base, &p, tree)?;
-            } else {
-                let bytes = std::fs::read(&p)
-                    .map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
-                let rel = p.strip_prefix(base).unwrap_or(&p);
-                let parts: Vec<String> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect();
-                tree.insert(&parts.join("/"), bytes);
-            }
-        }
-        Ok(())
-    }
-    if !dir.is_dir() {
-        return Err(Failure::input(format!("{}: not a folder", dir.display())));
-    }
-    let mut tree = TemplateTree::new();
-    walk(dir, dir, &mut tree)?;
-    Ok(tree)
 }
 
 fn controller_spec(m: &Manifests) -> ControllerConfigSpec {
@@ -620,18 +557,10 @@ fn cmd_diff(
 ) -> Result<(), Failure> {
     let old_in = rendered_input(old, pool, controller_version)?;
     let new_in = rendered_input(new, pool, controller_version)?;
-    let mc: Option<MachineConfiguration> = match policies {
-        None => None,
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| Failure::input(format!("{}: {e}", p.display())))?;
-            let v: serde_json::Value = serde_yaml_ng::from_str(&text)
-                .map_err(|e| Failure::input(format!("{}: invalid YAML: {e}", p.display())))?;
-            Some(serde_json::from_value(v).map_err(|e| {
-                Failure::input(format!("{}: not a MachineConfiguration: {e}", p.display()))
-            })?)
-        }
-    };
+    let mc: Option<MachineConfiguration> = policies
+        .map(load::read_policies)
+        .transpose()
+        .map_err(|e| Failure::input(e.to_string()))?;
     let plan = plan::compute(&old_in, &new_in, mc.as_ref());
     let report = plan::report::PlanReport::new(&plan, &old_in, &new_in);
     match output {

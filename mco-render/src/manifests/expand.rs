@@ -62,7 +62,7 @@ pub fn template_options(
         .and_then(|v| v.pointer("/spec/tlsSecurityProfile"))
         .filter(|p| !p.is_null());
     let (tls_min_version, tls_cipher_suites) =
-        crate::controllers::generate::tls::security_profile_ciphers(profile);
+        crate::controllers::generate::tls_profile::security_profile_ciphers(profile);
     Ok(TemplateOptions {
         controller_version: controller_version.to_string(),
         pull_secret: pull_secret(m)?.unwrap_or_default(),

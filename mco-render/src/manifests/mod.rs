@@ -1,5 +1,6 @@
 //! Manifests: bytes in, MCO objects out. Files hold YAML (several documents allowed) or JSON;
-//! `List` objects are unpacked. Reading files is the caller's job; this module only decodes.
+//! `List` objects are unpacked. This module only decodes: reading files is the job of the `load`
+//! module (feature `fs`) or of the caller.
 
 pub mod expand;
 
@@ -7,7 +8,6 @@ use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use serde_json::Value;
 
 /// Whether a file name is one that manifest folders are read for (`.yaml`, `.yml`, `.json`).
-/// The folder walks of the command line and the server share this rule.
 pub fn is_manifest_file(path: &std::path::Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
@@ -37,37 +37,80 @@ pub struct ManifestError {
     pub message: String,
 }
 
+/// A YAML document that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("document {doc}: invalid YAML: {message}")]
+pub struct YamlError {
+    /// The document's 1-based number in the stream.
+    pub doc: usize,
+    /// The decoder's message.
+    pub message: String,
+}
+
+/// A file's text that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The text starts as JSON does but is not JSON.
+    #[error("invalid JSON at line {line} column {column}: {message}")]
+    Json {
+        /// The 1-based line of the error.
+        line: usize,
+        /// The 1-based column of the error.
+        column: usize,
+        /// The decoder's message.
+        message: String,
+    },
+    /// A YAML document is not YAML.
+    #[error(transparent)]
+    Yaml(#[from] YamlError),
+}
+
+/// The documents of a YAML stream (`---`-separated), each with its 1-based number; empty
+/// documents are left out. The one multi-document YAML reader of the crate.
+pub fn yaml_documents(text: &str) -> impl Iterator<Item = Result<(usize, Value), YamlError>> + '_ {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .enumerate()
+        .filter_map(
+            |(i, doc)| match <Value as serde::Deserialize>::deserialize(doc) {
+                Ok(Value::Null) => None,
+                Ok(v) => Some(Ok((i + 1, v))),
+                Err(e) => Some(Err(YamlError {
+                    doc: i + 1,
+                    message: e.to_string(),
+                })),
+            },
+        )
+}
+
+/// Decodes a manifest file's text into its documents: JSON when it starts with `{` or `[` (an
+/// array's items are one document each), YAML with any number of documents otherwise. Empty
+/// documents are left out.
+pub fn documents(text: &str) -> Result<Vec<Value>, DecodeError> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let v: Value = serde_json::from_str(text).map_err(|e| DecodeError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        Ok(match v {
+            Value::Array(items) => items,
+            other => vec![other],
+        })
+    } else {
+        yaml_documents(text)
+            .map(|d| d.map(|(_, v)| v).map_err(DecodeError::from))
+            .collect()
+    }
+}
+
 impl Manifests {
     /// Decodes one file's contents and adds its objects.
     pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
-        let err = |message: String| ManifestError {
+        let docs = documents(text).map_err(|e| ManifestError {
             file: file.to_string(),
-            message,
-        };
-        let trimmed = text.trim_start();
-        let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            let v: Value = serde_json::from_str(text).map_err(|e| {
-                err(format!(
-                    "invalid JSON at line {} column {}: {e}",
-                    e.line(),
-                    e.column()
-                ))
-            })?;
-            match v {
-                Value::Array(items) => items,
-                other => vec![other],
-            }
-        } else {
-            let mut docs = Vec::new();
-            for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-                let v = <Value as serde::Deserialize>::deserialize(doc)
-                    .map_err(|e| err(format!("document {}: invalid YAML: {e}", i + 1)))?;
-                if !v.is_null() {
-                    docs.push(v);
-                }
-            }
-            docs
-        };
+            message: e.to_string(),
+        })?;
         for (i, doc) in docs.into_iter().enumerate() {
             self.add_object(file, i + 1, doc)?;
         }

@@ -115,6 +115,8 @@ impl PlanReport {
         out
     }
 
+    /// The plan in one line: what changes, the actions, drain and reboot (`3 files change;
+    /// action: reload crio.service; no drain, no reboot`), or why it is not reconcilable.
     pub fn human(&self) -> String {
         if let Some(r) = &self.reason {
             return format!("not reconcilable: {r}");

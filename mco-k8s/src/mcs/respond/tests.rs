@@ -1,6 +1,6 @@
 use super::*;
 use crate::mcs::access::Cidr;
-use crate::mcs::state::{Encoded, PoolEntry};
+use crate::mcs::served_state::{Encoded, PoolEntry};
 use mco_ignition::SpecVersion;
 use std::collections::BTreeMap;
 

@@ -504,7 +504,7 @@ pub fn sync(input: &GenerateInput) -> Outcome {
             .pointer("/spec/tlsSecurityProfile")
             .filter(|p| !p.is_null())
         {
-            let (min, ciphers) = super::tls::security_profile_ciphers(Some(profile));
+            let (min, ciphers) = super::tls_profile::security_profile_ciphers(Some(profile));
             set_str(&mut original, "tlsMinVersion", &min);
             set_strings(&mut original, "tlsCipherSuites", &ciphers);
         }

@@ -13,7 +13,7 @@ pub mod kubelet;
 pub(crate) mod kubelet_types;
 pub mod names;
 pub mod sequence;
-pub mod tls;
+pub mod tls_profile;
 
 #[cfg(test)]
 mod tests;

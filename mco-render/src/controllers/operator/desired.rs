@@ -44,17 +44,12 @@ pub enum OperatorError {
 pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, OperatorError> {
     let mut out = Vec::new();
     for (file, text) in files {
-        for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-            let v = <Value as serde::Deserialize>::deserialize(doc).map_err(|e| {
-                OperatorError::Yaml {
-                    file: file.clone(),
-                    doc: i + 1,
-                    message: e.to_string(),
-                }
+        for doc in crate::manifests::yaml_documents(text) {
+            let (doc, v) = doc.map_err(|e| OperatorError::Yaml {
+                file: file.clone(),
+                doc: e.doc,
+                message: e.message,
             })?;
-            if v.is_null() {
-                continue;
-            }
             let items = if str_at(&v, "/kind").ends_with("List") && v.get("items").is_some() {
                 v.get("items")
                     .and_then(Value::as_array)
@@ -70,7 +65,7 @@ pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, Operato
                 {
                     return Err(OperatorError::NotAnObject {
                         file: file.clone(),
-                        doc: i + 1,
+                        doc,
                     });
                 }
                 out.push(item);

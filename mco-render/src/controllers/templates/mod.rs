@@ -112,7 +112,7 @@ impl Default for TemplateOptions {
     /// No pull secret and the Intermediate TLS profile (a cluster without an APIServer profile).
     fn default() -> Self {
         let (tls_min_version, tls_cipher_suites) =
-            crate::controllers::generate::tls::security_profile_ciphers(None);
+            crate::controllers::generate::tls_profile::security_profile_ciphers(None);
         TemplateOptions {
             controller_version: crate::CONTROLLER_VERSION.to_string(),
             pull_secret: String::new(),

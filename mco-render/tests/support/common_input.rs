@@ -1,4 +1,5 @@
-// Shared helpers for the conformance tests (included with `#[path]`).
+// Shared helpers for the conformance tests, included with `#[path]` (under `support/`, so it is
+// no test target of its own).
 
 use mco_render::plan::reconcile::RenderedInput;
 use serde_json::Value;

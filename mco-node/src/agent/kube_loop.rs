@@ -18,7 +18,7 @@ use super::{
     after_apply, decide, drain_timeout_reason, uncordon_timeout_reason, Step, DRAIN, UNCORDON,
 };
 use crate::apply::{run_update, ApplyOptions};
-use crate::config::{rendered_input, DesiredConfig, LoadError};
+use crate::desired_config::{rendered_input, DesiredConfig, LoadError};
 use crate::host::Host;
 use crate::root::HostRoot;
 use crate::state::read_current;

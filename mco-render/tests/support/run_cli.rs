@@ -1,5 +1,6 @@
-// Shared by the command-line tests (included with `#[path]`): runs `mco-render` and returns its
-// exit code, stdout and stderr. Each test file uses one of the two entry points.
+// Shared by the command-line tests, included with `#[path]` (under `support/`, so it is no test
+// target of its own): runs `mco-render` and returns its exit code, stdout and stderr. Each test
+// file uses one of the two entry points.
 #![allow(dead_code)]
 
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! through watches into local caches (kube-rs reflectors). Requests are answered from the
 //! served state only; the caches rebuild it when a watched object changes.
 
-use super::state::{BuildOptions, ClusterObjects, ServedState};
+use super::served_state::{BuildOptions, ClusterObjects, ServedState};
 use crate::controller::cluster::CONTROLLER_CONFIG_NAME;
 use crate::crd;
 use futures::StreamExt;
@@ -149,7 +149,7 @@ impl ClusterCache {
         }
         snap.pools.sort_by(|a, b| a.name().cmp(b.name()));
         for pool in &snap.pools {
-            let name = super::state::served_config_name(pool);
+            let name = super::served_state::served_config_name(pool);
             if name.is_empty() || snap.machine_configs.contains_key(&name) {
                 continue;
             }

@@ -73,8 +73,15 @@ impl DesiredConfig {
             message,
         };
         let text = std::str::from_utf8(bytes).map_err(|e| invalid(e.to_string()))?;
-        let value: Value = serde_yaml_ng::from_str(text)
+        let mut docs = mco_render::manifests::documents(text)
             .map_err(|e| invalid(format!("invalid YAML/JSON: {e}")))?;
+        if docs.len() > 1 {
+            return Err(invalid(format!(
+                "expected one document, found {}",
+                docs.len()
+            )));
+        }
+        let value = docs.pop().unwrap_or(Value::Null);
         let Value::Object(map) = &value else {
             return Err(invalid("expected an object".into()));
         };

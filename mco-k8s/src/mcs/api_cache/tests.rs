@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::mcs::access::AccessPolicy;
+use crate::mcs::served_state::{served_config_name, Encoded, PoolEntry};
 use crate::mcs::server::{self, Config, Source};
-use crate::mcs::state::{served_config_name, Encoded, PoolEntry};
 use http::{Request, Response};
 use kube::client::Body;
 use serde_json::{json, Value};
