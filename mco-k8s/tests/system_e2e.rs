@@ -40,7 +40,8 @@ fn root_on(mc: &MachineConfig) -> (tempfile::TempDir, HostRoot) {
     let config = DesiredConfig::from_bytes(&bytes, mc.name()).unwrap();
     let opts = ApplyOptions {
         check_drift: false,
-        allow_reboot: false,
+        reboot: mco_node::apply::RebootMode::Deferred,
+        drained: true,
         policies: None,
     };
     let out = run_update(
@@ -101,7 +102,12 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         opts.retry_after = Duration::from_secs(1);
         // The recording host does not go down on reboot: the agent carries on, as after a boot.
         opts.continue_after_reboot = true;
-        let agent = Agent::new(server.client(), root, RecordingHost::new(), opts);
+        let agent = Agent::new(
+            server.client_as(&format!("machine-config-daemon ({name})")),
+            root,
+            RecordingHost::new(),
+            opts,
+        );
         agents.push(tokio::spawn(async move {
             let _ = agent.run().await;
         }));
@@ -186,6 +192,21 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             Some(uncordon.as_str()),
             "{w}"
         );
+    }
+    // Each worker agent wrote each step once (before syncing only on the echo of its own last
+    // write it wrote the drain and uncordon requests twice: 9 patches), fetched the new
+    // MachineConfig once, and listed its Node only when its watch started.
+    let by_agent = server.store.request_counts_by_agent();
+    for w in ["worker-0", "worker-1"] {
+        let count = |what: &str| {
+            by_agent
+                .get(&(format!("machine-config-daemon ({w})"), what.to_string()))
+                .copied()
+                .unwrap_or(0)
+        };
+        assert_eq!(count("PATCH nodes"), 7, "{w}: {by_agent:#?}");
+        assert_eq!(count("GET machineconfigs"), 1, "{w}");
+        assert_eq!(count("LIST nodes"), 1, "{w}");
     }
     ctrl.abort();
     for a in agents {

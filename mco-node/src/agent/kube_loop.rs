@@ -46,6 +46,29 @@ pub fn machine_configuration_resource() -> ApiResource {
     }
 }
 
+/// A client from `kubeconfig` (else KUBECONFIG, ~/.kube/config or the in-cluster service
+/// account) whose User-Agent names the agent and its node, so the API server's audit log and
+/// request metrics attribute each agent's traffic.
+pub async fn connect(kubeconfig: Option<&std::path::Path>, node: &str) -> Result<Client, String> {
+    let mut config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+        }
+        None => kube::Config::infer().await.map_err(|e| e.to_string())?,
+    };
+    let agent = format!(
+        "machine-config-daemon/{} ({node})",
+        env!("CARGO_PKG_VERSION")
+    );
+    let value = http::HeaderValue::from_str(&agent).map_err(|e| format!("user agent: {e}"))?;
+    config.headers.push((http::header::USER_AGENT, value));
+    Client::try_from(config).map_err(|e| e.to_string())
+}
+
 /// A sync or the watch failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -126,6 +149,9 @@ pub struct Agent<H: Host> {
     cache: BTreeMap<String, DesiredConfig>,
     waiting: Option<(String, Instant, bool)>,
     retry: Option<(String, Instant)>,
+    /// The resourceVersion of the node as our last write left it: watch events before its
+    /// echo show the node before that write, and are not synced on.
+    written: Option<String>,
 }
 
 /// Converts a Kubernetes object to this project's model through JSON.
@@ -168,6 +194,7 @@ impl<H: Host> Agent<H> {
             cache: BTreeMap::new(),
             waiting: None,
             retry: None,
+            written: None,
         }
     }
 
@@ -197,7 +224,7 @@ impl<H: Host> Agent<H> {
     }
 
     /// Writes a step's annotations; returns the node as the API server now holds it.
-    async fn write(&self, step: &Step, node: &Node) -> Result<Node, AgentError> {
+    async fn write(&mut self, step: &Step, node: &Node) -> Result<Node, AgentError> {
         let Some(patch) = step.patch() else {
             return Ok(node.clone());
         };
@@ -209,6 +236,7 @@ impl<H: Host> Agent<H> {
                 &Patch::Merge(&patch),
             )
             .await?;
+        self.written = updated.metadata.resource_version.clone();
         convert(&format!("Node {}", self.opts.node_name), &updated)
     }
 
@@ -255,7 +283,8 @@ impl<H: Host> Agent<H> {
                     tracing::info!(from = current.name(), to = %want, "applying");
                     let opts = ApplyOptions {
                         check_drift: true,
-                        allow_reboot: false,
+                        reboot: crate::apply::RebootMode::Deferred,
+                        drained: true,
                         policies: self.policies.as_ref(),
                     };
                     let out =
@@ -333,20 +362,30 @@ impl<H: Host> Agent<H> {
         let cfg =
             watcher::Config::default().fields(&format!("metadata.name={}", self.opts.node_name));
         let mut events = watcher(self.nodes.clone(), cfg).default_backoff().boxed();
-        // The policies: absent on clusters without the MachineConfiguration API, which only
-        // makes this watch back off.
-        let policy_cfg = watcher::Config::default().fields("metadata.name=cluster");
-        let mut policy_events = watcher(self.machine_configurations.clone(), policy_cfg)
-            .default_backoff()
-            .boxed();
+        let mut policies = watch_policies(self.machine_configurations.clone());
         let mut latest: Option<Node> = None;
+        // The resourceVersion our last write produced, until its watch event arrives.
+        let mut echo: Option<String> = None;
         let mut tick = tokio::time::interval(self.opts.resync);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 ev = events.next() => match ev {
                     None => return Ok(()),
-                    Some(Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n))) => {
+                    Some(Ok(watcher::Event::Apply(n))) => {
+                        let rv = n.metadata.resource_version.clone();
+                        latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
+                        match &echo {
+                            // The node before our last write: syncing on it would repeat
+                            // that write.
+                            Some(want) if rv.as_ref() != Some(want) => continue,
+                            Some(_) => echo = None,
+                            None => {}
+                        }
+                    }
+                    Some(Ok(watcher::Event::InitApply(n))) => {
+                        // A re-list shows the node as it is now.
+                        echo = None;
                         latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
                     }
                     Some(Ok(watcher::Event::Delete(_))) => latest = None,
@@ -356,30 +395,80 @@ impl<H: Host> Agent<H> {
                         continue;
                     }
                 },
-                ev = policy_events.next() => {
-                    match ev {
-                        Some(Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o))) => {
-                            match convert::<MachineConfiguration, _>("MachineConfiguration cluster", &o) {
-                                Ok(m) => self.policies = Some(m),
-                                Err(e) => tracing::warn!("{e}; keeping the previous policies"),
-                            }
-                        }
-                        Some(Ok(watcher::Event::Delete(_))) => self.policies = None,
-                        Some(Err(e)) => tracing::debug!("MachineConfiguration watch: {e}"),
-                        Some(Ok(_)) | None => {}
+                changed = policies.changed() => {
+                    if changed.is_ok() {
+                        self.policies = policies.borrow_and_update().clone();
                     }
                     continue;
                 }
-                _ = tick.tick() => {}
+                _ = tick.tick() => echo = None,
             }
             let Some(n) = latest.clone() else { continue };
+            let before = self.written.clone();
             match self.sync(n).await {
                 Ok(Synced::Rebooting) if !self.opts.continue_after_reboot => return Ok(()),
                 Ok(s) => tracing::debug!(?s, "synced"),
                 Err(e) => tracing::warn!("sync failed: {e}"),
             }
+            if self.written != before {
+                echo = self.written.clone();
+            }
         }
     }
+}
+
+/// Watches the `cluster` MachineConfiguration into a channel. On clusters without the
+/// MachineConfiguration API the watch is retried with a growing delay (minutes), not the
+/// stock backoff, which resets on the watcher's restart event and so retried every second.
+fn watch_policies(
+    api: Api<DynamicObject>,
+) -> tokio::sync::watch::Receiver<Option<MachineConfiguration>> {
+    use mco_render::controllers::backoff::Backoff;
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        let cfg = watcher::Config::default().fields("metadata.name=cluster");
+        let mut stream = watcher(api, cfg).boxed();
+        let mut attempt = 0u32;
+        while let Some(ev) = stream.next().await {
+            let update = match ev {
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                    match convert::<MachineConfiguration, _>("MachineConfiguration cluster", &o) {
+                        Ok(m) => Some(Some(m)),
+                        Err(e) => {
+                            tracing::warn!("{e}; keeping the previous policies");
+                            None
+                        }
+                    }
+                }
+                Ok(watcher::Event::Delete(_)) => Some(None),
+                Ok(watcher::Event::InitDone) => None,
+                Ok(watcher::Event::Init) => continue,
+                Err(e) => {
+                    let absent = matches!(
+                        &e,
+                        watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404
+                    );
+                    let policy = if absent {
+                        Backoff::ABSENT_API
+                    } else {
+                        Backoff::TRANSIENT
+                    };
+                    let delay = policy.delay(attempt);
+                    attempt = attempt.saturating_add(1);
+                    tracing::debug!("MachineConfiguration watch: {e}; retrying in {delay:?}");
+                    tokio::time::sleep(delay).await;
+                    continue;
+                }
+            };
+            attempt = 0;
+            if let Some(p) = update {
+                if tx.send(p).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
 }
 
 #[cfg(test)]

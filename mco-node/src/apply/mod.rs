@@ -226,8 +226,11 @@ fn post_calls(p: &Plan) -> Vec<HostCall> {
 pub struct ApplyOptions<'a> {
     /// Refuse to update when the disk drifted from the current config (upstream's behaviour).
     pub check_drift: bool,
-    /// Run the reboot post-config action (otherwise a reboot is only reported as pending).
-    pub allow_reboot: bool,
+    /// What to do with a reboot post-config action.
+    pub reboot: RebootMode,
+    /// The node was drained before this update (cluster mode, by the controller); otherwise a
+    /// required drain is noted as skipped, there being no cluster to drain.
+    pub drained: bool,
     /// The cluster's `MachineConfiguration`: user node disruption policies and validation
     /// overrides (`None`: the built-in policies).
     pub policies: Option<&'a MachineConfiguration>,
@@ -237,10 +240,22 @@ impl Default for ApplyOptions<'_> {
     fn default() -> Self {
         ApplyOptions {
             check_drift: true,
-            allow_reboot: true,
+            reboot: RebootMode::Now,
+            drained: false,
             policies: None,
         }
     }
+}
+
+/// What an update does with a reboot post-config action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RebootMode {
+    /// Reboot as the last step.
+    Now,
+    /// Leave it to the caller, which reboots once the update is recorded (cluster mode).
+    Deferred,
+    /// Do not reboot; report it pending (`--no-reboot`, try mode).
+    Skip,
 }
 
 /// What an update did.
@@ -328,7 +343,7 @@ pub fn run_update(
     if let Err(e) = write_status(root, &out.status) {
         return finish(out, NodeState::Degraded, format!("writing state: {e}"));
     }
-    if up.drain {
+    if up.drain && !opts.drained {
         out.log
             .push("drain required (no cluster: nothing to drain)".into());
     }
@@ -361,7 +376,7 @@ pub fn run_update(
     }
     if failure.is_none() {
         if let Some(check) = health {
-            let (log, reboot) = run_post(host, &up.post, false);
+            let (log, reboot) = run_post(host, &up.post, RebootMode::Skip);
             out.log.extend(log);
             out.reboot_pending |= reboot;
             if let Err(e) = check() {
@@ -379,7 +394,7 @@ pub fn run_update(
                 }
                 out.rollback = Some(r);
                 if was_health {
-                    let (log, _) = run_post(host, &up.post, false);
+                    let (log, _) = run_post(host, &up.post, RebootMode::Skip);
                     out.log.extend(log);
                     out.reboot_pending = false;
                 }
@@ -401,7 +416,7 @@ pub fn run_update(
         return finish(out, NodeState::Done, String::new());
     }
     if !try_mode {
-        let (log, reboot) = run_post(host, &up.post, opts.allow_reboot);
+        let (log, reboot) = run_post(host, &up.post, opts.reboot);
         out.log.extend(log);
         out.reboot_pending = reboot;
         if let Some(err) = out.log.iter().find(|l| l.starts_with("failed: ")) {
@@ -421,13 +436,16 @@ fn display_name(n: &str) -> &str {
 }
 
 /// Runs post-config calls; returns the log and whether a reboot is pending (not run).
-fn run_post(host: &mut dyn Host, calls: &[HostCall], allow_reboot: bool) -> (Vec<String>, bool) {
+fn run_post(host: &mut dyn Host, calls: &[HostCall], reboot: RebootMode) -> (Vec<String>, bool) {
     let mut log = Vec::new();
     let mut pending = false;
     for c in calls {
-        if *c == HostCall::Reboot && !allow_reboot {
+        if *c == HostCall::Reboot && reboot != RebootMode::Now {
             pending = true;
-            log.push("reboot required (not rebooting)".into());
+            log.push(match reboot {
+                RebootMode::Deferred => "reboot required (after the update is recorded)".into(),
+                _ => "reboot required (not rebooting)".into(),
+            });
             continue;
         }
         match c.run(host) {

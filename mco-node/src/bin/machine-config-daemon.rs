@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mco_node::apply::{plan_update, run_update, ApplyOptions, Outcome};
+use mco_node::apply::{plan_update, run_update, ApplyOptions, Outcome, RebootMode};
 use mco_node::host::{Host, PrintHost, SystemHost};
 use mco_node::state::read_current;
 use mco_node::{drift, journal, DesiredConfig, HostRoot, NodeState};
@@ -107,8 +107,16 @@ enum Cmd {
         #[arg(long, default_value_t = 30)]
         retry_seconds: u64,
         /// Seconds the controller may take to drain the node before it is reported Degraded.
-        #[arg(long, default_value_t = 3600)]
+        #[arg(
+            long = "drain-timeout-seconds",
+            alias = "drain-timeout",
+            default_value_t = 3600
+        )]
         drain_timeout: u64,
+        /// The kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the in-cluster
+        /// service account).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
     },
 }
 
@@ -229,6 +237,7 @@ fn cluster(
     node_name: Option<String>,
     retry_seconds: u64,
     drain_timeout: u64,
+    kubeconfig: Option<PathBuf>,
 ) -> Result<ExitCode, String> {
     use mco_node::agent::kube_loop::{Agent, AgentOptions};
     let node_name = node_name
@@ -248,7 +257,7 @@ fn cluster(
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
-        let client = kube::Client::try_default()
+        let client = mco_node::agent::kube_loop::connect(kubeconfig.as_deref(), &node_name)
             .await
             .map_err(|e| format!("cannot reach the API server: {e}"))?;
         Agent::new(client, root, host, opts)
@@ -266,7 +275,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             node_name,
             retry_seconds,
             drain_timeout,
-        } => cluster(&common, node_name, retry_seconds, drain_timeout),
+            kubeconfig,
+        } => cluster(&common, node_name, retry_seconds, drain_timeout, kubeconfig),
         Cmd::OnceFrom {
             file,
             common,
@@ -294,7 +304,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let old = read_current(&root).map_err(|e| e.to_string())?;
             let opts = ApplyOptions {
                 check_drift: !force,
-                allow_reboot: !no_reboot,
+                reboot: if no_reboot {
+                    RebootMode::Skip
+                } else {
+                    RebootMode::Now
+                },
+                drained: false,
                 policies: policies.as_ref(),
             };
             let out = run_update(&root, host.as_mut(), &old, &new, opts, None);
@@ -315,7 +330,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let old = read_current(&root).map_err(|e| e.to_string())?;
             let opts = ApplyOptions {
                 check_drift: !force,
-                allow_reboot: false,
+                reboot: RebootMode::Skip,
+                drained: false,
                 policies: policies.as_ref(),
             };
             let timeout = Duration::from_secs(timeout);

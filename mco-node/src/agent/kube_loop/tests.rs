@@ -116,7 +116,8 @@ fn root_on(mc: &Value) -> (tempfile::TempDir, HostRoot) {
     };
     let opts = ApplyOptions {
         check_drift: false,
-        allow_reboot: false,
+        reboot: crate::apply::RebootMode::Deferred,
+        drained: true,
         policies: None,
     };
     let out = run_update(
