@@ -11,6 +11,7 @@ use super::report::{highlight, Entry, Kind, Position, Report};
 use super::schema::{Struct, Ty, CONFIG};
 use super::unit::{deserialize, UnitOption};
 use super::url::validate_url;
+use crate::gocompat::quote::go_quote;
 
 /// Source bytes and their position tree, when validating with source.
 pub struct Source<'a> {
@@ -145,30 +146,6 @@ fn warn(msg: impl Into<String>) -> Entry {
 }
 fn one(e: Entry) -> Report {
     Report { entries: vec![e] }
-}
-
-/// Go's `%q` for the strings that appear in messages.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn path_ext(name: &str) -> &str {
