@@ -12,7 +12,7 @@ mod source_url;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-pub use source_url::{validate_source_url, UrlError};
+pub use source_url::{validate_source_url, validate_source_url_v2, UrlError};
 
 /// A decoded data URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

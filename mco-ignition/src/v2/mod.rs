@@ -13,7 +13,6 @@ pub mod gojson;
 pub mod report;
 pub mod schema;
 pub mod unit;
-pub mod url;
 pub mod validate;
 
 use serde_json::Value;

@@ -10,7 +10,7 @@ use super::gojson::{PosKind, PosNode};
 use super::report::{highlight, Entry, Kind, Position, Report};
 use super::schema::{Struct, Ty, CONFIG};
 use super::unit::{deserialize, UnitOption};
-use super::url::validate_url;
+use crate::dataurl::validate_source_url_v2;
 use crate::gocompat::quote::go_quote;
 
 /// Source bytes and their position tree, when validating with source.
@@ -353,9 +353,9 @@ fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
             _ => one(err("invalid compression method")),
         },
         ("FileContents" | "ConfigReference" | "CaReference", "Source") => {
-            match validate_url(s(v, "source")) {
+            match validate_source_url_v2(s(v, "source")) {
                 Ok(()) => Report::default(),
-                Err(e) => one(err(e)),
+                Err(e) => one(err(e.to_string())),
             }
         }
         ("Disk", "Device") => {
