@@ -12,6 +12,7 @@ use super::schema::{Struct, Ty, CONFIG};
 use super::unit::{deserialize, UnitOption};
 use crate::dataurl::validate_source_url_v2;
 use crate::gocompat::quote::go_quote;
+use crate::validate::rules::{is_guid, path_ext};
 
 /// Source bytes and their position tree, when validating with source.
 pub struct Source<'a> {
@@ -146,14 +147,6 @@ fn warn(msg: impl Into<String>) -> Entry {
 }
 fn one(e: Entry) -> Report {
     Report { entries: vec![e] }
-}
-
-fn path_ext(name: &str) -> &str {
-    let base_start = name.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match name[base_start..].rfind('.') {
-        Some(i) => &name[base_start + i..],
-        None => "",
-    }
 }
 
 fn unit_content(contents: &str) -> Result<Vec<UnitOption>, String> {
@@ -318,19 +311,6 @@ fn mode_check(v: &Value) -> Report {
     r
 }
 
-fn guid_ok(g: &str) -> bool {
-    if g.is_empty() {
-        return true;
-    }
-    let parts: Vec<&str> = g.split('-').collect();
-    let lens = [8, 4, 4, 4, 12];
-    parts.len() == 5
-        && parts
-            .iter()
-            .zip(lens)
-            .all(|(p, n)| p.len() == n && p.bytes().all(|c| c.is_ascii_hexdigit()))
-}
-
 fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
     let r = match (st, field) {
         ("File" | "Directory", "Mode") => mode_check(v),
@@ -383,8 +363,8 @@ fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
             r
         }
         ("Partition", "TypeGUID") | ("Partition", "GUID") => {
-            let key = if field == "GUID" { "guid" } else { "typeGuid" };
-            if guid_ok(s(v, key)) {
+            let guid = s(v, if field == "GUID" { "guid" } else { "typeGuid" });
+            if guid.is_empty() || is_guid(guid) {
                 Report::default()
             } else {
                 one(err(

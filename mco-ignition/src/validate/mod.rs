@@ -4,7 +4,7 @@
 //! ([`validate`]), duplicate keys in keyed lists ([`duplicates`]), and keys the schema does not
 //! know ([`unused_keys`], only when the raw input is at hand). [`correlate`] then adds positions.
 
-mod rules;
+pub(crate) mod rules;
 pub mod unit;
 
 use crate::config::Config;
