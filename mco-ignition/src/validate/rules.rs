@@ -2,6 +2,7 @@
 
 use super::unit::parse_unit;
 use crate::dataurl;
+use crate::gocompat::quote::go_quote;
 use crate::path::JsonPath;
 use crate::report::Report;
 use crate::schema::Obj;
@@ -441,7 +442,10 @@ fn unit_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
             if !opts.iter().any(|o| o.section == "Install") {
                 r.warn(
                     cp,
-                    format!("unit {name:?} is enabled, but has no install section so enable does nothing"),
+                    format!(
+                        "unit {} is enabled, but has no install section so enable does nothing",
+                        go_quote(name)
+                    ),
                 );
             }
         }
@@ -482,7 +486,11 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         if !opts.iter().any(|o| o.section == "Install") {
             r.warn(
                 path.key("units").index(idx).key("contents"),
-                format!("template unit {template:?} for {name:?} doesn't have Install section"),
+                format!(
+                    "template unit {} for {} doesn't have Install section",
+                    go_quote(&template),
+                    go_quote(name)
+                ),
             );
         }
     }
