@@ -12,7 +12,7 @@ mod source_url;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-pub use source_url::{validate_source_url, UrlError};
+pub use source_url::{validate_source_url, validate_source_url_v2, UrlError};
 
 /// A decoded data URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +78,21 @@ impl Cursor<'_> {
         let t = &self.s[self.start..self.pos];
         self.start = self.pos;
         t
+    }
+    /// Moves over token characters up to the next `;` or `,`; `at_end` is the error when the
+    /// text ends first, `bad` the error for any other character.
+    fn skip_token(&mut self, at_end: &str, bad: &str) -> Result<(), DataUrlError> {
+        loop {
+            match self.next() {
+                Some(ch @ (';' | ',')) => {
+                    self.back(ch);
+                    return Ok(());
+                }
+                None => return err(at_end),
+                Some(ch) if is_token(ch) => {}
+                Some(_) => return err(bad),
+            }
+        }
     }
 }
 
@@ -250,17 +265,10 @@ fn parse_with(url: &str, keep: bool) -> Result<DataUrl, DataUrlError> {
             du.params.remove("charset");
             c.next();
             c.take();
-            loop {
-                match c.next() {
-                    Some(ch @ (';' | ',')) => {
-                        c.back(ch);
-                        break;
-                    }
-                    None => return err("incomplete media type"),
-                    Some(ch) if is_token(ch) => {}
-                    Some(_) => return err("invalid character for media subtype"),
-                }
-            }
+            c.skip_token(
+                "incomplete media type",
+                "invalid character for media subtype",
+            )?;
             let t = c.take();
             if !t.is_empty() {
                 subtype = t.to_string();
@@ -336,17 +344,10 @@ fn parse_with(url: &str, keep: bool) -> Result<DataUrl, DataUrlError> {
             }
             None => return err("missing comma before data"),
             Some(ch) if is_token(ch) => {
-                loop {
-                    match c.next() {
-                        Some(ch @ (';' | ',')) => {
-                            c.back(ch);
-                            break;
-                        }
-                        None => return err("missing comma before data"),
-                        Some(ch) if is_token(ch) => {}
-                        Some(_) => return err("invalid character for parameter value"),
-                    }
-                }
+                c.skip_token(
+                    "missing comma before data",
+                    "invalid character for parameter value",
+                )?;
                 c.take().to_string()
             }
             Some(_) => return err("invalid character for parameter value"),

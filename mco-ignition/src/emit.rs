@@ -2,46 +2,13 @@
 //!
 //! Upstream stores configs as Go `encoding/json` writes them: compact, object keys sorted
 //! bytewise, `<`, `>` and `&` escaped. Report positions ("line 1 col N") are byte offsets in that
-//! form, so this module both writes it and locates values inside it.
+//! form, so this module both writes it and locates values inside it. The text itself is
+//! [`crate::gocompat::json`]'s; this module adds upstream's struct order and the locations.
 
+use crate::gocompat::json::{self, Format, Observer};
 use crate::path::{JsonPath, Step};
 use crate::schema::{Kind, Obj};
 use serde_json::Value;
-use std::fmt::Write as _;
-
-/// Writes a string as a Go `encoding/json` string literal.
-pub fn write_go_string(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let esc: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\n' => Some("\\n"),
-            '\r' => Some("\\r"),
-            '\t' => Some("\\t"),
-            '\u{8}' => Some("\\b"),
-            '\u{c}' => Some("\\f"),
-            '<' => Some("\\u003c"),
-            '>' => Some("\\u003e"),
-            '&' => Some("\\u0026"),
-            '\u{2028}' => Some("\\u2028"),
-            '\u{2029}' => Some("\\u2029"),
-            c if (c as u32) < 0x20 => None,
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-        }
-        start = i + c.len_utf8();
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
-}
 
 /// How a config was laid out when upstream serialised it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,19 +19,20 @@ pub enum Layout {
     Struct,
 }
 
+const SORTED: Format<'static> = Format {
+    indent: None,
+    sort_keys: true,
+};
+
 /// Go's compact, key-sorted serialisation of a JSON value.
 pub fn go_compact(value: &Value) -> String {
-    let mut out = String::with_capacity(256);
-    write_value(&mut out, value, &mut Locator::none());
-    out
+    json::to_go_compact_sorted(value)
 }
 
 /// Go's compact serialisation of a spec 3.x config with keys in upstream's struct order.
 pub fn go_compact_struct(value: &Value) -> String {
     let mut out = String::with_capacity(256);
-    let mut loc = Locator::none();
-    loc.schema = Some(&crate::schema::CONFIG);
-    write_value(&mut out, value, &mut loc);
+    json::write_value(&mut out, value, SORTED, &mut StructOrder::new());
     out
 }
 
@@ -81,117 +49,105 @@ pub fn go_offsets_in(value: &Value, targets: &[JsonPath], layout: Layout) -> Vec
         targets,
         found: vec![None; targets.len()],
         path: Vec::new(),
-        keys: true,
-        schema: (layout == Layout::Struct).then_some(&crate::schema::CONFIG),
+        order: (layout == Layout::Struct).then(StructOrder::new),
     };
     let mut out = String::with_capacity(256);
-    write_value(&mut out, value, &mut loc);
+    json::write_value(&mut out, value, SORTED, &mut loc);
     loc.found
 }
 
+/// Puts each object's members in upstream's struct order, following the schema down the tree;
+/// members the schema does not know stay sorted after the rest.
+struct StructOrder {
+    /// The schema of each object or list entered, the innermost last (`None` below an unknown key).
+    schemas: Vec<Option<&'static Obj>>,
+}
+
+impl StructOrder {
+    fn new() -> Self {
+        StructOrder {
+            schemas: vec![Some(&crate::schema::CONFIG)],
+        }
+    }
+
+    fn current(&self) -> Option<&'static Obj> {
+        self.schemas.last().copied().flatten()
+    }
+}
+
+impl Observer for StructOrder {
+    fn reorder(&mut self, members: &mut [(&String, &Value)]) {
+        if let Some(o) = self.current() {
+            let rank = |k: &str| {
+                o.fields
+                    .iter()
+                    .position(|f| f.name == k)
+                    .unwrap_or(usize::MAX)
+            };
+            members.sort_by_key(|(k, _)| rank(k));
+        }
+    }
+
+    fn member(&mut self, key: &str, _: usize) {
+        let child = self.current().and_then(|o| child_schema(o, key));
+        self.schemas.push(child);
+    }
+
+    fn element(&mut self, _: usize) {
+        // A list's entries share the list's schema (its entries' struct).
+        self.schemas.push(self.current());
+    }
+
+    fn leave(&mut self) {
+        self.schemas.pop();
+    }
+}
+
+/// Finds where target paths start, following the path of the value being written.
 struct Locator<'a> {
     targets: &'a [JsonPath],
     found: Vec<Option<usize>>,
     path: Vec<Step>,
-    keys: bool,
-    schema: Option<&'static Obj>,
+    order: Option<StructOrder>,
 }
 
-impl Locator<'_> {
-    fn none() -> Locator<'static> {
-        Locator {
-            targets: &[],
-            found: Vec::new(),
-            path: Vec::new(),
-            keys: false,
-            schema: None,
+impl Observer for Locator<'_> {
+    fn reorder(&mut self, members: &mut [(&String, &Value)]) {
+        if let Some(o) = &mut self.order {
+            o.reorder(members);
         }
     }
 
-    fn mark(&mut self, offset: usize) {
-        if self.targets.is_empty() {
-            return;
+    fn member(&mut self, key: &str, key_end: usize) {
+        self.path.push(Step::Key(key.to_string().into()));
+        if let Some(o) = &mut self.order {
+            o.member(key, key_end);
         }
-        for (i, t) in self.targets.iter().enumerate() {
-            if self.found[i].is_none() && t.0 == self.path {
-                self.found[i] = Some(offset);
+    }
+
+    fn element(&mut self, index: usize) {
+        self.path.push(Step::Index(index));
+        if let Some(o) = &mut self.order {
+            o.element(index);
+        }
+    }
+
+    fn begin(&mut self, value: &Value, at: usize) {
+        let offset = match value {
+            Value::Array(_) | Value::Object(_) => at + 1,
+            _ => at,
+        };
+        for (found, target) in self.found.iter_mut().zip(self.targets) {
+            if found.is_none() && target.0 == self.path {
+                *found = Some(offset);
             }
         }
     }
-}
 
-fn write_value(out: &mut String, value: &Value, loc: &mut Locator<'_>) {
-    match value {
-        Value::Null => {
-            loc.mark(out.len());
-            out.push_str("null")
-        }
-        Value::Bool(b) => {
-            loc.mark(out.len());
-            out.push_str(if *b { "true" } else { "false" })
-        }
-        Value::Number(n) => {
-            loc.mark(out.len());
-            let _ = write!(out, "{n}");
-        }
-        Value::String(s) => {
-            loc.mark(out.len());
-            write_go_string(out, s)
-        }
-        Value::Array(items) => {
-            out.push('[');
-            loc.mark(out.len());
-            let schema = loc.schema;
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                if loc.keys {
-                    loc.path.push(Step::Index(i));
-                }
-                loc.schema = schema;
-                write_value(out, item, loc);
-                if loc.keys {
-                    loc.path.pop();
-                }
-            }
-            loc.schema = schema;
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            loc.mark(out.len());
-            let schema = loc.schema;
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            if let Some(o) = schema {
-                let rank = |k: &str| {
-                    o.fields
-                        .iter()
-                        .position(|f| f.name == k)
-                        .unwrap_or(usize::MAX)
-                };
-                keys.sort_by_key(|k| rank(k));
-            }
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                if loc.keys {
-                    loc.path.push(Step::Key(k.clone().into()));
-                }
-                write_go_string(out, k);
-                out.push(':');
-                if let Some(v) = map.get(k) {
-                    loc.schema = schema.and_then(|o| child_schema(o, k));
-                    write_value(out, v, loc);
-                    loc.schema = schema;
-                }
-                if loc.keys {
-                    loc.path.pop();
-                }
-            }
-            out.push('}');
+    fn leave(&mut self) {
+        self.path.pop();
+        if let Some(o) = &mut self.order {
+            o.leave();
         }
     }
 }

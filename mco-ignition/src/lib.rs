@@ -12,6 +12,7 @@ pub mod config;
 pub mod dataurl;
 pub mod emit;
 pub mod error;
+pub mod gocompat;
 pub mod merge;
 pub mod merge_fold;
 pub mod model;

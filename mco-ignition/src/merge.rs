@@ -56,10 +56,7 @@ pub(crate) fn merge_obj(
         }
     }
     for field in o.fields_for(minor) {
-        let (key, pv) = match p.remove_entry(field.name) {
-            Some((k, v)) => (Some(k), Some(v)),
-            None => (None, None),
-        };
+        let (key, pv) = p.remove_entry(field.name).unzip();
         let cv = c.get(field.name);
         let merged = match (&field.kind, pv, cv) {
             (_, None, None) => None,
@@ -68,15 +65,7 @@ pub(crate) fn merge_obj(
                 (!m.is_empty()).then_some(Value::Object(m))
             }
             (Kind::ObjList(_) | Kind::StrList(_), pv, _) => {
-                let siblings: Vec<&HashSet<Cow<'_, str>>> = if o.shared_keys.contains(&field.name) {
-                    o.shared_keys
-                        .iter()
-                        .filter(|n| **n != field.name)
-                        .filter_map(|n| shared_child_keys.get(n))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
+                let siblings = sibling_keys(o, field, &shared_child_keys);
                 merge_list(o, field, pv, cv, &siblings, minor)
             }
             (_, Some(pv), None) => match field.presence {
@@ -100,6 +89,39 @@ pub(crate) fn item_key<'a>(field: &Field, v: &'a Value) -> Cow<'a, str> {
     }
 }
 
+/// The child's keys of the other lists in `field`'s shared key space (none when it has none).
+pub(crate) fn sibling_keys<'m, K>(
+    owner: &Obj,
+    field: &Field,
+    shared_child_keys: &'m HashMap<&str, HashSet<K>>,
+) -> Vec<&'m HashSet<K>> {
+    if !owner.shared_keys.contains(&field.name) {
+        return Vec::new();
+    }
+    owner
+        .shared_keys
+        .iter()
+        .filter(|n| **n != field.name)
+        .filter_map(|n| shared_child_keys.get(n))
+        .collect()
+}
+
+/// Whether a list concatenates instead of merging entries by key.
+pub(crate) fn concatenates(owner: &Obj, field: &Field) -> bool {
+    owner.no_dups.contains(&field.name) || matches!(field.kind, Kind::StrList(StrListRule::Concat))
+}
+
+/// The child's entry merged onto the parent's entry of the same key: field by field for
+/// objects, the child's value otherwise.
+pub(crate) fn merge_entry(kind: Kind, parent: Value, child: &Value, minor: u64) -> Value {
+    match (kind, parent, child) {
+        (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
+            Value::Object(merge_obj(s, pm, cm, minor))
+        }
+        _ => child.clone(),
+    }
+}
+
 pub(crate) fn child_keys<'a>(field: &Field, v: Option<&'a Value>) -> HashSet<Cow<'a, str>> {
     v.and_then(Value::as_array)
         .map(|items| items.iter().map(|i| item_key(field, i)).collect())
@@ -120,10 +142,8 @@ pub(crate) fn merge_list(
         _ => Vec::new(),
     };
     let c = cv.and_then(Value::as_array).unwrap_or(&empty);
-    let concat = owner.no_dups.contains(&field.name)
-        || matches!(field.kind, Kind::StrList(StrListRule::Concat));
     let mut out: Vec<Value> = Vec::with_capacity(p.len() + c.len());
-    if concat {
+    if concatenates(owner, field) {
         out.extend(p);
         out.extend(c.iter().cloned());
     } else {
@@ -146,12 +166,7 @@ pub(crate) fn merge_list(
                 if headers && child.get("value").is_none() {
                     continue;
                 }
-                out.push(match (field.kind, item, child) {
-                    (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
-                        Value::Object(merge_obj(s, pm, cm, minor))
-                    }
-                    _ => child.clone(),
-                });
+                out.push(merge_entry(field.kind, item, child, minor));
             } else if !dropped {
                 out.push(item);
             }
@@ -165,12 +180,7 @@ pub(crate) fn merge_list(
                 // A repeated key inside the child: upstream merges it onto the first.
                 if let Some(pos) = out.iter().rposition(|o| item_key(field, o) == key) {
                     let slot = std::mem::take(&mut out[pos]);
-                    out[pos] = match (field.kind, slot, item) {
-                        (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
-                            Value::Object(merge_obj(s, pm, cm, minor))
-                        }
-                        _ => item.clone(),
-                    };
+                    out[pos] = merge_entry(field.kind, slot, item, minor);
                     continue;
                 }
             }
@@ -184,12 +194,13 @@ pub(crate) fn merge_list(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::parse::parse_value;
     use serde_json::json;
 
-    fn cfg(v: Value) -> Config {
+    /// The config a test writes as JSON.
+    pub(crate) fn cfg(v: Value) -> Config {
         match parse_value(&v) {
             Ok(p) => p.config,
             Err(e) => panic!("test config does not parse: {e:?}"),

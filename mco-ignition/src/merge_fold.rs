@@ -13,8 +13,8 @@
 //! [`merge_into`]: crate::merge::merge_into
 
 use crate::config::Config;
-use crate::merge::{child_keys, item_key, merge_list, merge_obj};
-use crate::schema::{self, Field, Kind, Obj, Presence, StrListRule};
+use crate::merge::{child_keys, concatenates, item_key, merge_entry, merge_list, sibling_keys};
+use crate::schema::{self, Field, Kind, Obj, Presence};
 use crate::small_map::SmallGet;
 use crate::version::SpecVersion;
 use serde_json::{Map, Value};
@@ -147,10 +147,7 @@ impl MergeFold {
             }
         }
         for field in o.fields_for(minor) {
-            let (key, pv) = match p.remove_entry(field.name) {
-                Some((k, v)) => (Some(k), Some(v)),
-                None => (None, None),
-            };
+            let (key, pv) = p.remove_entry(field.name).unzip();
             let cv = c.get_mut(field.name);
             let len = path.len();
             if !path.is_empty() {
@@ -169,16 +166,7 @@ impl MergeFold {
                     }
                 }
                 (Kind::ObjList(_) | Kind::StrList(_), pv, cv) => {
-                    let siblings: Vec<&HashSet<Cow<'static, str>>> =
-                        if o.shared_keys.contains(&field.name) {
-                            o.shared_keys
-                                .iter()
-                                .filter(|n| **n != field.name)
-                                .filter_map(|n| shared_child_keys.get(n))
-                                .collect()
-                        } else {
-                            Vec::new()
-                        };
+                    let siblings = sibling_keys(o, field, &shared_child_keys);
                     self.fold_list(o, field, pv, cv, &siblings, minor, path, touched)
                 }
                 (_, Some(pv), None) => match field.presence {
@@ -217,10 +205,8 @@ impl MergeFold {
         path: &str,
         touched: &mut dyn FnMut(&str, &mut Value),
     ) -> Option<Value> {
-        let concat = owner.no_dups.contains(&field.name)
-            || matches!(field.kind, Kind::StrList(StrListRule::Concat));
         let mut p = match pv {
-            Some(Value::Array(items)) if !concat => items,
+            Some(Value::Array(items)) if !concatenates(owner, field) => items,
             other => {
                 let cv = cv.as_deref();
                 return self.plain_list(owner, field, other, cv, siblings, minor, path, touched);
@@ -269,12 +255,7 @@ impl MergeFold {
                     continue;
                 }
                 let slot = std::mem::take(&mut p[pos]);
-                p[pos] = match (field.kind, slot, item) {
-                    (Kind::ObjList(s), Value::Object(pm), Value::Object(cm)) => {
-                        Value::Object(merge_obj(s, pm, cm, minor))
-                    }
-                    _ => item.clone(),
-                };
+                p[pos] = merge_entry(field.kind, slot, item, minor);
                 touched(path, &mut p[pos]);
             }
             for keys in siblings {
@@ -395,15 +376,8 @@ fn touch_all(
 mod tests {
     use super::*;
     use crate::merge::merge_into;
-    use crate::parse::parse_value;
+    use crate::merge::tests::cfg;
     use serde_json::json;
-
-    fn cfg(v: Value) -> Config {
-        match parse_value(&v) {
-            Ok(p) => p.config,
-            Err(e) => panic!("test config does not parse: {e:?}"),
-        }
-    }
 
     fn fold_matches_plain(configs: Vec<Value>) {
         let mut configs = configs.into_iter().map(cfg);

@@ -250,6 +250,22 @@ pub fn validate_source_url(url: &str, minor: u64) -> Result<(), UrlError> {
     }
 }
 
+/// Validates a spec 2.2 Resource source as spec 2 does: the same parse and checks as
+/// [`validate_source_url`], with spec 2's schemes (`oem`; no `gs` or `arn`). An empty source
+/// is accepted (absent).
+pub fn validate_source_url_v2(url: &str) -> Result<(), UrlError> {
+    if url.is_empty() {
+        return Ok(());
+    }
+    let u = go_url_parse(url).ok_or(UrlError::Unparsable)?;
+    match u.scheme.as_str() {
+        "http" | "https" | "oem" | "tftp" => Ok(()),
+        "s3" => check_version_id(u.raw_query),
+        "data" => check(url).map_err(UrlError::from),
+        _ => Err(UrlError::Scheme),
+    }
+}
+
 /// [`validate_source_url`] without the data URL fast path.
 fn validate_general(url: &str, minor: u64) -> Result<(), UrlError> {
     let u = go_url_parse(url).ok_or(UrlError::Unparsable)?;
@@ -357,6 +373,44 @@ const COMMON_HEADERS: [&str; 6] = [
     "data:text/plain;charset=UTF-8;base64,",
     "data:application/octet-stream;base64,",
 ];
+
+#[cfg(test)]
+mod v2_tests {
+    use super::*;
+
+    #[test]
+    fn spec_2_go_url_failures_and_schemes() {
+        for url in ["http://[::1", "http://a b/", "http://x/%zz", "http://x%41/"] {
+            assert_eq!(
+                validate_source_url_v2(url),
+                Err(UrlError::Unparsable),
+                "{url}"
+            );
+        }
+        for url in ["ftp://x/a", "gs://b/o", "arn:aws:s3:::b/o"] {
+            assert_eq!(validate_source_url_v2(url), Err(UrlError::Scheme), "{url}");
+        }
+        for url in [
+            "",
+            "http://x:80/a",
+            "oem:///a",
+            "tftp://x/a",
+            "s3://b/o?versionId=1",
+        ] {
+            assert_eq!(validate_source_url_v2(url), Ok(()), "{url}");
+        }
+        assert_eq!(
+            validate_source_url_v2("s3://b/o?versionId="),
+            Err(UrlError::S3VersionId)
+        );
+        assert_eq!(validate_source_url_v2("data:,abc%20"), Ok(()));
+        assert_eq!(validate_source_url_v2("data:;base64,aGk="), Ok(()));
+        assert!(matches!(
+            validate_source_url_v2("data:;base64,@@"),
+            Err(UrlError::DataUrl(_))
+        ));
+    }
+}
 
 #[cfg(test)]
 mod fast_path_tests {

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::value::{list, list_at, str_of};
-use crate::v2::validate::go_quote;
+use crate::gocompat::quote::go_quote;
 
 /// Why a 2.2 config cannot be converted; `Display` is upstream's text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,19 +1,12 @@
-//! The byte form upstream sees for a MachineConfig's Ignition config: compact JSON with object
-//! keys sorted bytewise and Go `encoding/json` string escaping, plus the byte offsets of every
-//! value, used to locate spec 2 validation reports.
+//! The byte form upstream sees for a MachineConfig's Ignition config (Go's compact JSON with
+//! object keys sorted bytewise, written by [`crate::gocompat::json`]) and the byte offsets of
+//! every value in it, used to locate spec 2 validation reports.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use serde_json::Value;
 
-/// Serialises `v` as compact JSON with keys sorted bytewise and Go's escaping
-/// (`<`, `>`, `&`, U+2028 and U+2029 as `\uXXXX`).
-pub fn go_compact_sorted(v: &Value) -> String {
-    let mut out = String::new();
-    write_value(&mut out, v, None);
-    out
-}
+use crate::gocompat::json::{self, Format, Observer};
 
 /// Where a value sits in the serialisation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,93 +40,74 @@ impl PosNode {
     }
 }
 
-/// Serialises like [`go_compact_sorted`] and also returns the position tree.
+/// Serialises `v` as compact JSON with keys sorted bytewise and Go's escaping, and returns the
+/// position tree of its values.
 pub fn go_compact_sorted_with_positions(v: &Value) -> (String, PosNode) {
     let mut out = String::new();
-    let mut node = PosNode {
+    let mut tree = Tree::default();
+    let format = Format {
+        indent: None,
+        sort_keys: true,
+    };
+    json::write_value(&mut out, v, format, &mut tree);
+    let root = tree.root.unwrap_or(PosNode {
         end: 0,
         key_end: 0,
         kind: PosKind::Leaf,
-    };
-    write_value(&mut out, v, Some(&mut node));
-    (out, node)
+    });
+    (out, root)
 }
 
-fn write_value(out: &mut String, v: &Value, pos: Option<&mut PosNode>) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            let _ = write!(out, "{n}");
-        }
-        Value::String(s) => write_go_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            let mut kids = pos.is_some().then(Vec::new);
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                match kids.as_mut() {
-                    Some(k) => {
-                        let mut child = PosNode {
-                            end: 0,
-                            key_end: 0,
-                            kind: PosKind::Leaf,
-                        };
-                        write_value(out, item, Some(&mut child));
-                        k.push(child);
-                    }
-                    None => write_value(out, item, None),
-                }
-            }
-            out.push(']');
-            if let (Some(p), Some(k)) = (pos, kids) {
-                p.kind = PosKind::Array(k);
-                p.end = out.len() - 1;
-            }
-            return;
-        }
-        Value::Object(m) => {
-            out.push('{');
-            let mut kids = pos.is_some().then(BTreeMap::new);
-            // Sort explicitly: the map's own order depends on serde_json's features.
-            let mut members: Vec<(&String, &Value)> = m.iter().collect();
-            members.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            for (i, (k, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_string(out, k);
-                let key_end = out.len();
-                out.push(':');
-                match kids.as_mut() {
-                    Some(map) => {
-                        let mut child = PosNode {
-                            end: 0,
-                            key_end,
-                            kind: PosKind::Leaf,
-                        };
-                        write_value(out, item, Some(&mut child));
-                        map.insert(k.clone(), child);
-                    }
-                    None => write_value(out, item, None),
-                }
-            }
-            out.push('}');
-            if let (Some(p), Some(k)) = (pos, kids) {
-                p.kind = PosKind::Object(k);
-                p.end = out.len() - 1;
-            }
-            return;
-        }
-    }
-    if let Some(p) = pos {
-        p.end = out.len() - 1;
-    }
+/// Builds the [`PosNode`] tree while the text is written.
+#[derive(Default)]
+struct Tree {
+    /// The next value's key and key end, when it is an object member.
+    next: Option<(String, usize)>,
+    /// The values begun and not yet ended, outermost first, with their keys.
+    open: Vec<(Option<String>, PosNode)>,
+    root: Option<PosNode>,
 }
 
-use crate::emit::write_go_string;
+impl Observer for Tree {
+    fn member(&mut self, key: &str, key_end: usize) {
+        self.next = Some((key.to_string(), key_end));
+    }
+
+    fn begin(&mut self, value: &Value, _: usize) {
+        let (key, key_end) = match self.next.take() {
+            Some((k, e)) => (Some(k), e),
+            None => (None, 0),
+        };
+        let kind = match value {
+            Value::Object(_) => PosKind::Object(BTreeMap::new()),
+            Value::Array(_) => PosKind::Array(Vec::new()),
+            _ => PosKind::Leaf,
+        };
+        let node = PosNode {
+            end: 0,
+            key_end,
+            kind,
+        };
+        self.open.push((key, node));
+    }
+
+    fn end(&mut self, last: usize) {
+        let Some((key, mut node)) = self.open.pop() else {
+            return;
+        };
+        node.end = last;
+        match (self.open.last_mut(), key) {
+            (None, _) => self.root = Some(node),
+            (Some((_, parent)), key) => match (&mut parent.kind, key) {
+                (PosKind::Object(m), Some(k)) => {
+                    m.insert(k, node);
+                }
+                (PosKind::Array(items), _) => items.push(node),
+                _ => {}
+            },
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -144,7 +118,7 @@ mod tests {
     fn sorts_and_escapes_like_go() {
         let v = json!({"b": "<a&b>", "a": [1, {"y": true, "x": null}], "Z": "\u{1}\n"});
         assert_eq!(
-            go_compact_sorted(&v),
+            go_compact_sorted_with_positions(&v).0,
             r#"{"Z":"\u0001\n","a":[1,{"x":null,"y":true}],"b":"\u003ca\u0026b\u003e"}"#
         );
     }

@@ -4,7 +4,8 @@
 //! removal pre-pass, 2.2 -> 3.0 with the `root` -> `/` filesystem map, then up to 3.5).
 //!
 //! Every entry point takes the MachineConfig's config object and serialises it itself the way
-//! upstream sees it ([`go_compact_sorted`]), so report positions match upstream's.
+//! upstream sees it ([`gojson::go_compact_sorted_with_positions`]), so report positions match
+//! upstream's.
 
 pub mod decode;
 pub mod dedupe;
@@ -12,13 +13,11 @@ pub mod gojson;
 pub mod report;
 pub mod schema;
 pub mod unit;
-pub mod url;
 pub mod validate;
 
 use serde_json::Value;
 use thiserror::Error;
 
-pub use gojson::go_compact_sorted;
 pub use report::Report;
 
 use crate::translate::from_v2::{v22_to_v30, FromV2Error};

@@ -10,7 +10,9 @@ use super::gojson::{PosKind, PosNode};
 use super::report::{highlight, Entry, Kind, Position, Report};
 use super::schema::{Struct, Ty, CONFIG};
 use super::unit::{deserialize, UnitOption};
-use super::url::validate_url;
+use crate::dataurl::validate_source_url_v2;
+use crate::gocompat::quote::go_quote;
+use crate::validate::rules::{is_guid, path_ext};
 
 /// Source bytes and their position tree, when validating with source.
 pub struct Source<'a> {
@@ -145,38 +147,6 @@ fn warn(msg: impl Into<String>) -> Entry {
 }
 fn one(e: Entry) -> Report {
     Report { entries: vec![e] }
-}
-
-/// Go's `%q` for the strings that appear in messages.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn path_ext(name: &str) -> &str {
-    let base_start = name.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match name[base_start..].rfind('.') {
-        Some(i) => &name[base_start + i..],
-        None => "",
-    }
 }
 
 fn unit_content(contents: &str) -> Result<Vec<UnitOption>, String> {
@@ -341,19 +311,6 @@ fn mode_check(v: &Value) -> Report {
     r
 }
 
-fn guid_ok(g: &str) -> bool {
-    if g.is_empty() {
-        return true;
-    }
-    let parts: Vec<&str> = g.split('-').collect();
-    let lens = [8, 4, 4, 4, 12];
-    parts.len() == 5
-        && parts
-            .iter()
-            .zip(lens)
-            .all(|(p, n)| p.len() == n && p.bytes().all(|c| c.is_ascii_hexdigit()))
-}
-
 fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
     let r = match (st, field) {
         ("File" | "Directory", "Mode") => mode_check(v),
@@ -376,9 +333,9 @@ fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
             _ => one(err("invalid compression method")),
         },
         ("FileContents" | "ConfigReference" | "CaReference", "Source") => {
-            match validate_url(s(v, "source")) {
+            match validate_source_url_v2(s(v, "source")) {
                 Ok(()) => Report::default(),
-                Err(e) => one(err(e)),
+                Err(e) => one(err(e.to_string())),
             }
         }
         ("Disk", "Device") => {
@@ -406,8 +363,8 @@ fn field_validate(st: &str, field: &str, v: &Value) -> Option<Report> {
             r
         }
         ("Partition", "TypeGUID") | ("Partition", "GUID") => {
-            let key = if field == "GUID" { "guid" } else { "typeGuid" };
-            if guid_ok(s(v, key)) {
+            let guid = s(v, if field == "GUID" { "guid" } else { "typeGuid" });
+            if guid.is_empty() || is_guid(guid) {
                 Report::default()
             } else {
                 one(err(

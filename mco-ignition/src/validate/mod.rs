@@ -4,7 +4,7 @@
 //! ([`validate`]), duplicate keys in keyed lists ([`duplicates`]), and keys the schema does not
 //! know ([`unused_keys`], only when the raw input is at hand). [`correlate`] then adds positions.
 
-mod rules;
+pub(crate) mod rules;
 pub mod unit;
 
 use crate::config::Config;
@@ -280,7 +280,7 @@ pub fn correlate_in(report: &mut Report, raw: &Value, layout: emit::Layout) {
             if unused {
                 if let Some(Step::Key(k)) = p.0.last() {
                     let mut quoted = String::new();
-                    emit::write_go_string(&mut quoted, k);
+                    crate::gocompat::json::write_go_string(&mut quoted, k);
                     let value_is_composite = matches!(
                         lookup_path(raw, p),
                         Some(Value::Object(_)) | Some(Value::Array(_))

@@ -2,6 +2,7 @@
 
 use super::unit::parse_unit;
 use crate::dataurl;
+use crate::gocompat::quote::go_quote;
 use crate::path::JsonPath;
 use crate::report::Report;
 use crate::schema::Obj;
@@ -131,7 +132,7 @@ pub(super) fn check(
                 }
             }
             if !s(m, "name").unwrap_or("").ends_with(".conf")
-                || ext(s(m, "name").unwrap_or("")) != ".conf"
+                || path_ext(s(m, "name").unwrap_or("")) != ".conf"
             {
                 r.error(path.key("name"), "invalid systemd drop-in extension");
             }
@@ -155,7 +156,8 @@ pub(super) fn check(
     let _ = root;
 }
 
-fn ext(name: &str) -> &str {
+/// Go's `path.Ext`: the name's extension from its last `.`, or `""` (spec 2 shares it).
+pub(crate) fn path_ext(name: &str) -> &str {
     let base = name.rsplit('/').next().unwrap_or(name);
     match base.rfind('.') {
         Some(idx) => &base[idx..],
@@ -422,7 +424,7 @@ fn unit_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         ".slice",
         ".scope",
     ];
-    if !EXTS.contains(&ext(name)) {
+    if !EXTS.contains(&path_ext(name)) {
         r.error(path.key("name"), "invalid systemd unit extension");
     }
     let contents = s(m, "contents");
@@ -440,7 +442,10 @@ fn unit_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
             if !opts.iter().any(|o| o.section == "Install") {
                 r.warn(
                     cp,
-                    format!("unit {name:?} is enabled, but has no install section so enable does nothing"),
+                    format!(
+                        "unit {} is enabled, but has no install section so enable does nothing",
+                        go_quote(name)
+                    ),
                 );
             }
         }
@@ -481,7 +486,11 @@ fn systemd_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
         if !opts.iter().any(|o| o.section == "Install") {
             r.warn(
                 path.key("units").index(idx).key("contents"),
-                format!("template unit {template:?} for {name:?} doesn't have Install section"),
+                format!(
+                    "template unit {} for {} doesn't have Install section",
+                    go_quote(&template),
+                    go_quote(name)
+                ),
             );
         }
     }
@@ -539,7 +548,8 @@ fn partition_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     }
 }
 
-fn is_guid(g: &str) -> bool {
+/// Whether `g` has a GUID's form: hex groups of 8, 4, 4, 4 and 12 digits (spec 2 shares it).
+pub(crate) fn is_guid(g: &str) -> bool {
     let parts: Vec<&str> = g.split('-').collect();
     let lens = [8, 4, 4, 4, 12];
     parts.len() == 5

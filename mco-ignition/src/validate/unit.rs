@@ -1,5 +1,6 @@
 //! Systemd unit contents, parsed as far as validation needs (sections and options).
 
+use crate::gocompat::quote::go_quote;
 use std::borrow::Cow;
 
 /// One `Key=Value` option and its section, borrowed from the unit's contents.
@@ -51,7 +52,8 @@ pub fn parse_unit(contents: &str) -> Result<Vec<UnitOption<'_>>, String> {
                     let garbage = garbage.trim();
                     if !garbage.is_empty() {
                         return Err(err(&format!(
-                            "found garbage after section name : {garbage:?}"
+                            "found garbage after section name : {}",
+                            go_quote(garbage)
                         )));
                     }
                     section = Some(name);
@@ -203,7 +205,8 @@ mod tests {
                         let garbage = garbage.trim();
                         if !garbage.is_empty() {
                             return Err(err(&format!(
-                                "found garbage after section name : {garbage:?}"
+                                "found garbage after section name : {}",
+                                go_quote(garbage)
                             )));
                         }
                         section = Some(name);

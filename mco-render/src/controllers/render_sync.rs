@@ -3,6 +3,7 @@
 use super::pool_status::{Condition, PoolStatus, RENDER_DEGRADED};
 use crate::api::pool::PoolConfiguration;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use crate::gocompat::quote::go_quote;
 use crate::plan::input::rendered_input;
 use crate::plan::reconcile::{check_configs, is_rendered_config_reconcilable};
 use crate::render::error::RenderErrorKind;
@@ -146,12 +147,15 @@ fn check_transition(
         return Ok(());
     };
     let old = rendered_input(current.name(), &current.spec).map_err(|e| {
-        format!("parsing old Ignition config from machineconfig {current_name:?} failed: {e}")
+        format!(
+            "parsing old Ignition config from machineconfig {} failed: {e}",
+            go_quote(current_name)
+        )
     })?;
     let new = rendered_input(generated.name(), &generated.spec).map_err(|e| {
         format!(
-            "parsing new Ignition config from machineconfig {:?} failed: {e}",
-            generated.name()
+            "parsing new Ignition config from machineconfig {} failed: {e}",
+            go_quote(generated.name())
         )
     })?;
     let Err(full) = is_rendered_config_reconcilable(&old, &new, &[]) else {
@@ -171,7 +175,9 @@ fn check_transition(
             let reason = reason.to_string();
             if full_msg.contains(&reason) {
                 return Err(format!(
-                    "reconciliation failed between current config {current_name:?} and base config {name:?}: {reason}"
+                    "reconciliation failed between current config {} and base config {}: {reason}",
+                    go_quote(current_name),
+                    go_quote(name)
                 ));
             }
         }

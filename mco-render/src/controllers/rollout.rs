@@ -2,6 +2,7 @@
 
 use crate::api::node::{Node, ZONE_LABEL};
 use crate::api::MachineConfigPool;
+use crate::gocompat::quote::go_quote;
 use serde_json::Value;
 use std::cmp::Ordering;
 
@@ -12,7 +13,7 @@ pub enum MaxUnavailableError {
     #[error("\"maxUnavailable\" invalid value for IntOrString: invalid type: string is not a percentage")]
     NotPercent,
     /// A percentage whose number does not parse.
-    #[error("\"maxUnavailable\" invalid value for IntOrString: invalid value {value:?}: strconv.Atoi: parsing {number:?}: {why}")]
+    #[error("\"maxUnavailable\" invalid value for IntOrString: invalid value {}: strconv.Atoi: parsing {}: {why}", go_quote(.value), go_quote(.number))]
     BadNumber {
         /// The whole string.
         value: String,

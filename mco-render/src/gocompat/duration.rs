@@ -1,35 +1,19 @@
 //! Go `time.Duration`: parsing (`time.ParseDuration`) and text (`Duration.String`).
 
+use super::quote::time_quote;
+
 /// Why a duration string does not parse; `Display` is Go's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// Not a duration at all (or out of range).
-    #[error("time: invalid duration {}", quote(.0))]
+    #[error("time: invalid duration {}", time_quote(.0))]
     Invalid(String),
     /// A number without a unit.
-    #[error("time: missing unit in duration {}", quote(.0))]
+    #[error("time: missing unit in duration {}", time_quote(.0))]
     MissingUnit(String),
     /// A unit Go does not know.
-    #[error("time: unknown unit {} in duration {}", quote(.0), quote(.1))]
+    #[error("time: unknown unit {} in duration {}", time_quote(.0), time_quote(.1))]
     UnknownUnit(String, String),
-}
-
-/// Go's `time` package quoting: double quotes, with `"` and `\` escaped.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 const NANOSECOND: u64 = 1;
@@ -258,6 +242,11 @@ mod tests {
         assert_eq!(
             parse_duration("").map_err(|e| e.to_string()),
             Err("time: invalid duration \"\"".into())
+        );
+        // The time package's own quoting: non-ASCII bytes in hex, unlike %q.
+        assert_eq!(
+            parse_duration("1µm").map_err(|e| e.to_string()),
+            Err(r#"time: unknown unit "\xc2\xb5m" in duration "1\xc2\xb5m""#.into())
         );
     }
 

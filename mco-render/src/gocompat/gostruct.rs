@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::duration::{format_duration, parse_duration};
 use super::quantity::Quantity;
+use super::quote::go_quote;
 
 /// A Go type.
 #[derive(Debug, Clone, Copy)]
@@ -257,8 +258,8 @@ fn decode_into(v: &mut GoVal, ty: Ty, json: &Value, cx: &mut Cx) -> Result<(), D
             }
             other => {
                 return Err(DecodeError(format!(
-                    "invalid duration {:?}: json: cannot unmarshal {} into Go value of type time.Duration",
-                    other.to_string(),
+                    "invalid duration {}: json: cannot unmarshal {} into Go value of type time.Duration",
+                    go_quote(&other.to_string()),
                     kind_of(other)
                 )))
             }

@@ -1,26 +1,9 @@
-//! JSON as upstream's server writes it: Go `encoding/json` string escaping, object keys in the
-//! order the value holds them (Go writes struct fields in declaration order, which the callers
-//! reproduce when they build the value), compact or indented like `json.MarshalIndent`.
+//! JSON as upstream's server writes it: the Ignition engine's Go `encoding/json` text
+//! (re-exported), and the key orders callers put values in before writing them.
 
-use mco_ignition::emit::write_go_string;
+pub use mco_ignition::gocompat::json::{go_json_string, to_go_compact, to_go_indented};
 use mco_ignition::schema::{Kind, Obj};
 use serde_json::{Map, Value};
-use std::fmt::Write as _;
-
-/// Compact Go-style JSON, keys in the value's own order.
-pub fn to_go_compact(value: &Value) -> String {
-    let mut out = String::with_capacity(1024);
-    write(&mut out, value, None, 0);
-    out
-}
-
-/// Go `json.MarshalIndent(v, "", indent)`: keys in the value's own order, empty objects and
-/// lists written as `{}` and `[]`, no trailing newline.
-pub fn to_go_indented(value: &Value, indent: &str) -> String {
-    let mut out = String::with_capacity(1024);
-    write(&mut out, value, Some(indent), 0);
-    out
-}
 
 /// A copy of `value` with every object's keys sorted bytewise, as the API server stores
 /// free-form JSON.
@@ -72,85 +55,10 @@ pub fn schema_ordered(value: &Value, obj: &'static Obj) -> Value {
     Value::Object(out)
 }
 
-fn newline(out: &mut String, indent: Option<&str>, depth: usize) {
-    if let Some(ind) = indent {
-        out.push('\n');
-        for _ in 0..depth {
-            out.push_str(ind);
-        }
-    }
-}
-
-fn write(out: &mut String, value: &Value, indent: Option<&str>, depth: usize) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            let _ = write!(out, "{n}");
-        }
-        Value::String(s) => write_go_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            if items.is_empty() {
-                out.push(']');
-                return;
-            }
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, indent, depth + 1);
-                write(out, item, indent, depth + 1);
-            }
-            newline(out, indent, depth);
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            if map.is_empty() {
-                out.push('}');
-                return;
-            }
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, indent, depth + 1);
-                write_go_string(out, k);
-                out.push(':');
-                if indent.is_some() {
-                    out.push(' ');
-                }
-                write(out, v, indent, depth + 1);
-            }
-            newline(out, indent, depth);
-            out.push('}');
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn keeps_insertion_order_and_escapes_like_go() {
-        let v = json!({"b": "<&>", "a": [1, {}], "c": []});
-        assert_eq!(
-            to_go_compact(&v),
-            r#"{"b":"\u003c\u0026\u003e","a":[1,{}],"c":[]}"#
-        );
-    }
-
-    #[test]
-    fn indents_like_marshal_indent() {
-        let v = json!({"k": {"x": [true, null]}, "e": {}});
-        assert_eq!(
-            to_go_indented(&v, "    "),
-            "{\n    \"k\": {\n        \"x\": [\n            true,\n            null\n        ]\n    },\n    \"e\": {}\n}"
-        );
-    }
 
     #[test]
     fn orders_configs_like_go_structs() {

@@ -6,6 +6,8 @@
 use mco_ignition::model::{Config, PasswdUser};
 use serde::{Deserialize, Serialize};
 
+use crate::gocompat::quote::go_quote;
+
 /// The user whose SSH keys and password hash may change in place.
 pub const CORE_USER: &str = "core";
 
@@ -93,7 +95,7 @@ pub enum Irreconcilable {
 pub enum ReconcileError {
     /// The configs differ in a way that cannot be applied in place. Upstream names the old config
     /// as "new" and the new one as the reference; the text keeps that order.
-    #[error("new machineconfig {old:?} is not reconcilable against {new:?}: {reason}")]
+    #[error("new machineconfig {} is not reconcilable against {}: {reason}", go_quote(.old), go_quote(.new))]
     NotReconcilable {
         /// Old rendered config name.
         old: String,
@@ -103,7 +105,7 @@ pub enum ReconcileError {
         reason: Irreconcilable,
     },
     /// The old config did not parse (message from the parser).
-    #[error("parsing old Ignition config from machineconfig {name:?} failed: {message}")]
+    #[error("parsing old Ignition config from machineconfig {} failed: {message}", go_quote(.name))]
     ParseOld {
         /// Old rendered config name.
         name: String,
@@ -111,7 +113,7 @@ pub enum ReconcileError {
         message: String,
     },
     /// The new config did not parse (message from the parser).
-    #[error("parsing new Ignition config from machineconfig {name:?} failed: {message}")]
+    #[error("parsing new Ignition config from machineconfig {} failed: {message}", go_quote(.name))]
     ParseNew {
         /// New rendered config name.
         name: String,
@@ -119,7 +121,7 @@ pub enum ReconcileError {
         message: String,
     },
     /// The new config did not validate (message from the validator).
-    #[error("validating new Ignition config from machineconfig {name:?} failed: {message}")]
+    #[error("validating new Ignition config from machineconfig {} failed: {message}", go_quote(.name))]
     ValidateNew {
         /// New rendered config name.
         name: String,

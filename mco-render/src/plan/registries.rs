@@ -8,6 +8,7 @@ use mco_ignition::model::Config;
 use serde::Deserialize;
 
 use super::policy::REGISTRIES_CONF;
+use crate::gocompat::quote::{go_quote, go_quote_rune};
 
 /// Why the registries.conf check could not decide.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -173,19 +174,6 @@ fn line_of(data: &[u8], offset: usize) -> usize {
         .count()
 }
 
-/// Go `%q` of one character.
-fn go_quote_char(c: char) -> String {
-    match c {
-        '\n' => "'\\n'".into(),
-        '\t' => "'\\t'".into(),
-        '\r' => "'\\r'".into(),
-        '\'' => "'\\''".into(),
-        '\\' => "'\\\\'".into(),
-        c if (c as u32) < 0x20 => format!("'\\x{:02x}'", c as u32),
-        c => format!("'{c}'"),
-    }
-}
-
 /// Finds the first malformed `[[name]` array-table header the way upstream's lexer reports it:
 /// the line after the offending character is consumed, and the last key is the last complete
 /// table header.
@@ -213,11 +201,11 @@ fn header_error(text: &str) -> Option<String> {
                 let key = if last_key.is_empty() {
                     String::new()
                 } else {
-                    format!(" (last key {last_key:?})")
+                    format!(" (last key {})", go_quote(&last_key))
                 };
                 return Some(format!(
                     "toml: line {line_no}{key}: expected end of table array name delimiter ']', but got {} instead",
-                    go_quote_char(c)
+                    go_quote_rune(c)
                 ));
             }
         }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::kubelet_types::{KUBELET_CONFIGURATION as KC, KUBELET_TY};
 use super::names::{self, Kind};
@@ -15,6 +15,7 @@ use crate::gocompat::duration::parse_duration;
 use crate::gocompat::gostruct::{
     decode, field, field_mut, go_fmt, marshal, merge, str_field, strings_field, GoVal,
 };
+use crate::gocompat::json::sorted;
 use crate::render::name::to_go_yaml;
 
 /// The error when a KubeletConfig selects no pool.
@@ -32,22 +33,6 @@ pub const NODE_SIZING_PATH: &str = "/etc/node-sizing-enabled.env";
 /// `spec.kubeletConfig` to the controller.
 pub fn raw_text(v: &Value) -> String {
     serde_json::to_string(&sorted(v)).unwrap_or_default()
-}
-
-fn sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            let mut m = Map::new();
-            for k in keys {
-                m.insert(k.clone(), sorted(&o[k]));
-            }
-            Value::Object(m)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
 }
 
 /// The user's `spec.kubeletConfig`, when present and not null.

@@ -12,6 +12,7 @@
 
 use super::VERSION_ANNOTATION;
 use crate::api::value_at::str_at;
+use crate::gocompat::quote::go_quote;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -149,7 +150,11 @@ pub fn rollout_pending(w: &Workload, version: &str) -> Option<String> {
         .and_then(Value::as_str)
         .unwrap_or("");
     if at != version {
-        return Some(format!("{what} is at version {at:?}, not {version:?}"));
+        return Some(format!(
+            "{what} is at version {}, not {}",
+            go_quote(at),
+            go_quote(version)
+        ));
     }
     let generation = int_at(o, "/metadata/generation").unwrap_or(0);
     let observed = int_at(o, "/status/observedGeneration").unwrap_or(0);

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::exec::{field, truthy};
 use super::TemplateError;
+use crate::gocompat::quote::go_quote;
 
 fn err(msg: impl Into<String>) -> TemplateError {
     TemplateError::new(msg.into())
@@ -189,7 +190,7 @@ fn sprintf(format: &str, args: &[Value]) -> Result<String, TemplateError> {
         match verb {
             Some('s') | Some('v') => out.push_str(&print_value(arg)),
             Some('d') => out.push_str(&as_int("printf", arg)?.to_string()),
-            Some('q') => out.push_str(&format!("{:?}", print_value(arg))),
+            Some('q') => out.push_str(&go_quote(&print_value(arg))),
             other => {
                 return Err(err(format!(
                     "printf: unsupported verb %{}",
@@ -632,7 +633,7 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             arity(name, args, 1)?;
             cloud_lb_ips(&args[0], "IngressLoadBalancerIPs", "Ingress")
         }
-        _ => Err(err(format!("function {name:?} not defined"))),
+        _ => Err(err(format!("function {} not defined", go_quote(name)))),
     }
 }
 

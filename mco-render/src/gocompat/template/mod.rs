@@ -30,6 +30,8 @@ pub mod parse;
 
 use serde_json::Value;
 
+use crate::gocompat::quote::go_quote;
+
 pub use exec::{ExecOptions, Objects};
 
 /// A template that does not parse or execute.
@@ -94,7 +96,10 @@ fn check_functions(tree: &parse::Tree) -> Result<(), TemplateError> {
             for a in &c.args {
                 match a {
                     parse::Operand::Func(name) if !funcs::FUNCTIONS.contains(&name.as_str()) => {
-                        return Err(TemplateError::new(format!("function {name:?} not defined")))
+                        return Err(TemplateError::new(format!(
+                            "function {} not defined",
+                            go_quote(name)
+                        )))
                     }
                     parse::Operand::Sub(p, _) => pipe(p)?,
                     _ => {}
@@ -202,6 +207,16 @@ mod tests {
         assert_eq!(r("{{.U | urlHost}}", d.clone()), "h");
         assert_eq!(r("{{(index .C 1)}}{{len .C}}", d.clone()), "b2");
         assert!(r("{{.U \"x\"}}", d).starts_with("ERROR"));
+    }
+
+    #[test]
+    fn printf_q_quotes_like_go() {
+        let d = json!({"S": "a\u{1}\u{7f}\u{a0}é\"", "T": "x"});
+        assert_eq!(
+            r("{{printf \"%q\" .S}}", d.clone()),
+            r#""a\x01\x7f\u00a0é\"""#
+        );
+        assert_eq!(r("{{.T | printf \"%q\"}}", d), r#""x""#);
     }
 
     const GO: ExecOptions<'static> = ExecOptions {

@@ -2,6 +2,7 @@
 //! `else if` / `else`, `range` (with `$i, $e :=`), `with`, variables and pipelines.
 
 use super::TemplateError;
+use crate::gocompat::quote::go_quote;
 
 /// A parsed template: a list of nodes.
 pub type Tree = Vec<Node>;
@@ -412,7 +413,7 @@ fn lex(s: &str, line: usize) -> Result<Vec<Tok>, TemplateError> {
                 } else if let Ok(f) = text.parse::<f64>() {
                     Operand::Float(f)
                 } else {
-                    return Err(err(format!("bad number syntax: {text:?}")));
+                    return Err(err(format!("bad number syntax: {}", go_quote(&text))));
                 };
                 out.push(Tok::Operand(op));
             }
