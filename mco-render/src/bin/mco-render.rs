@@ -661,9 +661,13 @@ fn cmd_generate(
     use mco_render::controllers::generate::sequence::generate_cluster;
     let m = load(paths)?;
     let (input, files) = mco_render::manifests::expand::cluster_input(&m, controller_version);
-    if input.resources.is_empty() {
+    if input.resources.is_empty()
+        && !input
+            .config_objects
+            .triggers_sync(input.node_config.is_some())
+    {
         return Err(Failure::input(
-            "no KubeletConfig or ContainerRuntimeConfig found in the manifests",
+            "no KubeletConfig, ContainerRuntimeConfig, Image, FeatureGate or Node found in the manifests",
         ));
     }
     let results = generate_cluster(&input);
@@ -676,11 +680,32 @@ fn cmd_generate(
                     .get(&(r.kind.clone(), r.name.clone()))
                     .map(|f| format!("{f}: "))
                     .unwrap_or_default();
-                lines.push(format!("error: {file}{} {:?}: {e}", r.kind, r.name));
+                let also: String = r
+                    .blamed
+                    .iter()
+                    .map(|b| {
+                        let f = files
+                            .get(&(b.kind.clone(), b.name.clone()))
+                            .map(|f| format!(" ({f})"))
+                            .unwrap_or_default();
+                        format!(", {} {:?}{f}", b.kind, b.name)
+                    })
+                    .collect();
+                lines.push(format!("error: {file}{} {:?}{also}: {e}", r.kind, r.name));
             }
             None => generated.extend(r.outcome.machine_configs.iter().cloned()),
         }
     }
+    // A MachineConfig written by several syncs prints once, in its last version.
+    let mut last: Vec<serde_json::Value> = Vec::with_capacity(generated.len());
+    for mc in generated.into_iter().rev() {
+        let name = mc.pointer("/metadata/name").cloned();
+        if !last.iter().any(|m| m.pointer("/metadata/name").cloned() == name) {
+            last.push(mc);
+        }
+    }
+    last.reverse();
+    let generated = last;
     match output {
         Format::Json => println!("{}", to_json(&generated)?),
         Format::Yaml => {

@@ -204,10 +204,28 @@ pub fn cluster_input(
                 input.resources.push(v.clone());
             }
             "FeatureGate" if name == "cluster" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
                 input.feature_gates = feature_gates_from_status(v);
+                input.config_objects.feature_gate_exists = true;
             }
             "APIServer" if name == "cluster" => input.api_server = Some(v.clone()),
-            "Node" if name == "cluster" => input.node_config = Some(v.clone()),
+            "Node" if name == "cluster" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
+                input.node_config = Some(v.clone());
+            }
+            "Image" | "ClusterVersion" | "ImageContentSourcePolicy" | "ImageDigestMirrorSet"
+            | "ImageTagMirrorSet" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
+                let o = &mut input.config_objects;
+                match kind {
+                    "Image" if name == "cluster" => o.image = Some(v.clone()),
+                    "ClusterVersion" if name == "version" => o.cluster_version = Some(v.clone()),
+                    "ImageContentSourcePolicy" => o.image_content_source_policies.push(v.clone()),
+                    "ImageDigestMirrorSet" => o.image_digest_mirror_sets.push(v.clone()),
+                    "ImageTagMirrorSet" => o.image_tag_mirror_sets.push(v.clone()),
+                    _ => {}
+                }
+            }
             _ => {}
         }
     }
@@ -220,8 +238,26 @@ pub fn cluster_input(
         .machine_configs
         .iter()
         .filter_map(|(_, mc)| serde_json::to_value(mc).ok())
+        .map(absent_lists_as_null)
         .collect();
     (input, files)
+}
+
+/// A decoded MachineConfig as the API serves it to a Go controller: kernel arguments and
+/// extensions that are empty were absent (nil in Go), and upstream writes them back as `null`.
+fn absent_lists_as_null(mut mc: Value) -> Value {
+    if let Some(spec) = mc.get_mut("spec").and_then(Value::as_object_mut) {
+        for k in ["kernelArguments", "extensions"] {
+            if spec
+                .get(k)
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty)
+            {
+                spec.insert(k.to_string(), Value::Null);
+            }
+        }
+    }
+    mc
 }
 
 /// The MachineConfigs a cluster holding these manifests would have once its controllers
@@ -246,7 +282,11 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
         }
     };
     let (input, files) = cluster_input(m, &opts.controller_version);
-    if input.resources.is_empty() {
+    if input.resources.is_empty()
+        && !input
+            .config_objects
+            .triggers_sync(input.node_config.is_some())
+    {
         return ClusterConfigs {
             machine_configs: m.machine_configs.clone(),
             errors: Vec::new(),

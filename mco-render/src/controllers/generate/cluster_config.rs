@@ -43,6 +43,69 @@ pub struct ClusterConfigInput {
     pub base_machine_configs: Vec<Value>,
     /// The controller version stamped on generated MachineConfigs.
     pub controller_version: String,
+    /// Whether the FeatureGate `cluster` exists (the node sync ends with the feature-gate
+    /// sync only then).
+    pub feature_gate_exists: bool,
+}
+
+/// The cluster-wide config objects of a cluster description, beyond what the custom-resource
+/// syncs read.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterConfigObjects {
+    /// The Image `cluster`.
+    pub image: Option<Value>,
+    /// The ClusterVersion `version`.
+    pub cluster_version: Option<Value>,
+    /// ImageContentSourcePolicies.
+    pub image_content_source_policies: Vec<Value>,
+    /// ImageDigestMirrorSets.
+    pub image_digest_mirror_sets: Vec<Value>,
+    /// ImageTagMirrorSets.
+    pub image_tag_mirror_sets: Vec<Value>,
+    /// Whether the FeatureGate `cluster` exists.
+    pub feature_gate_exists: bool,
+}
+
+impl ClusterConfigObjects {
+    /// Whether the description holds any cluster-config object (or a Node `cluster`).
+    pub fn triggers_sync(&self, node: bool) -> bool {
+        node || self.feature_gate_exists
+            || self.image.is_some()
+            || self.cluster_version.is_some()
+            || !self.image_content_source_policies.is_empty()
+            || !self.image_digest_mirror_sets.is_empty()
+            || !self.image_tag_mirror_sets.is_empty()
+    }
+}
+
+/// The syncs a cluster's objects trigger, as their controllers' handlers would run on a
+/// cluster, in order, each seeing the MachineConfigs the one before left: the feature-gate
+/// sync when the FeatureGate exists, the node sync when the Node `cluster` exists (it ends with
+/// the feature-gate sync again), then the registries sync when the Image `cluster` exists.
+/// Each outcome comes with the object whose sync it is.
+pub fn sync_all(input: &ClusterConfigInput) -> Vec<(ObjectRef, ConfigOutcome)> {
+    type SyncFn = fn(&ClusterConfigInput) -> ConfigOutcome;
+    let mut steps: Vec<(ObjectRef, SyncFn)> = Vec::new();
+    if input.feature_gate_exists {
+        steps.push((
+            ObjectRef::new("FeatureGate", "cluster"),
+            super::feature_gates::sync,
+        ));
+    }
+    if input.node.is_some() {
+        steps.push((ObjectRef::new("Node", "cluster"), super::node_config::sync));
+    }
+    if input.image.is_some() {
+        steps.push((ObjectRef::new("Image", "cluster"), super::registries::sync));
+    }
+    let mut cur = input.clone();
+    let mut out = Vec::new();
+    for (obj, f) in steps {
+        let o = f(&cur);
+        cur.existing_machine_configs = o.cluster.clone();
+        out.push((obj, o));
+    }
+    out
 }
 
 /// An object an error is about.

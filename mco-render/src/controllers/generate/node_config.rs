@@ -105,6 +105,9 @@ fn sync_into(input: &ClusterConfigInput, store: &mut Store) -> Result<(), Config
         store.put(mc);
     }
     store.clean_up_kubelet("97", version);
+    if !input.feature_gate_exists {
+        return Ok(());
+    }
     super::feature_gates::sync_into(input, store).map_err(|e| ConfigError {
         message: format!("could not sync featuregate controller: {}", e.message),
         objects: e.objects,
