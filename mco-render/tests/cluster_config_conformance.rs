@@ -259,7 +259,13 @@ fn write_manifests(case: &Value, dir: &Path) {
     ] {
         objects.extend(case[k].as_array().cloned().unwrap_or_default());
     }
-    for k in ["image", "clusterVersion", "featureGate", "apiServer", "node"] {
+    for k in [
+        "image",
+        "clusterVersion",
+        "featureGate",
+        "apiServer",
+        "node",
+    ] {
         if !case[k].is_null() {
             objects.push(case[k].clone());
         }
@@ -279,24 +285,42 @@ fn blamable(case: &Value) -> Vec<String> {
     if err.contains("release image") {
         out.push("ClusterVersion \"version\"".to_string());
     }
-    if err.contains("invalid entry for") || err.contains("only one of") || err.contains("wildcard scope") {
+    if err.contains("invalid entry for")
+        || err.contains("only one of")
+        || err.contains("wildcard scope")
+    {
         out.push("Image \"cluster\"".to_string());
     }
     let quoted: Vec<&str> = err.split('"').skip(1).step_by(2).collect();
     for (k, kind, list) in [
-        ("imageContentSourcePolicies", "ImageContentSourcePolicy", "repositoryDigestMirrors"),
-        ("imageDigestMirrorSets", "ImageDigestMirrorSet", "imageDigestMirrors"),
+        (
+            "imageContentSourcePolicies",
+            "ImageContentSourcePolicy",
+            "repositoryDigestMirrors",
+        ),
+        (
+            "imageDigestMirrorSets",
+            "ImageDigestMirrorSet",
+            "imageDigestMirrors",
+        ),
         ("imageTagMirrorSets", "ImageTagMirrorSet", "imageTagMirrors"),
     ] {
         for o in case[k].as_array().into_iter().flatten() {
             let uses = o["spec"][list].as_array().into_iter().flatten().any(|r| {
                 quoted.iter().any(|q| {
                     r["source"] == *q
-                        || r["mirrors"].as_array().into_iter().flatten().any(|m| m == q)
+                        || r["mirrors"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|m| m == q)
                 })
             });
             if uses {
-                out.push(format!("{kind} {:?}", o["metadata"]["name"].as_str().unwrap_or("")));
+                out.push(format!(
+                    "{kind} {:?}",
+                    o["metadata"]["name"].as_str().unwrap_or("")
+                ));
             }
         }
     }
@@ -346,7 +370,10 @@ fn compare_cli(case: &Value, dir: &Path) -> Option<String> {
     };
     let name = |m: &Value| m["metadata"]["name"].as_str().unwrap_or("").to_string();
     let kind = case["kind"].as_str().unwrap_or("");
-    let want = expected["machineConfigs"].as_array().cloned().unwrap_or_default();
+    let want = expected["machineConfigs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut diffs = Vec::new();
     for w in &want {
         match got.iter().find(|g| name(g) == name(w)) {
@@ -354,7 +381,12 @@ fn compare_cli(case: &Value, dir: &Path) -> Option<String> {
             Some(g) => {
                 for k in ["labels", "annotations", "ownerReferences"] {
                     if g["metadata"][k] != w["metadata"][k] {
-                        diffs.push(format!("{} {k}: got {}, want {}", name(w), g["metadata"][k], w["metadata"][k]));
+                        diffs.push(format!(
+                            "{} {k}: got {}, want {}",
+                            name(w),
+                            g["metadata"][k],
+                            w["metadata"][k]
+                        ));
                     }
                 }
                 if g["spec"] != w["spec"] {
@@ -406,5 +438,9 @@ fn cluster_config_cases_through_the_cli() {
     for f in &failures {
         eprintln!("{f}");
     }
-    assert!(failures.is_empty(), "{} of {ran} cases differ", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} cases differ",
+        failures.len()
+    );
 }

@@ -700,7 +700,10 @@ fn cmd_generate(
     let mut last: Vec<serde_json::Value> = Vec::with_capacity(generated.len());
     for mc in generated.into_iter().rev() {
         let name = mc.pointer("/metadata/name").cloned();
-        if !last.iter().any(|m| m.pointer("/metadata/name").cloned() == name) {
+        if !last
+            .iter()
+            .any(|m| m.pointer("/metadata/name").cloned() == name)
+        {
             last.push(mc);
         }
     }

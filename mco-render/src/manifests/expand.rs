@@ -213,7 +213,10 @@ pub fn cluster_input(
                 files.insert((kind.to_string(), name.to_string()), file.clone());
                 input.node_config = Some(v.clone());
             }
-            "Image" | "ClusterVersion" | "ImageContentSourcePolicy" | "ImageDigestMirrorSet"
+            "Image"
+            | "ClusterVersion"
+            | "ImageContentSourcePolicy"
+            | "ImageDigestMirrorSet"
             | "ImageTagMirrorSet" => {
                 files.insert((kind.to_string(), name.to_string()), file.clone());
                 let o = &mut input.config_objects;
