@@ -22,6 +22,8 @@ pub mod tls;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_cluster_config;
+#[cfg(test)]
 mod tests_crio;
 
 use std::collections::BTreeMap;
