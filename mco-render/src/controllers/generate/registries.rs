@@ -965,8 +965,8 @@ pub fn valid_blocked_and_allowed(
     release_image: &str,
     sources: &RegistrySources,
     digest: &[&MirrorObject],
-) -> Result<BlockedAndAllowed, ()> {
-    let payload = parse_named(release_image).ok_or(())?;
+) -> Result<BlockedAndAllowed, String> {
+    let payload = parse_named(release_image).ok_or_else(|| ERR_PARSING_REFERENCE.to_string())?;
     let repo = payload.name.clone();
     let mut out = BlockedAndAllowed::default();
     for reg in sources.blocked.iter().flatten() {
@@ -1122,9 +1122,9 @@ pub fn sync(input: &ClusterConfigInput) -> ConfigOutcome {
         .unwrap_or("");
     let lists = match valid_blocked_and_allowed(release_image, &sources, &digest) {
         Ok(l) => l,
-        Err(()) => {
+        Err(message) => {
             return store.finish(Some(ConfigError {
-                message: ERR_PARSING_REFERENCE.into(),
+                message,
                 objects: vec![ObjectRef::new("ClusterVersion", "version")],
             }))
         }

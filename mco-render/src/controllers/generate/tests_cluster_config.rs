@@ -437,7 +437,7 @@ fn a_tag_release_never_has_a_digest_mirror() {
 fn a_release_image_that_does_not_parse_fails() {
     assert_eq!(
         valid_blocked_and_allowed("quay.io/ocp/release:4.21 x86_64", &sources(&[], &[]), &[]),
-        Err(())
+        Err(ERR_PARSING_REFERENCE.to_string())
     );
 }
 
