@@ -128,8 +128,9 @@ enum Command {
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
     },
-    /// Print the MachineConfigs the KubeletConfigs and ContainerRuntimeConfigs in the
-    /// manifests generate, as upstream's controllers write them.
+    /// Print the MachineConfigs the KubeletConfigs, ContainerRuntimeConfigs, Image config,
+    /// mirror sets, FeatureGate and Node in the manifests generate, as upstream's controllers
+    /// write them.
     Generate {
         /// Output format (JSON: one array).
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
@@ -138,7 +139,8 @@ enum Command {
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
         /// Files or folders of YAML/JSON manifests: the resources, pools, the role template
-        /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`.
+        /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`, the
+        /// Image `cluster`, the ClusterVersion `version` and the mirror sets.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },

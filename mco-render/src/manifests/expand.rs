@@ -166,7 +166,8 @@ fn apply_templates(
 pub struct ClusterError {
     /// The file the resource came from.
     pub file: String,
-    /// `KubeletConfig` or `ContainerRuntimeConfig`.
+    /// `KubeletConfig`, `ContainerRuntimeConfig`, or for the cluster-config syncs the object
+    /// at fault (`Image`, a mirror set, `ClusterVersion`, `FeatureGate`, `Node`).
     pub kind: String,
     /// The resource's name.
     pub name: String,
@@ -184,8 +185,9 @@ pub struct ClusterConfigs {
 }
 
 /// The generation input the manifests describe: their KubeletConfigs and
-/// ContainerRuntimeConfigs, pools, MachineConfigs, and the FeatureGate, APIServer and Node
-/// named `cluster` when present. Also returns each resource's file, keyed by (kind, name).
+/// ContainerRuntimeConfigs, pools, MachineConfigs, the FeatureGate, APIServer and Node
+/// named `cluster` when present, and the Image `cluster`, ClusterVersion `version` and mirror
+/// sets the registries sync reads. Also returns each resource's file, keyed by (kind, name).
 pub fn cluster_input(
     m: &Manifests,
     controller_version: &str,
@@ -265,7 +267,8 @@ fn absent_lists_as_null(mut mc: Value) -> Value {
 
 /// The MachineConfigs a cluster holding these manifests would have once its controllers
 /// synced: the manifests' own, plus (or replaced by) those generated from their
-/// KubeletConfigs and ContainerRuntimeConfigs, minus generated ones of another controller
+/// KubeletConfigs and ContainerRuntimeConfigs and their cluster-wide config objects (the
+/// registries, feature-gate and node-config MachineConfigs), minus generated ones of another controller
 /// version that a sync cleans up. Resources whose sync fails are reported in `errors` and
 /// contribute nothing, as on a cluster.
 pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterConfigs {
