@@ -32,10 +32,15 @@ fn json_output_is_one_array_of_generated_configs() {
     assert_eq!(
         names,
         [
+            "98-worker-generated-kubelet",
             "99-worker-generated-containerruntime",
             "99-worker-generated-kubelet"
         ]
     );
+    // The FeatureGate's MachineConfig: the template's kubelet.conf with every gate.
+    let gates = file_text(&mcs[0], "/etc/kubernetes/kubelet.conf").expect("98 kubelet.conf");
+    assert!(gates.contains("featureGates:\n  AdditionalStorageConfig: true\n  ExampleGateA: false\n  ExampleGateB: true\n"), "{gates}");
+    let mcs = &mcs[1..];
     let kubelet = file_text(&mcs[1], "/etc/kubernetes/kubelet.conf").expect("kubelet.conf");
     assert!(kubelet.contains("\nmaxPods: 250\n"), "{kubelet}");
     assert!(kubelet.contains("featureGates:\n  AdditionalStorageConfig: true\n  ExampleGateA: false\n  ExampleGateB: true\n"), "{kubelet}");
@@ -64,7 +69,7 @@ fn json_output_is_one_array_of_generated_configs() {
 fn yaml_output_separates_documents() {
     let (code, out, err) = run(&["generate", "cluster"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.matches("\n---\n").count(), 1);
+    assert_eq!(out.matches("\n---\n").count(), 2);
     assert!(out.contains("name: 99-worker-generated-kubelet\n"));
 }
 
@@ -77,7 +82,7 @@ fn errors_are_listed_and_exit_non_zero() {
     ), "{err}");
     // The resources without errors are still generated.
     let v: Value = serde_json::from_str(&out).expect("JSON");
-    assert_eq!(v.as_array().map(Vec::len), Some(2));
+    assert_eq!(v.as_array().map(Vec::len), Some(3));
 }
 
 #[test]
@@ -85,7 +90,7 @@ fn no_resources_is_an_input_error() {
     let (code, _, err) = run(&["generate", "invalid/../cluster/00-pools.yaml"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("no KubeletConfig or ContainerRuntimeConfig"),
+        err.contains("no KubeletConfig, ContainerRuntimeConfig, Image, FeatureGate or Node"),
         "{err}"
     );
 }

@@ -129,8 +129,9 @@ enum Command {
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
     },
-    /// Print the MachineConfigs the KubeletConfigs and ContainerRuntimeConfigs in the
-    /// manifests generate, as upstream's controllers write them.
+    /// Print the MachineConfigs the KubeletConfigs, ContainerRuntimeConfigs, Image config,
+    /// mirror sets, FeatureGate and Node in the manifests generate, as upstream's controllers
+    /// write them.
     Generate {
         /// Output format (JSON: one array).
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
@@ -139,7 +140,8 @@ enum Command {
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
         /// Files or folders of YAML/JSON manifests: the resources, pools, the role template
-        /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`.
+        /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`, the
+        /// Image `cluster`, the ClusterVersion `version` and the mirror sets.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
@@ -590,9 +592,13 @@ fn cmd_generate(
     use mco_render::controllers::generate::sequence::generate_cluster;
     let m = load(paths)?;
     let (input, files) = mco_render::manifests::expand::cluster_input(&m, controller_version);
-    if input.resources.is_empty() {
+    if input.resources.is_empty()
+        && !input
+            .config_objects
+            .triggers_sync(input.node_config.is_some())
+    {
         return Err(Failure::input(
-            "no KubeletConfig or ContainerRuntimeConfig found in the manifests",
+            "no KubeletConfig, ContainerRuntimeConfig, Image, FeatureGate or Node found in the manifests",
         ));
     }
     let results = generate_cluster(&input);
@@ -605,11 +611,35 @@ fn cmd_generate(
                     .get(&(r.kind.clone(), r.name.clone()))
                     .map(|f| format!("{f}: "))
                     .unwrap_or_default();
-                lines.push(format!("error: {file}{} {:?}: {e}", r.kind, r.name));
+                let also: String = r
+                    .blamed
+                    .iter()
+                    .map(|b| {
+                        let f = files
+                            .get(&(b.kind.clone(), b.name.clone()))
+                            .map(|f| format!(" ({f})"))
+                            .unwrap_or_default();
+                        format!(", {} {:?}{f}", b.kind, b.name)
+                    })
+                    .collect();
+                lines.push(format!("error: {file}{} {:?}{also}: {e}", r.kind, r.name));
             }
             None => generated.extend(r.outcome.machine_configs.iter().cloned()),
         }
     }
+    // A MachineConfig written by several syncs prints once, in its last version.
+    let mut last: Vec<serde_json::Value> = Vec::with_capacity(generated.len());
+    for mc in generated.into_iter().rev() {
+        let name = mc.pointer("/metadata/name").cloned();
+        if !last
+            .iter()
+            .any(|m| m.pointer("/metadata/name").cloned() == name)
+        {
+            last.push(mc);
+        }
+    }
+    last.reverse();
+    let generated = last;
     match output {
         Format::Json => println!("{}", to_json(&generated)?),
         Format::Yaml => {

@@ -1,6 +1,6 @@
 //! Go behaviours upstream's output depends on, each implemented once: the yaml.v2 emitter,
 //! `encoding/json` text, `%q` quoting, strconv floats, semver as Go's libraries read it, Go's
-//! stable sort, `time.Duration`, `resource.Quantity`, Go structs under `encoding/json`, and
+//! stable sort, `time.Duration`, BurntSushi TOML, docker image references, `resource.Quantity`, Go structs under `encoding/json`, and
 //! `text/template`.
 
 pub mod duration;
@@ -8,8 +8,10 @@ pub(crate) mod gostruct;
 pub mod json;
 pub mod quantity;
 pub mod quote;
+pub mod reference;
 pub(crate) mod semver;
 pub(crate) mod sort;
 pub mod strconv;
 pub mod template;
+pub mod toml;
 pub mod yaml;

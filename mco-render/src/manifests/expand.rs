@@ -166,7 +166,8 @@ fn apply_templates(
 pub struct ClusterError {
     /// The file the resource came from.
     pub file: String,
-    /// `KubeletConfig` or `ContainerRuntimeConfig`.
+    /// `KubeletConfig`, `ContainerRuntimeConfig`, or for the cluster-config syncs the object
+    /// at fault (`Image`, a mirror set, `ClusterVersion`, `FeatureGate`, `Node`).
     pub kind: String,
     /// The resource's name.
     pub name: String,
@@ -184,8 +185,9 @@ pub struct ClusterConfigs {
 }
 
 /// The generation input the manifests describe: their KubeletConfigs and
-/// ContainerRuntimeConfigs, pools, MachineConfigs, and the FeatureGate, APIServer and Node
-/// named `cluster` when present. Also returns each resource's file, keyed by (kind, name).
+/// ContainerRuntimeConfigs, pools, MachineConfigs, the FeatureGate, APIServer and Node
+/// named `cluster` when present, and the Image `cluster`, ClusterVersion `version` and mirror
+/// sets the registries sync reads. Also returns each resource's file, keyed by (kind, name).
 pub fn cluster_input(
     m: &Manifests,
     controller_version: &str,
@@ -204,10 +206,31 @@ pub fn cluster_input(
                 input.resources.push(v.clone());
             }
             "FeatureGate" if name == "cluster" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
                 input.feature_gates = feature_gates_from_status(v);
+                input.config_objects.feature_gate_exists = true;
             }
             "APIServer" if name == "cluster" => input.api_server = Some(v.clone()),
-            "Node" if name == "cluster" => input.node_config = Some(v.clone()),
+            "Node" if name == "cluster" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
+                input.node_config = Some(v.clone());
+            }
+            "Image"
+            | "ClusterVersion"
+            | "ImageContentSourcePolicy"
+            | "ImageDigestMirrorSet"
+            | "ImageTagMirrorSet" => {
+                files.insert((kind.to_string(), name.to_string()), file.clone());
+                let o = &mut input.config_objects;
+                match kind {
+                    "Image" if name == "cluster" => o.image = Some(v.clone()),
+                    "ClusterVersion" if name == "version" => o.cluster_version = Some(v.clone()),
+                    "ImageContentSourcePolicy" => o.image_content_source_policies.push(v.clone()),
+                    "ImageDigestMirrorSet" => o.image_digest_mirror_sets.push(v.clone()),
+                    "ImageTagMirrorSet" => o.image_tag_mirror_sets.push(v.clone()),
+                    _ => {}
+                }
+            }
             _ => {}
         }
     }
@@ -220,13 +243,32 @@ pub fn cluster_input(
         .machine_configs
         .iter()
         .filter_map(|(_, mc)| serde_json::to_value(mc).ok())
+        .map(absent_lists_as_null)
         .collect();
     (input, files)
 }
 
+/// A decoded MachineConfig as the API serves it to a Go controller: kernel arguments and
+/// extensions that are empty were absent (nil in Go), and upstream writes them back as `null`.
+fn absent_lists_as_null(mut mc: Value) -> Value {
+    if let Some(spec) = mc.get_mut("spec").and_then(Value::as_object_mut) {
+        for k in ["kernelArguments", "extensions"] {
+            if spec
+                .get(k)
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty)
+            {
+                spec.insert(k.to_string(), Value::Null);
+            }
+        }
+    }
+    mc
+}
+
 /// The MachineConfigs a cluster holding these manifests would have once its controllers
 /// synced: the manifests' own, plus (or replaced by) those generated from their
-/// KubeletConfigs and ContainerRuntimeConfigs, minus generated ones of another controller
+/// KubeletConfigs and ContainerRuntimeConfigs and their cluster-wide config objects (the
+/// registries, feature-gate and node-config MachineConfigs), minus generated ones of another controller
 /// version that a sync cleans up. Resources whose sync fails are reported in `errors` and
 /// contribute nothing, as on a cluster.
 pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterConfigs {
@@ -246,7 +288,11 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
         }
     };
     let (input, files) = cluster_input(m, &opts.controller_version);
-    if input.resources.is_empty() {
+    if input.resources.is_empty()
+        && !input
+            .config_objects
+            .triggers_sync(input.node_config.is_some())
+    {
         return ClusterConfigs {
             machine_configs: m.machine_configs.clone(),
             errors: Vec::new(),

@@ -176,7 +176,7 @@ fn decode_kubelet_conf(bytes: &[u8]) -> Result<GoVal, String> {
 }
 
 /// The base kubelet configuration of a role with every known feature gate set.
-fn original_kubelet_config(input: &GenerateInput, role: &str) -> Result<GoVal, String> {
+pub(crate) fn original_kubelet_config(input: &GenerateInput, role: &str) -> Result<GoVal, String> {
     let name = format!("01-{role}-kubelet");
     let mc = base_config(input, &name)
         .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
@@ -203,7 +203,7 @@ fn original_kubelet_config(input: &GenerateInput, role: &str) -> Result<GoVal, S
 }
 
 /// Applies the Node object's worker latency profile (only for the `worker` pool).
-fn apply_node_config(node: Option<&Value>, kc: &mut GoVal) {
+pub(crate) fn apply_node_config(node: Option<&Value>, kc: &mut GoVal) {
     let profile = node
         .and_then(|n| n.pointer("/spec/workerLatencyProfile"))
         .and_then(Value::as_str)

@@ -8,15 +8,21 @@
 //! order, the resource's annotations, finalizers and status conditions afterwards, or the
 //! error it returns.
 
+pub mod cluster_config;
 pub mod crio;
+pub mod feature_gates;
 pub mod kubelet;
 pub(crate) mod kubelet_types;
 pub mod names;
+pub mod node_config;
+pub mod registries;
 pub mod sequence;
 pub mod tls_profile;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cluster_config;
 #[cfg(test)]
 mod tests_crio;
 

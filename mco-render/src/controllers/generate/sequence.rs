@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::cluster_config::{self, ClusterConfigInput, ClusterConfigObjects, ObjectRef};
 use super::{generate, FeatureGates, GenerateInput, Outcome};
 
 /// The resources a cluster description holds.
@@ -22,6 +23,9 @@ pub struct ClusterInput {
     pub node_config: Option<Value>,
     /// The controller version stamped on generated MachineConfigs.
     pub controller_version: String,
+    /// The Image, ClusterVersion, mirror sets and FeatureGate presence that drive the
+    /// registries, feature-gate and node-config syncs.
+    pub config_objects: ClusterConfigObjects,
 }
 
 /// One resource's sync.
@@ -33,6 +37,9 @@ pub struct ResourceOutcome {
     pub name: String,
     /// What the sync did.
     pub outcome: Outcome,
+    /// The objects a failed sync blames, beyond the resource itself (for the
+    /// cluster-config syncs: the mirror sets, the Image, the ClusterVersion).
+    pub blamed: Vec<ObjectRef>,
 }
 
 fn name_of(v: &Value) -> &str {
@@ -101,6 +108,7 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
     });
     let mut mcs = input.machine_configs.clone();
     let mut out = Vec::new();
+    run_cluster_config(input, &mut mcs, &mut out);
     for i in 0..resources.len() {
         let object = resources[i].clone();
         let kind = kind_of(&object).to_string();
@@ -150,7 +158,65 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
             kind,
             name: name_of(&resources[i]).to_string(),
             outcome,
+            blamed: Vec::new(),
         });
     }
     (out, mcs)
+}
+
+/// Runs the cluster-config syncs ([`cluster_config::sync_all`]) the description triggers,
+/// applying their writes and deletions to `mcs` and reporting each as a resource outcome of
+/// its object (`Node`, `FeatureGate` or `Image` `cluster`).
+fn run_cluster_config(input: &ClusterInput, mcs: &mut Vec<Value>, out: &mut Vec<ResourceOutcome>) {
+    let objects = &input.config_objects;
+    if !objects.triggers_sync(input.node_config.is_some()) {
+        return;
+    }
+    let cc = ClusterConfigInput {
+        image: objects.image.clone(),
+        cluster_version: objects.cluster_version.clone(),
+        image_content_source_policies: objects.image_content_source_policies.clone(),
+        image_digest_mirror_sets: objects.image_digest_mirror_sets.clone(),
+        image_tag_mirror_sets: objects.image_tag_mirror_sets.clone(),
+        feature_gates: input.feature_gates.clone(),
+        api_server: input.api_server.clone(),
+        node: input.node_config.clone(),
+        pools: input.pools.clone(),
+        existing_machine_configs: mcs.clone(),
+        base_machine_configs: input.machine_configs.clone(),
+        controller_version: input.controller_version.clone(),
+        feature_gate_exists: objects.feature_gate_exists,
+    };
+    for (obj, o) in cluster_config::sync_all(&cc) {
+        let after: std::collections::BTreeMap<&str, &Value> =
+            o.cluster.iter().map(|m| (name_of(m), m)).collect();
+        for action in &o.machine_config_actions {
+            let (verb, name) = action.split_once(' ').unwrap_or(("", action));
+            mcs.retain(|m| name_of(m) != name);
+            if verb != "delete" {
+                if let Some(m) = after.get(name) {
+                    mcs.push((*m).clone());
+                }
+            }
+        }
+        let (error, blamed) = match o.error {
+            Some(e) => (Some(e.message), e.objects),
+            None => (None, Vec::new()),
+        };
+        let (kind, name) = match blamed.first() {
+            Some(b) => (b.kind.clone(), b.name.clone()),
+            None => (obj.kind.clone(), obj.name.clone()),
+        };
+        out.push(ResourceOutcome {
+            kind,
+            name,
+            outcome: Outcome {
+                error,
+                machine_configs: o.machine_configs,
+                machine_config_actions: o.machine_config_actions,
+                ..Outcome::default()
+            },
+            blamed: blamed.into_iter().skip(1).collect(),
+        });
+    }
 }

@@ -1,0 +1,157 @@
+//! The custom-resource corpus through `mco-render generate`: each case written as a folder of
+//! manifests, the generated MachineConfig compared strictly (labels, annotations, owner
+//! references and spec as JSON values: `null` is not `[]`).
+//!
+//! The corpus holds upstream template content and is not part of the repository: the test
+//! reads it from the shared folder next to the workspace and skips when it is absent.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+fn corpus() -> Option<PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    ["../../shared", "../../../shared"]
+        .iter()
+        .map(|up| manifest.join(up).join("conformance/custom-resources"))
+        .find(|p| p.is_dir())
+}
+
+fn load(path: &Path) -> Value {
+    let file = std::fs::File::open(path).expect("open case");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .expect("gunzip case");
+    serde_json::from_str(&text).expect("case JSON")
+}
+
+fn write_manifests(case: &Value, dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut objects: Vec<Value> = vec![case["object"].clone(), case["pool"].clone()];
+    for k in [
+        "otherObjects",
+        "existingMachineConfigs",
+        "baseMachineConfigs",
+    ] {
+        objects.extend(case[k].as_array().cloned().unwrap_or_default());
+    }
+    let gates = |k: &str| -> Vec<Value> {
+        case["featureGates"][k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| json!({ "name": g }))
+            .collect()
+    };
+    objects.push(json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "FeatureGate",
+        "metadata": {"name": "cluster"},
+        "status": {"featureGates": [{"version": "", "enabled": gates("enabled"), "disabled": gates("disabled")}]},
+    }));
+    for k in ["apiServer", "nodeConfig"] {
+        if !case[k].is_null() {
+            objects.push(case[k].clone());
+        }
+    }
+    for (i, o) in objects.iter().enumerate() {
+        std::fs::write(dir.join(format!("{i:03}.json")), o.to_string()).expect("write");
+    }
+}
+
+fn compare(case: &Value, dir: &Path) -> Option<String> {
+    let want = &case["expected"]["machineConfig"];
+    if want.is_null() || !case["expected"]["error"].is_null() {
+        return None;
+    }
+    write_manifests(case, dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco-render"))
+        .args(["generate", "-o", "json", "--controller-version"])
+        .arg(mco_render::CONTROLLER_VERSION)
+        .arg(dir)
+        .output()
+        .expect("run mco-render");
+    let _ = std::fs::remove_dir_all(dir);
+    let got: Vec<Value> = match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(format!(
+                "stdout is not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    };
+    let name = &want["metadata"]["name"];
+    let Some(g) = got.iter().find(|m| m["metadata"]["name"] == *name) else {
+        return Some(format!("{name} missing"));
+    };
+    let mut diffs = Vec::new();
+    for k in ["labels", "annotations", "ownerReferences"] {
+        if g["metadata"][k] != want["metadata"][k] {
+            diffs.push(format!(
+                "{k}: got {}, want {}",
+                g["metadata"][k], want["metadata"][k]
+            ));
+        }
+    }
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v["config"] = Value::Null;
+        v
+    };
+    if g["spec"]["config"] != want["spec"]["config"] {
+        diffs.push("spec.config differs".into());
+    }
+    if strip(&g["spec"]) != strip(&want["spec"]) {
+        diffs.push(format!(
+            "spec: got {}, want {}",
+            strip(&g["spec"]),
+            strip(&want["spec"])
+        ));
+    }
+    (!diffs.is_empty()).then(|| diffs.join("\n  "))
+}
+
+#[test]
+fn custom_resource_cases_through_the_cli() {
+    let Some(dir) = corpus() else {
+        eprintln!(
+            "SKIP: custom-resources corpus (shared/conformance/custom-resources) not present"
+        );
+        return;
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read corpus")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    paths.sort();
+    let tmp = std::env::temp_dir().join(format!("mco-custom-resources-{}", std::process::id()));
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for p in &paths {
+        let case = load(p);
+        if case["expected"]["machineConfig"].is_null() || !case["expected"]["error"].is_null() {
+            continue;
+        }
+        ran += 1;
+        if let Some(d) = compare(&case, &tmp) {
+            failures.push(format!("{}:\n  {d}", case["name"].as_str().unwrap_or("?")));
+        }
+    }
+    eprintln!(
+        "custom resources through the CLI: {}/{ran} generated MachineConfigs identical",
+        ran - failures.len()
+    );
+    for f in &failures {
+        eprintln!("{f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} cases differ",
+        failures.len()
+    );
+}
