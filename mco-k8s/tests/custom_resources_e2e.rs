@@ -4,7 +4,7 @@
 
 mod support;
 
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_k8s::controller::templates::read_tree;
 use mco_k8s::controller::{self, Options};
@@ -25,8 +25,8 @@ fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
 }
 
-fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &ApiResource::erase::<K>(&()))
+fn dynamic(client: &Client, kind: crd::Kind) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &kind.api_resource())
 }
 
 fn to_dynamic(v: Value) -> DynamicObject {
@@ -148,10 +148,10 @@ fn kubelet_config(name: &str, kubelet: Value) -> Value {
 async fn custom_resources_and_templates_become_machine_configs() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    let pools = dynamic::<crd::MachineConfigPool>(&client);
-    let ccs = dynamic::<crd::ControllerConfig>(&client);
-    let kcs = dynamic::<crd::KubeletConfig>(&client);
-    let ctrcfgs = dynamic::<crd::ContainerRuntimeConfig>(&client);
+    let pools = dynamic(&client, crd::MACHINE_CONFIG_POOL);
+    let ccs = dynamic(&client, crd::CONTROLLER_CONFIG);
+    let kcs = dynamic(&client, crd::KUBELET_CONFIG);
+    let ctrcfgs = dynamic(&client, crd::CONTAINER_RUNTIME_CONFIG);
     for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
         let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
         if name == "infra" {
@@ -382,7 +382,7 @@ async fn machine_config_writes_survive_conflicts_and_skip_no_ops() {
     use mco_k8s::controller::writes::{ensure, Written};
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    let ar = ApiResource::erase::<crd::MachineConfig>(&());
+    let ar = crd::MACHINE_CONFIG.api_resource();
     let mcs: Api<DynamicObject> = Api::all_with(client, &ar);
     let mc = |text: &str| {
         json!({

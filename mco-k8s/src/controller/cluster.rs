@@ -13,7 +13,7 @@ use mco_render::api::Node;
 use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use mco_render::controllers::gc::collect_garbage;
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
-use mco_render::controllers::pool_status::{calculate_status, PoolStatus};
+use mco_render::controllers::pool_status::calculate_status;
 use mco_render::controllers::render_sync::sync_pool;
 use mco_render::controllers::rollout::plan_rollout;
 use serde::de::DeserializeOwned;
@@ -93,9 +93,9 @@ pub struct Cluster {
 impl Cluster {
     /// A handle using `client`.
     pub fn new(client: Client, opts: Options) -> Self {
-        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
-        let pool_ar = ApiResource::erase::<crd::MachineConfigPool>(&());
-        let cc_ar = ApiResource::erase::<crd::ControllerConfig>(&());
+        let mc_resource = crd::MACHINE_CONFIG.api_resource();
+        let pool_ar = crd::MACHINE_CONFIG_POOL.api_resource();
+        let cc_ar = crd::CONTROLLER_CONFIG.api_resource();
         Cluster {
             mcs: Api::all_with(client.clone(), &mc_resource),
             pools: Api::all_with(client.clone(), &pool_ar),
@@ -186,11 +186,11 @@ impl Cluster {
                 pool.spec.configuration = conf;
             }
             if let Some(status) = rs.status {
-                let patch = json!({"status": status.to_value()});
+                let patch = json!({"status": &status});
                 self.pools
                     .patch_status(pool.name(), &merge, &Patch::Merge(&patch))
                     .await?;
-                pool.status = Some(status.to_value());
+                pool.status = Some(status);
             }
         }
 
@@ -238,12 +238,12 @@ impl Cluster {
                 .filter(|n| names.iter().any(|m| m == n.name()))
                 .collect();
             let status = calculate_status(pool, &refs, &now);
-            if status != PoolStatus::of(pool) {
-                let patch = json!({"status": status.to_value()});
+            if pool.status.as_ref() != Some(&status) {
+                let patch = json!({"status": &status});
                 self.pools
                     .patch_status(pool.name(), &merge, &Patch::Merge(&patch))
                     .await?;
-                pool.status = Some(status.to_value());
+                pool.status = Some(status);
             }
         }
 

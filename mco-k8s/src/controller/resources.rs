@@ -128,13 +128,10 @@ impl Resources {
     pub fn new(client: Client, controller_version: &str) -> Self {
         let [fg, apis, nodes] = config_resources();
         Resources {
-            kubelet: api(&client, ApiResource::erase::<crd::KubeletConfig>(&())),
-            runtime: api(
-                &client,
-                ApiResource::erase::<crd::ContainerRuntimeConfig>(&()),
-            ),
-            mcs: api(&client, ApiResource::erase::<crd::MachineConfig>(&())),
-            pools: api(&client, ApiResource::erase::<crd::MachineConfigPool>(&())),
+            kubelet: api(&client, crd::KUBELET_CONFIG.api_resource()),
+            runtime: api(&client, crd::CONTAINER_RUNTIME_CONFIG.api_resource()),
+            mcs: api(&client, crd::MACHINE_CONFIG.api_resource()),
+            pools: api(&client, crd::MACHINE_CONFIG_POOL.api_resource()),
             feature_gates: Api::all_with(client.clone(), &fg),
             api_servers: Api::all_with(client.clone(), &apis),
             node_configs: Api::all_with(client, &nodes),

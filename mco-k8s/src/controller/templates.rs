@@ -59,8 +59,8 @@ pub struct Templates {
 impl Templates {
     /// A handle rendering `tree`, stamping `controller_version`.
     pub fn new(client: Client, tree: TemplateTree, controller_version: &str) -> Self {
-        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
-        let cc = ApiResource::erase::<crd::ControllerConfig>(&());
+        let mc_resource = crd::MACHINE_CONFIG.api_resource();
+        let cc = crd::CONTROLLER_CONFIG.api_resource();
         Templates {
             tree,
             mcs: Api::all_with(client.clone(), &mc_resource),

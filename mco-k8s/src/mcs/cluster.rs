@@ -109,9 +109,9 @@ impl ClusterCache {
     /// Starts watching; `changed` receives a message after every change once the caches are
     /// filled.
     pub fn start(client: &Client, changed: mpsc::Sender<()>) -> Self {
-        let pool_resource = ApiResource::erase::<crd::MachineConfigPool>(&());
-        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
-        let cc_resource = ApiResource::erase::<crd::ControllerConfig>(&());
+        let pool_resource = crd::MACHINE_CONFIG_POOL.api_resource();
+        let mc_resource = crd::MACHINE_CONFIG.api_resource();
+        let cc_resource = crd::CONTROLLER_CONFIG.api_resource();
         let (pools, t1) = watch(client, &pool_resource, changed.clone());
         let (machine_configs, t2) = watch(client, &mc_resource, changed.clone());
         let (controller_configs, t3) = watch(client, &cc_resource, changed);

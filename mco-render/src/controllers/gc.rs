@@ -5,7 +5,6 @@
 //! (current or desired config). In-use configs are never deleted. Of the rest, the `keep`
 //! newest per owning pool are kept.
 
-use super::pool_status::PoolStatus;
 use crate::api::node::Node;
 use crate::api::{MachineConfig, MachineConfigPool};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,11 +29,7 @@ fn owner(mc: &MachineConfig) -> &str {
 }
 
 fn created(mc: &MachineConfig) -> &str {
-    mc.metadata
-        .extra
-        .get("creationTimestamp")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("")
+    mc.metadata.creation_timestamp.as_deref().unwrap_or("")
 }
 
 /// Every config name a pool or node refers to.
@@ -42,7 +37,7 @@ pub fn in_use(pools: &[MachineConfigPool], nodes: &[Node]) -> BTreeSet<String> {
     let mut used = BTreeSet::new();
     for p in pools {
         used.insert(p.spec.configuration.name.clone());
-        used.insert(PoolStatus::of(p).configuration.name);
+        used.insert(p.status_or_default().configuration.name);
     }
     for n in nodes {
         used.insert(n.current_config().to_string());
@@ -97,10 +92,8 @@ mod tests {
             controller: Some(true),
             ..Default::default()
         });
-        mc.metadata.extra.insert(
-            "creationTimestamp".into(),
-            format!("2024-01-01T00:{:02}:{:02}Z", i / 60, i % 60).into(),
-        );
+        mc.metadata.creation_timestamp =
+            Some(format!("2024-01-01T00:{:02}:{:02}Z", i / 60, i % 60));
         mc
     }
 

@@ -1,7 +1,8 @@
 //! What the render controller writes for one pool, given the cluster's objects.
 
-use super::pool_status::{Condition, PoolStatus, RENDER_DEGRADED};
+use super::pool_status::{pool_condition, RENDER_DEGRADED};
 use crate::api::pool::PoolConfiguration;
+use crate::api::MachineConfigPoolStatus;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use crate::plan::input::rendered_input;
 use crate::plan::reconcile::{check_configs, is_rendered_config_reconcilable};
@@ -16,7 +17,7 @@ pub struct RenderSync {
     /// The pool's new `spec.configuration`, when it changes.
     pub set_configuration: Option<PoolConfiguration>,
     /// The pool's new status, when the RenderDegraded condition changes.
-    pub status: Option<PoolStatus>,
+    pub status: Option<MachineConfigPoolStatus>,
     /// Why the render failed (the RenderDegraded message), or why it could not run.
     pub error: Option<String>,
 }
@@ -64,7 +65,7 @@ pub fn sync_pool(
             },
         }
     };
-    let mut status = PoolStatus::of(pool);
+    let mut status = pool.status_or_default();
     match result {
         Err(msg) => {
             let message = format!(
@@ -72,7 +73,7 @@ pub fn sync_pool(
                 pool.name()
             );
             let before = status.clone();
-            status.set_condition(Condition::new(
+            status.set_condition(pool_condition(
                 RENDER_DEGRADED,
                 true,
                 String::new(),
@@ -95,7 +96,7 @@ pub fn sync_pool(
                 .condition(RENDER_DEGRADED)
                 .is_some_and(|c| c.status == "False");
             if !already_false {
-                status.set_condition(Condition::new(
+                status.set_condition(pool_condition(
                     RENDER_DEGRADED,
                     false,
                     String::new(),
@@ -210,7 +211,7 @@ mod tests {
         // Second pass with everything in place: no writes.
         let mut p = pool();
         p.spec.configuration = conf;
-        p.status = Some(st.to_value());
+        p.status = Some(st);
         let mut all2 = all.clone();
         all2.push(created);
         let s2 = sync_pool(&p, &all2, Some(&cc()), &RenderOptions::default(), "T2");

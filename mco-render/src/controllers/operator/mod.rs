@@ -14,8 +14,7 @@ pub mod status;
 pub use controller_config::{build_controller_config, ClusterConfigObjects};
 pub use desired::{desired_objects, parse_manifests, DesiredOptions, OperatorError};
 pub use status::{
-    compute_status, ClusterOperatorStatus, Condition, ObjectReference, OperandVersion, StatusInput,
-    SyncFailure,
+    compute_status, ClusterOperatorStatus, OperandVersion, RelatedObject, StatusInput, SyncFailure,
 };
 
 /// The namespace the MCO's workloads run in.

@@ -91,14 +91,11 @@ fn rolled_out_reports_available_and_the_version() {
         }]
     );
     let a = get(&s, "Available");
-    assert_eq!(
-        (a.status.as_str(), a.reason.as_str()),
-        ("True", "AsExpected")
-    );
-    assert_eq!(a.message, "Cluster has deployed [{operator 4.99.0}]");
+    assert_eq!((a.status.as_str(), a.reason()), ("True", "AsExpected"));
+    assert_eq!(a.message(), "Cluster has deployed [{operator 4.99.0}]");
     let p = get(&s, "Progressing");
     assert_eq!(
-        (p.status.as_str(), p.message.as_str()),
+        (p.status.as_str(), p.message()),
         ("False", "Cluster version is 4.99.0")
     );
     assert_eq!(get(&s, "Degraded").status, "False");
@@ -127,13 +124,13 @@ fn rolling_out_reports_progressing_without_a_version() {
     let p = get(&s, "Progressing");
     assert_eq!(p.status, "True");
     assert!(
-        p.message.starts_with("Working towards 4.99.0"),
+        p.message().starts_with("Working towards 4.99.0"),
         "{}",
-        p.message
+        p.message()
     );
     let a = get(&s, "Available");
     assert_eq!(
-        (a.status.as_str(), a.reason.as_str()),
+        (a.status.as_str(), a.reason()),
         ("False", "MachineConfigControllerNotAvailable")
     );
     assert_eq!(get(&s, "Degraded").status, "False");
@@ -182,10 +179,10 @@ fn new_version_keeps_the_old_one_while_working_towards_it() {
     assert_eq!(s.versions, old);
     assert_eq!(get(&s, "Progressing").status, "True");
     assert!(get(&s, "Progressing")
-        .message
+        .message()
         .starts_with("Working towards 4.99.0"));
     assert_eq!(
-        get(&s, "Available").message,
+        get(&s, "Available").message(),
         "Cluster has deployed [{operator 4.98.0}]"
     );
     let done = compute_status(&input(&w, &[], None, Some(&prev)));
@@ -199,27 +196,24 @@ fn degraded_pool_is_degraded_not_unavailable() {
     let s = compute_status(&input(&w, &pools, None, None));
     let d = get(&s, "Degraded");
     assert_eq!(
-        (d.status.as_str(), d.reason.as_str()),
+        (d.status.as_str(), d.reason()),
         ("True", "RequiredPoolsFailed")
     );
     assert!(
-        d.message
+        d.message()
             .starts_with("Unable to apply 4.99.0: MachineConfigPool worker is degraded"),
         "{}",
-        d.message
+        d.message()
     );
-    assert!(d.message.contains("boom"));
-    assert!(!d.message.contains("master"));
+    assert!(d.message().contains("boom"));
+    assert!(!d.message().contains("master"));
     assert_eq!(get(&s, "Available").status, "True");
     let u = get(&s, "Upgradeable");
-    assert_eq!(
-        (u.status.as_str(), u.reason.as_str()),
-        ("False", "DegradedPool")
-    );
+    assert_eq!((u.status.as_str(), u.reason()), ("False", "DegradedPool"));
     assert!(s.versions.is_empty());
     let p = get(&s, "Progressing");
     assert_eq!(
-        (p.status.as_str(), p.message.as_str()),
+        (p.status.as_str(), p.message()),
         ("True", "Unable to apply 4.99.0")
     );
 }
@@ -231,11 +225,11 @@ fn degraded_at_the_version_says_resync() {
     let pools = [pool("worker", true, false)];
     let s = compute_status(&input(&w, &pools, None, Some(&prev)));
     assert!(get(&s, "Degraded")
-        .message
+        .message()
         .starts_with("Failed to resync 4.99.0 because: MachineConfigPool worker"));
     let p = get(&s, "Progressing");
     assert_eq!(
-        (p.status.as_str(), p.message.as_str()),
+        (p.status.as_str(), p.message()),
         ("False", "Error while reconciling 4.99.0")
     );
     assert_eq!(s.versions, prev.versions);
@@ -247,10 +241,7 @@ fn updating_pool_is_not_upgradeable() {
     let pools = [pool("worker", false, true)];
     let s = compute_status(&input(&w, &pools, None, None));
     let u = get(&s, "Upgradeable");
-    assert_eq!(
-        (u.status.as_str(), u.reason.as_str()),
-        ("False", "PoolUpdating")
-    );
+    assert_eq!((u.status.as_str(), u.reason()), ("False", "PoolUpdating"));
     assert_eq!(get(&s, "Degraded").status, "False");
 }
 
@@ -264,13 +255,13 @@ fn failed_task_makes_unavailable_and_degraded() {
     let s = compute_status(&input(&w, &[], Some(&f), None));
     let a = get(&s, "Available");
     assert_eq!(
-        (a.status.as_str(), a.reason.as_str()),
+        (a.status.as_str(), a.reason()),
         ("False", "MachineConfigServerFailed")
     );
-    assert_eq!(a.message, "Cluster not available for []: forbidden");
+    assert_eq!(a.message(), "Cluster not available for []: forbidden");
     let d = get(&s, "Degraded");
-    assert_eq!(d.reason, "MachineConfigServerFailed");
-    assert_eq!(d.message, "Unable to apply 4.99.0: forbidden");
+    assert_eq!(d.reason(), "MachineConfigServerFailed");
+    assert_eq!(d.message(), "Unable to apply 4.99.0: forbidden");
 }
 
 #[test]
@@ -283,15 +274,15 @@ fn transition_time_kept_when_status_unchanged() {
     later.pools = &pools;
     let s = compute_status(&later);
     assert_eq!(
-        get(&s, "Available").last_transition_time,
+        get(&s, "Available").last_transition_time(),
         "2026-01-01T00:00:00Z"
     );
     assert_eq!(
-        get(&s, "Degraded").last_transition_time,
+        get(&s, "Degraded").last_transition_time(),
         "2026-02-02T00:00:00Z"
     );
     assert_eq!(
-        get(&s, "Upgradeable").last_transition_time,
+        get(&s, "Upgradeable").last_transition_time(),
         "2026-02-02T00:00:00Z"
     );
 }
@@ -349,7 +340,7 @@ fn arb_previous() -> impl Strategy<Value = Option<ClusterOperatorStatus>> {
             conditions: vec![Condition {
                 type_: "Available".into(),
                 status: if avail { "True" } else { "False" }.into(),
-                last_transition_time: "2025-01-01T00:00:00Z".into(),
+                last_transition_time: Some("2025-01-01T00:00:00Z".into()),
                 ..Default::default()
             }],
             versions: if versioned {
