@@ -3,4 +3,5 @@
 pub mod controller;
 pub mod crd;
 pub mod mcs;
+pub mod objects;
 pub mod operator;

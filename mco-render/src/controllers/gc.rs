@@ -5,6 +5,7 @@
 //! (current or desired config). In-use configs are never deleted. Of the rest, the `keep`
 //! newest per owning pool are kept.
 
+use super::Write;
 use crate::api::node::Node;
 use crate::api::{MachineConfig, MachineConfigPool};
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,7 +48,21 @@ pub fn in_use(pools: &[MachineConfigPool], nodes: &[Node]) -> BTreeSet<String> {
     used
 }
 
-/// The rendered configs to delete, by name, sorted.
+/// The deletions of the unused rendered configs the `keep` newest per pool leave over, by
+/// name, sorted.
+pub fn garbage_writes(
+    configs: &[MachineConfig],
+    pools: &[MachineConfigPool],
+    nodes: &[Node],
+    keep: usize,
+) -> Vec<Write> {
+    collect_garbage(configs, pools, nodes, keep)
+        .into_iter()
+        .map(Write::DeleteMachineConfig)
+        .collect()
+}
+
+/// The names of the unused rendered configs to delete (see [`garbage_writes`]).
 pub fn collect_garbage(
     configs: &[MachineConfig],
     pools: &[MachineConfigPool],

@@ -1,6 +1,7 @@
 //! What the render controller writes for one pool, given the cluster's objects.
 
 use super::pool_status::{pool_condition, RENDER_DEGRADED};
+use super::Write;
 use crate::api::pool::PoolConfiguration;
 use crate::api::MachineConfigPoolStatus;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
@@ -20,6 +21,30 @@ pub struct RenderSync {
     pub status: Option<MachineConfigPoolStatus>,
     /// Why the render failed (the RenderDegraded message), or why it could not run.
     pub error: Option<String>,
+}
+
+impl RenderSync {
+    /// The writes in the order they are carried out: the rendered MachineConfig, the pool's
+    /// configuration, its status.
+    pub fn writes(&self, pool: &str) -> Vec<Write> {
+        let mut out = Vec::new();
+        if let Some(mc) = &self.create {
+            out.push(Write::CreateMachineConfig(mc.clone()));
+        }
+        if let Some(configuration) = &self.set_configuration {
+            out.push(Write::SetPoolConfiguration {
+                pool: pool.to_string(),
+                configuration: configuration.clone(),
+            });
+        }
+        if let Some(status) = &self.status {
+            out.push(Write::PatchPoolStatus {
+                pool: pool.to_string(),
+                status: status.clone(),
+            });
+        }
+        out
+    }
 }
 
 /// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
