@@ -34,6 +34,13 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+fn typed<T: serde::de::DeserializeOwned>(objects: Vec<Value>) -> Vec<T> {
+    objects
+        .into_iter()
+        .map(|o| serde_json::from_value(o).expect("object of the case"))
+        .collect()
+}
+
 fn input_of(case: &Value) -> GenerateInput {
     let list = |k: &str| {
         case.get(k)
@@ -45,9 +52,9 @@ fn input_of(case: &Value) -> GenerateInput {
     GenerateInput {
         object: case["object"].clone(),
         other_objects: list("otherObjects"),
-        existing_machine_configs: list("existingMachineConfigs"),
-        pools: vec![case["pool"].clone()],
-        base_machine_configs: list("baseMachineConfigs"),
+        existing_machine_configs: typed(list("existingMachineConfigs")),
+        pools: typed(vec![case["pool"].clone()]),
+        base_machine_configs: typed(list("baseMachineConfigs")),
         feature_gates: FeatureGates {
             enabled: strings(&case["featureGates"]["enabled"]),
             disabled: strings(&case["featureGates"]["disabled"]),
@@ -67,11 +74,11 @@ fn compare(case: &Value) -> Option<String> {
     if error != expected["error"] {
         diffs.push(format!("error: got {error}, want {}", expected["error"]));
     }
-    let mc = out.machine_configs.last().cloned().unwrap_or(Value::Null);
+    let mc = out.machine_configs_json().pop().unwrap_or(Value::Null);
     if mc != expected["machineConfig"] {
         diffs.push(describe_mc_diff(&mc, &expected["machineConfig"]));
     }
-    let actions = Value::from(out.machine_config_actions.clone());
+    let actions = Value::from(out.actions());
     if actions != expected["machineConfigActions"] {
         diffs.push(format!(
             "actions: got {actions}, want {}",

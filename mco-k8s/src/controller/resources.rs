@@ -15,13 +15,14 @@ use super::writes::{
     WriteError, Written,
 };
 use crate::crd;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use crate::objects::{self, Model, Stored};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use mco_render::api::value_at::{str_at, strings_at};
+use mco_render::api::{Condition, MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::sequence::feature_gates_from_status;
-use mco_render::controllers::generate::{
-    generate, Condition, FeatureGates, GenerateInput, ObjectAfter,
-};
+use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput, ObjectAfter};
+use mco_render::controllers::Write;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -32,8 +33,8 @@ pub const CLUSTER: &str = "cluster";
 pub struct Resources {
     kubelet: (Api<DynamicObject>, ApiResource),
     runtime: (Api<DynamicObject>, ApiResource),
-    mcs: (Api<DynamicObject>, ApiResource),
-    pools: (Api<DynamicObject>, ApiResource),
+    mcs: Api<Stored<MachineConfig>>,
+    pools: Api<Stored<MachineConfigPool>>,
     feature_gates: Api<DynamicObject>,
     api_servers: Api<DynamicObject>,
     node_configs: Api<DynamicObject>,
@@ -78,9 +79,10 @@ fn stored_after(v: &Value) -> ObjectAfter {
         .map(|a| {
             a.iter()
                 .map(|c| Condition {
-                    kind: str_at(c, "/type").to_string(),
+                    type_: str_at(c, "/type").to_string(),
                     status: str_at(c, "/status").to_string(),
-                    message: str_at(c, "/message").to_string(),
+                    message: Some(str_at(c, "/message").to_string()),
+                    ..Condition::default()
                 })
                 .collect()
         })
@@ -105,18 +107,18 @@ fn status_conditions(stored: &Value, after: &[Condition], now: &str) -> Vec<Valu
         .map(|c| {
             let found = old.iter_mut().find(|o| {
                 o.is_some_and(|o| {
-                    str_at(o, "/type") == c.kind
+                    str_at(o, "/type") == c.type_
                         && str_at(o, "/status") == c.status
-                        && str_at(o, "/message") == c.message
+                        && str_at(o, "/message") == c.message()
                 })
             });
             match found.and_then(Option::take) {
                 Some(o) => o.clone(),
                 None => json!({
-                    "type": c.kind,
+                    "type": c.type_,
                     "status": c.status,
                     "lastTransitionTime": now,
-                    "message": c.message,
+                    "message": c.message(),
                 }),
             }
         })
@@ -130,8 +132,8 @@ impl Resources {
         Resources {
             kubelet: api(&client, crd::KUBELET_CONFIG.api_resource()),
             runtime: api(&client, crd::CONTAINER_RUNTIME_CONFIG.api_resource()),
-            mcs: api(&client, crd::MACHINE_CONFIG.api_resource()),
-            pools: api(&client, crd::MACHINE_CONFIG_POOL.api_resource()),
+            mcs: objects::api::<MachineConfig>(&client),
+            pools: objects::api::<MachineConfigPool>(&client),
             feature_gates: Api::all_with(client.clone(), &fg),
             api_servers: Api::all_with(client.clone(), &apis),
             node_configs: Api::all_with(client, &nodes),
@@ -157,8 +159,21 @@ impl Resources {
         if resources.is_empty() {
             return Ok(PassResult::default());
         }
-        let initial = list_json(&self.mcs.0, &self.mcs.1).await?;
-        let pools = list_json(&self.pools.0, &self.pools.1).await?;
+        let lp = ListParams::default();
+        let initial: Vec<MachineConfig> = self
+            .mcs
+            .list(&lp)
+            .await?
+            .into_iter()
+            .map(MachineConfig::from_object)
+            .collect();
+        let pools: Vec<MachineConfigPool> = self
+            .pools
+            .list(&lp)
+            .await?
+            .into_iter()
+            .map(MachineConfigPool::from_object)
+            .collect();
         let feature_gates = get_optional(&self.feature_gates, CLUSTER)
             .await?
             .map(|fg| feature_gates_from_status(&fg))
@@ -175,9 +190,9 @@ impl Resources {
             };
             key(a).cmp(&key(b))
         });
-        let mut mcs: BTreeMap<String, Value> = initial
+        let mut mcs: BTreeMap<String, MachineConfig> = initial
             .iter()
-            .map(|m| (name_of(m).to_string(), m.clone()))
+            .map(|m| (m.name().to_string(), m.clone()))
             .collect();
         let mut result = PassResult::default();
         for i in 0..resources.len() {
@@ -223,13 +238,14 @@ impl Resources {
                 continue;
             }
             // The MachineConfigs: the last version of each written one, then deletions.
-            let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
-            for mc in &outcome.machine_configs {
-                wanted.insert(name_of(mc).to_string(), mc.clone());
-            }
+            let wanted: BTreeMap<&str, &MachineConfig> = outcome
+                .machine_configs()
+                .into_iter()
+                .map(|mc| (mc.name(), mc))
+                .collect();
             let mut ok = true;
             for (mc_name, want) in &wanted {
-                match ensure(&self.mcs.0, &self.mcs.1, mcs.get(mc_name), want).await? {
+                match ensure(&self.mcs, mcs.get(*mc_name), want).await? {
                     Written::Conflict => ok = false,
                     Written::Unchanged => {}
                     w => tracing::info!(
@@ -243,13 +259,13 @@ impl Resources {
                         }
                     ),
                 }
-                mcs.insert(mc_name.clone(), want.clone());
+                mcs.insert(mc_name.to_string(), (*want).clone());
             }
-            for action in &outcome.machine_config_actions {
-                let Some(gone) = action.strip_prefix("delete ") else {
+            for write in &outcome.writes {
+                let Write::DeleteMachineConfig(gone) = write else {
                     continue;
                 };
-                if wanted.contains_key(gone) {
+                if wanted.contains_key(gone.as_str()) {
                     continue;
                 }
                 self.delete_mc(gone).await?;
@@ -271,7 +287,7 @@ impl Resources {
     }
 
     async fn delete_mc(&self, name: &str) -> Result<(), WriteError> {
-        match self.mcs.0.delete(name, &DeleteParams::default()).await {
+        match self.mcs.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
                 tracing::info!("deleted {name}");
                 Ok(())
@@ -287,7 +303,7 @@ impl Resources {
         &self,
         api: &Api<DynamicObject>,
         object: &Value,
-        mcs: &mut BTreeMap<String, Value>,
+        mcs: &mut BTreeMap<String, MachineConfig>,
     ) -> Result<bool, WriteError> {
         let after = stored_after(object);
         if after.finalizers.is_empty() {
@@ -297,7 +313,7 @@ impl Resources {
             // A finalizer names a MachineConfig, or (in older releases) its UID.
             let target = mcs
                 .iter()
-                .find(|(n, m)| *n == f || str_at(m, "/metadata/uid") == f)
+                .find(|(n, m)| *n == f || m.metadata.uid.as_deref() == Some(f.as_str()))
                 .map(|(n, _)| n.clone());
             if let Some(n) = target {
                 self.delete_mc(&n).await?;
@@ -404,14 +420,16 @@ mod tests {
         ]}});
         let after = vec![
             Condition {
-                kind: "Success".into(),
+                type_: "Success".into(),
                 status: "True".into(),
-                message: "Success".into(),
+                message: Some("Success".into()),
+                ..Condition::default()
             },
             Condition {
-                kind: "Failure".into(),
+                type_: "Failure".into(),
                 status: "True".into(),
-                message: "Error: x".into(),
+                message: Some("Error: x".into()),
+                ..Condition::default()
             },
         ];
         let got = status_conditions(&stored, &after, "2024-01-01T00:00:00Z");
@@ -427,6 +445,6 @@ mod tests {
         let a = stored_after(&v);
         assert_eq!(a.finalizers, vec!["f".to_string()]);
         assert_eq!(a.annotations.get("a").map(String::as_str), Some("b"));
-        assert_eq!(a.conditions[0].message, "m");
+        assert_eq!(a.conditions[0].message(), "m");
     }
 }

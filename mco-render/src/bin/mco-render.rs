@@ -678,7 +678,7 @@ fn cmd_generate(
                     .unwrap_or_default();
                 lines.push(format!("error: {file}{} {:?}: {e}", r.kind, r.name));
             }
-            None => generated.extend(r.outcome.machine_configs.iter().cloned()),
+            None => generated.extend(r.outcome.machine_configs_json()),
         }
     }
     match output {

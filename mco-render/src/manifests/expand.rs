@@ -211,16 +211,8 @@ pub fn cluster_input(
             _ => {}
         }
     }
-    input.pools = m
-        .pools
-        .iter()
-        .filter_map(|(_, p)| serde_json::to_value(p).ok())
-        .collect();
-    input.machine_configs = m
-        .machine_configs
-        .iter()
-        .filter_map(|(_, mc)| serde_json::to_value(mc).ok())
-        .collect();
+    input.pools = m.pools.iter().map(|(_, p)| p.clone()).collect();
+    input.machine_configs = m.machine_configs.iter().map(|(_, mc)| mc.clone()).collect();
     (input, files)
 }
 
@@ -269,29 +261,24 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
                 message: e.clone(),
             });
         }
-        for mc in &r.outcome.machine_configs {
-            writer.insert(str_at(mc, "/metadata/name").to_string(), file.clone());
+        for mc in r.outcome.machine_configs() {
+            writer.insert(mc.name().to_string(), file.clone());
         }
     }
     let mut machine_configs = Vec::with_capacity(state.len());
-    for v in state {
-        let name = str_at(&v, "/metadata/name").to_string();
-        match writer.get(&name) {
+    for mc in state {
+        match writer.get(mc.name()) {
             None => {
                 // Untouched: keep the manifest's object as decoded.
-                if let Some(orig) = m.machine_configs.iter().find(|(_, mc)| mc.name() == name) {
+                if let Some(orig) = m
+                    .machine_configs
+                    .iter()
+                    .find(|(_, m)| m.name() == mc.name())
+                {
                     machine_configs.push(orig.clone());
                 }
             }
-            Some(file) => match serde_json::from_value::<MachineConfig>(v) {
-                Ok(mc) => machine_configs.push((format!("generated from {file}"), mc)),
-                Err(e) => errors.push(ClusterError {
-                    file: file.clone(),
-                    kind: "MachineConfig".into(),
-                    name,
-                    message: format!("generated MachineConfig does not decode: {e}"),
-                }),
-            },
+            Some(file) => machine_configs.push((format!("generated from {file}"), mc)),
         }
     }
     ClusterConfigs {

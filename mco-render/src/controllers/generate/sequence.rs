@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use super::{generate, FeatureGates, GenerateInput, Outcome};
+use super::{generate, FeatureGates, GenerateInput, GenerateOutcome};
+use crate::api::{MachineConfig, MachineConfigPool};
+use crate::controllers::Write;
 
 /// The resources a cluster description holds.
 #[derive(Debug, Clone, Default)]
@@ -11,9 +13,9 @@ pub struct ClusterInput {
     /// KubeletConfigs and ContainerRuntimeConfigs.
     pub resources: Vec<Value>,
     /// MachineConfigs: the role templates and any generated ones already present.
-    pub machine_configs: Vec<Value>,
+    pub machine_configs: Vec<MachineConfig>,
     /// MachineConfigPools.
-    pub pools: Vec<Value>,
+    pub pools: Vec<MachineConfigPool>,
     /// The resolved feature gates.
     pub feature_gates: FeatureGates,
     /// The APIServer `cluster`.
@@ -32,7 +34,7 @@ pub struct ResourceOutcome {
     /// The resource's name.
     pub name: String,
     /// What the sync did.
-    pub outcome: Outcome,
+    pub outcome: GenerateOutcome,
 }
 
 fn name_of(v: &Value) -> &str {
@@ -83,7 +85,7 @@ pub fn generate_cluster(input: &ClusterInput) -> Vec<ResourceOutcome> {
 /// As [`generate_cluster`], also returning the MachineConfigs the cluster holds afterwards:
 /// `input.machine_configs` with every write and deletion applied, in that order (a rewritten
 /// MachineConfig moves to the end).
-pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Vec<Value>) {
+pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Vec<MachineConfig>) {
     let mut resources: Vec<Value> = input
         .resources
         .iter()
@@ -123,14 +125,13 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
         };
         let outcome = generate(&run);
         // Apply the writes for the syncs that follow.
-        for action in &outcome.machine_config_actions {
-            if let Some(name) = action.strip_prefix("delete ") {
-                mcs.retain(|m| name_of(m) != name);
+        for write in &outcome.writes {
+            if let Write::DeleteMachineConfig(name) = write {
+                mcs.retain(|m| m.name() != name);
             }
         }
-        for mc in &outcome.machine_configs {
-            let name = name_of(mc).to_string();
-            mcs.retain(|m| name_of(m) != name);
+        for mc in outcome.machine_configs() {
+            mcs.retain(|m| m.name() != mc.name());
             mcs.push(mc.clone());
         }
         if let Some(md) = resources[i]
