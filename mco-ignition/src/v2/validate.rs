@@ -9,7 +9,7 @@ use super::decode::fold_eq;
 use super::gojson::{PosKind, PosNode};
 use super::report::{highlight, Entry, Kind, Position, Report};
 use super::schema::{Struct, Ty, CONFIG};
-use super::unit::{deserialize, UnitOption};
+use super::unit::{deserialize, V2UnitOption};
 use super::url::validate_url;
 
 /// Source bytes and their position tree, when validating with source.
@@ -179,7 +179,7 @@ fn path_ext(name: &str) -> &str {
     }
 }
 
-fn unit_content(contents: &str) -> Result<Vec<UnitOption>, String> {
+fn unit_content(contents: &str) -> Result<Vec<V2UnitOption>, String> {
     deserialize(contents).map_err(|e| format!("invalid unit content: {e}"))
 }
 

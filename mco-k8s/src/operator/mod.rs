@@ -46,7 +46,7 @@ pub struct Options {
 pub enum OperatorError {
     /// A manifest does not decode.
     #[error(transparent)]
-    Manifest(#[from] mco_render::controllers::operator::OperatorError),
+    Manifest(#[from] mco_render::controllers::operator::ManifestsError),
     /// The API server refused or failed a request.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),

@@ -18,7 +18,7 @@ pub struct DesiredOptions {
 
 /// A manifest the operator cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OperatorError {
+pub enum ManifestsError {
     /// A document is not YAML (or JSON).
     #[error("{file}: document {doc}: invalid YAML: {message}")]
     Yaml {
@@ -41,12 +41,12 @@ pub enum OperatorError {
 
 /// Decodes the manifest files (name, text), in the given order, into objects. Empty
 /// documents are skipped and `List` objects are unpacked.
-pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, OperatorError> {
+pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, ManifestsError> {
     let mut out = Vec::new();
     for (file, text) in files {
         for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
             let v = <Value as serde::Deserialize>::deserialize(doc).map_err(|e| {
-                OperatorError::Yaml {
+                ManifestsError::Yaml {
                     file: file.clone(),
                     doc: i + 1,
                     message: e.to_string(),
@@ -68,7 +68,7 @@ pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, Operato
                     || str_at(&item, "/kind").is_empty()
                     || str_at(&item, "/metadata/name").is_empty()
                 {
-                    return Err(OperatorError::NotAnObject {
+                    return Err(ManifestsError::NotAnObject {
                         file: file.clone(),
                         doc: i + 1,
                     });
@@ -223,11 +223,11 @@ mod tests {
     fn rejects_bad_documents() {
         assert!(matches!(
             parse_manifests(&files(&[("a.yaml", "a: [")])),
-            Err(OperatorError::Yaml { doc: 1, .. })
+            Err(ManifestsError::Yaml { doc: 1, .. })
         ));
         assert_eq!(
             parse_manifests(&files(&[("a.yaml", "---\nkind: X\n---\nfoo: 1\n")])),
-            Err(OperatorError::NotAnObject {
+            Err(ManifestsError::NotAnObject {
                 file: "a.yaml".into(),
                 doc: 1
             })

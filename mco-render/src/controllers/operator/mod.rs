@@ -12,7 +12,7 @@ pub mod desired;
 pub mod status;
 
 pub use controller_config::{build_controller_config, ClusterConfigObjects};
-pub use desired::{desired_objects, parse_manifests, DesiredOptions, OperatorError};
+pub use desired::{desired_objects, parse_manifests, DesiredOptions, ManifestsError};
 pub use status::{
     compute_status, ClusterOperatorStatus, OperandVersion, RelatedObject, StatusInput, SyncFailure,
 };
