@@ -11,7 +11,7 @@ use mco_k8s::controller::writes::comparable;
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
 use mco_render::api::ControllerConfig;
-use mco_render::api::MachineConfig;
+use mco_render::api::{CustomResource, MachineConfig};
 use mco_render::controllers::generate::{generate, GenerateInput, GenerateOutcome};
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateOptions};
 use serde_json::{json, Value};
@@ -115,6 +115,11 @@ fn typed<T: serde::de::DeserializeOwned>(v: Vec<Value>) -> Vec<T> {
         .collect()
 }
 
+/// A stored KubeletConfig or ContainerRuntimeConfig in the core's model.
+fn resource(v: Value) -> CustomResource {
+    CustomResource::from_json(v).unwrap().unwrap()
+}
+
 /// A stored MachineConfig in the core's model.
 fn machine_config(v: Value) -> MachineConfig {
     serde_json::from_value(v).unwrap()
@@ -124,8 +129,8 @@ fn machine_config(v: Value) -> MachineConfig {
 fn expected(server: &ApiServer, object: &Value, others: &[Value]) -> GenerateOutcome {
     let mcs: Vec<MachineConfig> = typed(server.store.list("machineconfigs"));
     generate(&GenerateInput {
-        object: object.clone(),
-        other_objects: others.to_vec(),
+        object: resource(object.clone()),
+        other_objects: others.iter().cloned().map(resource).collect(),
         existing_machine_configs: mcs.clone(),
         pools: typed(server.store.list("machineconfigpools")),
         base_machine_configs: mcs,

@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use mco_render::api::CustomResource;
 use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput};
 use serde_json::Value;
 
@@ -41,6 +42,12 @@ fn typed<T: serde::de::DeserializeOwned>(objects: Vec<Value>) -> Vec<T> {
         .collect()
 }
 
+fn resource(v: Value) -> CustomResource {
+    CustomResource::from_json(v)
+        .expect("a KubeletConfig or ContainerRuntimeConfig")
+        .expect("resource of the case")
+}
+
 fn input_of(case: &Value) -> GenerateInput {
     let list = |k: &str| {
         case.get(k)
@@ -50,8 +57,8 @@ fn input_of(case: &Value) -> GenerateInput {
     };
     let opt = |k: &str| case.get(k).filter(|v| !v.is_null()).cloned();
     GenerateInput {
-        object: case["object"].clone(),
-        other_objects: list("otherObjects"),
+        object: resource(case["object"].clone()),
+        other_objects: list("otherObjects").into_iter().map(resource).collect(),
         existing_machine_configs: typed(list("existingMachineConfigs")),
         pools: typed(vec![case["pool"].clone()]),
         base_machine_configs: typed(list("baseMachineConfigs")),

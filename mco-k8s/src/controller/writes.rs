@@ -1,6 +1,7 @@
 //! Shared helpers for the controllers that keep MachineConfigs equal to what a pure function
-//! gives: reading optional cluster-wide objects, comparing objects as the server stores them,
-//! and create-or-update writes that are skipped when nothing would change.
+//! gives: reading optional cluster-wide `config.openshift.io` objects, comparing
+//! MachineConfigs as the server stores them, and create-or-update writes that are skipped
+//! when nothing would change.
 
 use crate::objects::{Model, Stored};
 use kube::api::{ApiResource, DynamicObject, PostParams};
@@ -57,34 +58,12 @@ pub async fn get_optional(
     }
 }
 
-/// Every object of `api` as JSON, with `apiVersion` and `kind` filled in (lists may omit them).
-pub async fn list_json(
-    api: &Api<DynamicObject>,
-    ar: &ApiResource,
-) -> Result<Vec<Value>, WriteError> {
-    let mut out = Vec::new();
-    for o in api.list(&Default::default()).await? {
-        let mut v = to_json(&o)?;
-        v["apiVersion"] = Value::String(ar.api_version.clone());
-        v["kind"] = Value::String(ar.kind.clone());
-        out.push(v);
-    }
-    Ok(out)
-}
-
 /// An object as JSON.
 pub fn to_json<T: serde::Serialize + kube::ResourceExt>(o: &T) -> Result<Value, WriteError> {
     serde_json::to_value(o).map_err(|source| WriteError::Json {
         name: o.name_any(),
         source,
     })
-}
-
-/// The object's name.
-pub fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
 
 /// Drops null members, recursively: a server does not keep them for most fields.

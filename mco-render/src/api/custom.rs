@@ -175,3 +175,79 @@ pub struct CustomResourceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
 }
+
+/// A KubeletConfig or a ContainerRuntimeConfig: a resource the generating controllers turn
+/// into MachineConfigs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CustomResource {
+    /// A KubeletConfig.
+    Kubelet(KubeletConfig),
+    /// A ContainerRuntimeConfig.
+    ContainerRuntime(ContainerRuntimeConfig),
+}
+
+impl Default for CustomResource {
+    fn default() -> Self {
+        CustomResource::Kubelet(KubeletConfig::default())
+    }
+}
+
+impl CustomResource {
+    /// Decodes a KubeletConfig or ContainerRuntimeConfig by its `kind`; `None` for other
+    /// kinds.
+    pub fn from_json(v: serde_json::Value) -> Option<Result<Self, serde_json::Error>> {
+        match v.get("kind").and_then(serde_json::Value::as_str) {
+            Some("KubeletConfig") => Some(serde_json::from_value(v).map(CustomResource::Kubelet)),
+            Some("ContainerRuntimeConfig") => {
+                Some(serde_json::from_value(v).map(CustomResource::ContainerRuntime))
+            }
+            _ => None,
+        }
+    }
+
+    /// The resource as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let v = match self {
+            CustomResource::Kubelet(k) => serde_json::to_value(k),
+            CustomResource::ContainerRuntime(c) => serde_json::to_value(c),
+        };
+        v.unwrap_or(serde_json::Value::Null)
+    }
+
+    /// `KubeletConfig` or `ContainerRuntimeConfig`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CustomResource::Kubelet(_) => "KubeletConfig",
+            CustomResource::ContainerRuntime(_) => "ContainerRuntimeConfig",
+        }
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            CustomResource::Kubelet(k) => &k.metadata,
+            CustomResource::ContainerRuntime(c) => &c.metadata,
+        }
+    }
+
+    /// The metadata, to change.
+    pub fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            CustomResource::Kubelet(k) => &mut k.metadata,
+            CustomResource::ContainerRuntime(c) => &mut c.metadata,
+        }
+    }
+
+    /// The status, if any.
+    pub fn status(&self) -> Option<&CustomResourceStatus> {
+        match self {
+            CustomResource::Kubelet(k) => k.status.as_ref(),
+            CustomResource::ContainerRuntime(c) => c.status.as_ref(),
+        }
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.metadata().name
+    }
+}

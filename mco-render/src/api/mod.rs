@@ -14,8 +14,8 @@ pub mod value_at;
 pub use condition::Condition;
 pub use controller_config::{ControllerConfig, ControllerConfigSpec, ControllerConfigStatus};
 pub use custom::{
-    ContainerRuntimeConfig, ContainerRuntimeConfigSpec, CustomResourceStatus, KubeletConfig,
-    KubeletConfigSpec,
+    ContainerRuntimeConfig, ContainerRuntimeConfigSpec, CustomResource, CustomResourceStatus,
+    KubeletConfig, KubeletConfigSpec,
 };
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use meta::{ObjectMeta, OwnerReference};

@@ -660,15 +660,19 @@ fn cmd_generate(
 ) -> Result<(), Failure> {
     use mco_render::controllers::generate::sequence::generate_cluster;
     let m = load(paths)?;
-    let (input, files) = mco_render::manifests::expand::cluster_input(&m, controller_version);
-    if input.resources.is_empty() {
+    let (input, files, undecoded) =
+        mco_render::manifests::expand::cluster_input(&m, controller_version);
+    if input.resources.is_empty() && undecoded.is_empty() {
         return Err(Failure::input(
             "no KubeletConfig or ContainerRuntimeConfig found in the manifests",
         ));
     }
     let results = generate_cluster(&input);
     let mut generated = Vec::new();
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = undecoded
+        .iter()
+        .map(|e| format!("error: {}: {} {:?}: {}", e.file, e.kind, e.name, e.message))
+        .collect();
     for r in &results {
         match &r.outcome.error {
             Some(e) => {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::api::value_at::str_at;
-use crate::api::MachineConfig;
+use crate::api::{CustomResource, MachineConfig};
 use crate::controllers::generate::sequence::{
     feature_gates_from_status, generate_cluster_state, ClusterInput,
 };
@@ -185,23 +185,38 @@ pub struct ClusterConfigs {
 
 /// The generation input the manifests describe: their KubeletConfigs and
 /// ContainerRuntimeConfigs, pools, MachineConfigs, and the FeatureGate, APIServer and Node
-/// named `cluster` when present. Also returns each resource's file, keyed by (kind, name).
+/// named `cluster` when present. Also returns each resource's file, keyed by (kind, name),
+/// and the resources that do not decode (left out of the input).
 pub fn cluster_input(
     m: &Manifests,
     controller_version: &str,
-) -> (ClusterInput, BTreeMap<(String, String), String>) {
+) -> (
+    ClusterInput,
+    BTreeMap<(String, String), String>,
+    Vec<ClusterError>,
+) {
     let mut input = ClusterInput {
         controller_version: controller_version.to_string(),
         ..ClusterInput::default()
     };
     let mut files = BTreeMap::new();
+    let mut errors = Vec::new();
     for (file, v) in &m.others {
         let kind = str_at(v, "/kind");
         let name = str_at(v, "/metadata/name");
         match kind {
             "KubeletConfig" | "ContainerRuntimeConfig" => {
                 files.insert((kind.to_string(), name.to_string()), file.clone());
-                input.resources.push(v.clone());
+                match CustomResource::from_json(v.clone()) {
+                    Some(Ok(r)) => input.resources.push(r),
+                    Some(Err(e)) => errors.push(ClusterError {
+                        file: file.clone(),
+                        kind: kind.to_string(),
+                        name: name.to_string(),
+                        message: format!("does not decode: {e}"),
+                    }),
+                    None => {}
+                }
             }
             "FeatureGate" if name == "cluster" => {
                 input.feature_gates = feature_gates_from_status(v);
@@ -213,7 +228,7 @@ pub fn cluster_input(
     }
     input.pools = m.pools.iter().map(|(_, p)| p.clone()).collect();
     input.machine_configs = m.machine_configs.iter().map(|(_, mc)| mc.clone()).collect();
-    (input, files)
+    (input, files, errors)
 }
 
 /// The MachineConfigs a cluster holding these manifests would have once its controllers
@@ -237,15 +252,14 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
             &templated
         }
     };
-    let (input, files) = cluster_input(m, &opts.controller_version);
+    let (input, files, mut errors) = cluster_input(m, &opts.controller_version);
     if input.resources.is_empty() {
         return ClusterConfigs {
             machine_configs: m.machine_configs.clone(),
-            errors: Vec::new(),
+            errors,
         };
     }
     let (outcomes, state) = generate_cluster_state(&input);
-    let mut errors = Vec::new();
     // Which resource last wrote each MachineConfig.
     let mut writer: BTreeMap<String, String> = BTreeMap::new();
     for r in &outcomes {

@@ -595,8 +595,8 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         sync.cascade_delete(false);
         return sync.finish(None);
     }
-    let spec = input
-        .object
+    let object = input.object.to_json();
+    let spec = object
         .pointer("/spec/containerRuntimeConfig")
         .filter(|v| !v.is_null());
     let settings = match spec.map(RuntimeSettings::from_json).transpose() {

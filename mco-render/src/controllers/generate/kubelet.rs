@@ -432,7 +432,8 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
             }
         }
     };
-    let cfg = &input.object;
+    let object = input.object.to_json();
+    let cfg = &object;
     let base = machine_config_values(&input.base_machine_configs);
     let version = input.controller_version.as_str();
     macro_rules! fail {

@@ -27,7 +27,7 @@ use serde_json::{json, Map, Value};
 
 use super::Write;
 use crate::api::value_at::strings_at;
-use crate::api::{Condition, LabelSelector, MachineConfig, MachineConfigPool};
+use crate::api::{Condition, CustomResource, LabelSelector, MachineConfig, MachineConfigPool};
 
 /// The role label every generated MachineConfig carries.
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
@@ -57,9 +57,9 @@ impl FeatureGates {
 #[derive(Debug, Clone, Default)]
 pub struct GenerateInput {
     /// The KubeletConfig or ContainerRuntimeConfig to sync.
-    pub object: Value,
+    pub object: CustomResource,
     /// Other resources of the same kind in the cluster.
-    pub other_objects: Vec<Value>,
+    pub other_objects: Vec<CustomResource>,
     /// MachineConfigs already in the cluster.
     pub existing_machine_configs: Vec<MachineConfig>,
     /// The MachineConfigPools.
@@ -436,9 +436,9 @@ fn finish_machine_config(
 
 /// Runs one sync of the controller for the input's kind.
 pub fn generate(input: &GenerateInput) -> GenerateOutcome {
-    match input.object.get("kind").and_then(Value::as_str) {
-        Some("ContainerRuntimeConfig") => crio::sync(input),
-        _ => kubelet::sync(input),
+    match input.object {
+        CustomResource::ContainerRuntime(_) => crio::sync(input),
+        CustomResource::Kubelet(_) => kubelet::sync(input),
     }
 }
 
@@ -454,10 +454,10 @@ pub(crate) struct Sync {
 impl Sync {
     /// Reads the cluster. Fails only on malformed resources.
     pub(crate) fn new(input: &GenerateInput) -> Result<Sync, GenError> {
-        let cfg = Resource::from_json(&input.object)?;
+        let cfg = Resource::from_json(&input.object.to_json())?;
         let mut all = vec![cfg.clone()];
         for o in &input.other_objects {
-            all.push(Resource::from_json(o)?);
+            all.push(Resource::from_json(&o.to_json())?);
         }
         // The API server lists resources by name; the name rule reads them in that order.
         all.sort_by(|a, b| a.name.cmp(&b.name));

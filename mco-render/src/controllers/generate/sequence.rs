@@ -4,14 +4,14 @@
 use serde_json::Value;
 
 use super::{generate, FeatureGates, GenerateInput, GenerateOutcome};
-use crate::api::{MachineConfig, MachineConfigPool};
+use crate::api::{CustomResource, MachineConfig, MachineConfigPool};
 use crate::controllers::Write;
 
 /// The resources a cluster description holds.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterInput {
     /// KubeletConfigs and ContainerRuntimeConfigs.
-    pub resources: Vec<Value>,
+    pub resources: Vec<CustomResource>,
     /// MachineConfigs: the role templates and any generated ones already present.
     pub machine_configs: Vec<MachineConfig>,
     /// MachineConfigPools.
@@ -35,16 +35,6 @@ pub struct ResourceOutcome {
     pub name: String,
     /// What the sync did.
     pub outcome: GenerateOutcome,
-}
-
-fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-fn kind_of(v: &Value) -> &str {
-    v.get("kind").and_then(Value::as_str).unwrap_or("")
 }
 
 /// The resolved gates of a `config.openshift.io/v1` FeatureGate: the first version listed in
@@ -86,30 +76,25 @@ pub fn generate_cluster(input: &ClusterInput) -> Vec<ResourceOutcome> {
 /// `input.machine_configs` with every write and deletion applied, in that order (a rewritten
 /// MachineConfig moves to the end).
 pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Vec<MachineConfig>) {
-    let mut resources: Vec<Value> = input
-        .resources
-        .iter()
-        .filter(|r| matches!(kind_of(r), "KubeletConfig" | "ContainerRuntimeConfig"))
-        .cloned()
-        .collect();
+    let mut resources: Vec<CustomResource> = input.resources.clone();
     resources.sort_by(|a, b| {
-        let ts = |v: &Value| {
-            v.pointer("/metadata/creationTimestamp")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
+        let key = |r: &CustomResource| {
+            (
+                r.metadata().creation_timestamp.clone().unwrap_or_default(),
+                r.name().to_string(),
+            )
         };
-        (ts(a), name_of(a).to_string()).cmp(&(ts(b), name_of(b).to_string()))
+        key(a).cmp(&key(b))
     });
     let mut mcs = input.machine_configs.clone();
     let mut out = Vec::new();
     for i in 0..resources.len() {
         let object = resources[i].clone();
-        let kind = kind_of(&object).to_string();
-        let others: Vec<Value> = resources
+        let kind = object.kind();
+        let others: Vec<CustomResource> = resources
             .iter()
             .enumerate()
-            .filter(|(j, r)| *j != i && kind_of(r) == kind)
+            .filter(|(j, r)| *j != i && r.kind() == kind)
             .map(|(_, r)| r.clone())
             .collect();
         let run = GenerateInput {
@@ -134,22 +119,12 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
             mcs.retain(|m| m.name() != mc.name());
             mcs.push(mc.clone());
         }
-        if let Some(md) = resources[i]
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-        {
-            md.insert(
-                "annotations".into(),
-                serde_json::to_value(&outcome.object_after.annotations).unwrap_or_default(),
-            );
-            md.insert(
-                "finalizers".into(),
-                serde_json::to_value(&outcome.object_after.finalizers).unwrap_or_default(),
-            );
-        }
+        let md = resources[i].metadata_mut();
+        md.annotations = outcome.object_after.annotations.clone();
+        md.finalizers = outcome.object_after.finalizers.clone();
         out.push(ResourceOutcome {
-            kind,
-            name: name_of(&resources[i]).to_string(),
+            kind: kind.to_string(),
+            name: resources[i].name().to_string(),
             outcome,
         });
     }

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::api::CustomResource;
+
 use super::kubelet::{KUBELET_CONF_PATH, LOG_LEVEL_PATH, NODE_SIZING_PATH};
 use super::names::MC_NAME_SUFFIX_ANNOTATION;
 use super::{
@@ -14,6 +16,29 @@ pub(super) const VERSION: &str = "v-test";
 /// A fixture object in the core's model.
 pub(super) fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("fixture decodes")
+}
+
+/// A fixture KubeletConfig or ContainerRuntimeConfig.
+pub(super) fn typed_resource(v: Value) -> CustomResource {
+    CustomResource::from_json(v)
+        .expect("a KubeletConfig or ContainerRuntimeConfig")
+        .expect("fixture decodes")
+}
+
+/// Fixture KubeletConfigs or ContainerRuntimeConfigs.
+pub(super) fn typed_resources(v: Vec<Value>) -> Vec<CustomResource> {
+    v.into_iter().map(typed_resource).collect()
+}
+
+/// Sets the member at `path` of the resource (as JSON), creating objects on the way.
+pub(super) fn set(o: &mut CustomResource, path: &[&str], v: Value) {
+    let mut json = o.to_json();
+    let mut at = &mut json;
+    for k in path {
+        at = &mut at[*k];
+    }
+    *at = v;
+    *o = typed_resource(json);
 }
 
 /// Fixture objects in the core's model.
@@ -72,7 +97,7 @@ fn kubelet_config(name: &str, spec: Value) -> Value {
 
 fn input(object: Value, pools: Vec<Value>) -> GenerateInput {
     GenerateInput {
-        object,
+        object: typed_resource(object),
         pools: typed_all(pools),
         base_machine_configs: typed_all(
             ["master", "worker"]
@@ -231,7 +256,7 @@ fn no_matching_pool() {
     // An empty or missing selector selects nothing.
     for sel in [json!({}), Value::Null] {
         let mut inp = worker(json!({"maxPods": 100}), Value::Null);
-        inp.object["spec"]["machineConfigPoolSelector"] = sel;
+        set(&mut inp.object, &["spec", "machineConfigPoolSelector"], sel);
         assert_eq!(error_of(&inp).as_deref(), Some(msg));
     }
 }
@@ -239,8 +264,11 @@ fn no_matching_pool() {
 #[test]
 fn invalid_selector_fails_before_pools_are_read() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["spec"]["machineConfigPoolSelector"] =
-        json!({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]});
+    set(
+        &mut inp.object,
+        &["spec", "machineConfigPoolSelector"],
+        json!({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]}),
+    );
     inp.pools.clear();
     assert_eq!(
         error_of(&inp).as_deref(),
@@ -277,7 +305,11 @@ fn static_pod_path_rules() {
             ),
             vec![p],
         );
-        inp.object["spec"]["kubeletConfig"] = json!({"staticPodPath": ""});
+        set(
+            &mut inp.object,
+            &["spec", "kubeletConfig"],
+            json!({"staticPodPath": ""}),
+        );
         assert_eq!(
             error_of(&inp),
             Some(format!("KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool \"{name}\""))
@@ -495,13 +527,21 @@ fn worker_latency_profile_only_for_worker_pool() {
 #[test]
 fn annotations_replaced_only_without_suffix_annotation() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["metadata"]["annotations"] = json!({"user": "x"});
+    set(
+        &mut inp.object,
+        &["metadata", "annotations"],
+        json!({"user": "x"}),
+    );
     let out = generate(&inp);
     assert_eq!(
         out.object_after.annotations,
         [(MC_NAME_SUFFIX_ANNOTATION.to_string(), String::new())].into()
     );
-    inp.object["metadata"]["annotations"] = json!({"user": "x", MC_NAME_SUFFIX_ANNOTATION: ""});
+    set(
+        &mut inp.object,
+        &["metadata", "annotations"],
+        json!({"user": "x", MC_NAME_SUFFIX_ANNOTATION: ""}),
+    );
     let out = generate(&inp);
     assert_eq!(out.object_after.annotations.len(), 2);
 }
@@ -509,12 +549,20 @@ fn annotations_replaced_only_without_suffix_annotation() {
 #[test]
 fn finalizers_without_kubelet_are_dropped() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["metadata"]["finalizers"] = json!(["99-old-kubelet", "some-uid"]);
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["99-old-kubelet", "some-uid"]),
+    );
     assert_eq!(
         generate(&inp).object_after.finalizers,
         vec!["99-worker-generated-kubelet"]
     );
-    inp.object["metadata"]["finalizers"] = json!(["99-old-kubelet", "99-worker-generated-kubelet"]);
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["99-old-kubelet", "99-worker-generated-kubelet"]),
+    );
     assert_eq!(
         generate(&inp).object_after.finalizers,
         vec!["99-old-kubelet", "99-worker-generated-kubelet"]
@@ -524,12 +572,16 @@ fn finalizers_without_kubelet_are_dropped() {
 #[test]
 fn status_conditions_keep_three_accepted_and_one_legacy() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["status"] = json!({"conditions": [
-        {"type": "Accepted", "status": "False", "message": "a"},
-        {"type": "Failure", "status": "True", "message": "a"},
-        {"type": "Accepted", "status": "False", "message": "b"},
-        {"type": "Accepted", "status": "False", "message": "c"},
-    ]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"conditions": [
+            {"type": "Accepted", "status": "False", "message": "a"},
+            {"type": "Failure", "status": "True", "message": "a"},
+            {"type": "Accepted", "status": "False", "message": "b"},
+            {"type": "Accepted", "status": "False", "message": "c"},
+        ]}),
+    );
     assert_eq!(
         conditions(&generate(&inp)),
         vec![
@@ -540,10 +592,14 @@ fn status_conditions_keep_three_accepted_and_one_legacy() {
         ]
     );
     // The same message as the last one is not added again.
-    inp.object["status"] = json!({"conditions": [
-        {"type": "Accepted", "status": "True", "message": "Success"},
-        {"type": "Success", "status": "True", "message": "Success"},
-    ]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"conditions": [
+            {"type": "Accepted", "status": "True", "message": "Success"},
+            {"type": "Success", "status": "True", "message": "Success"},
+        ]}),
+    );
     assert_eq!(
         conditions(&generate(&inp)),
         vec![
@@ -570,9 +626,13 @@ fn current_conf(gates: &str) -> Vec<Value> {
 #[test]
 fn up_to_date_pool_is_skipped() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["status"] = json!({"observedGeneration": 1, "conditions": [
-        {"type": "Accepted", "status": "True", "message": "Success"},
-    ]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"observedGeneration": 1, "conditions": [
+            {"type": "Accepted", "status": "True", "message": "Success"},
+        ]}),
+    );
     inp.existing_machine_configs = typed_all(vec![generated(
         "99-worker-generated-kubelet",
         VERSION,
@@ -593,7 +653,7 @@ fn up_to_date_pool_is_skipped() {
         vec!["update 99-worker-generated-kubelet"]
     );
     let mut newer = inp.clone();
-    newer.object["metadata"]["generation"] = json!(2);
+    set(&mut newer.object, &["metadata", "generation"], json!(2));
     assert_eq!(
         generate(&newer).actions(),
         vec!["update 99-worker-generated-kubelet"]
@@ -645,8 +705,16 @@ fn stale_generated_machine_configs_are_cleaned_up() {
 #[test]
 fn deleted_resource_cascades_to_its_first_finalizer() {
     let mut inp = worker(json!({"cgroupDriver": "x"}), Value::Null);
-    inp.object["metadata"]["deletionTimestamp"] = json!("2024-01-02T00:00:00Z");
-    inp.object["metadata"]["finalizers"] = json!(["mc-uid-7", "99-worker-generated-kubelet"]);
+    set(
+        &mut inp.object,
+        &["metadata", "deletionTimestamp"],
+        json!("2024-01-02T00:00:00Z"),
+    );
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["mc-uid-7", "99-worker-generated-kubelet"]),
+    );
     let mut by_uid = generated("99-worker-generated-kubelet-1", VERSION, vec![]);
     by_uid["metadata"]["uid"] = json!("mc-uid-7");
     inp.existing_machine_configs = typed_all(vec![
@@ -662,7 +730,7 @@ fn deleted_resource_cascades_to_its_first_finalizer() {
         vec!["99-worker-generated-kubelet"]
     );
     assert!(out.object_after.conditions.is_empty());
-    inp.object["metadata"]["finalizers"] = json!([]);
+    set(&mut inp.object, &["metadata", "finalizers"], json!([]));
     let out = generate(&inp);
     assert!(out.actions().is_empty());
     assert_eq!(out.error, None);
@@ -688,7 +756,7 @@ fn several_pools_share_the_suffix_recorded_by_the_first() {
     for p in &mut inp.pools {
         p.metadata.labels.insert("custom".into(), "yes".into());
     }
-    inp.other_objects = vec![other];
+    inp.other_objects = typed_resources(vec![other]);
     let out = generate(&inp);
     assert_eq!(out.error, None);
     // infra (first by name) has only this resource: the plain name and suffix "". worker

@@ -5,7 +5,10 @@ use serde_json::{json, Value};
 
 use super::crio::STORAGE_CONF_PATH;
 use super::names::MC_NAME_SUFFIX_ANNOTATION;
-use super::tests::{conditions, file_text, machine_config, pool, selecting, typed_all, VERSION};
+use super::tests::{
+    conditions, file_text, machine_config, pool, selecting, set, typed_all, typed_resource,
+    typed_resources, VERSION,
+};
 use super::{generate, ign_file, FeatureGates, GenerateInput};
 
 const STORAGE: &str = "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n[storage.options]\nadditionalimagestores = []\n[storage.options.overlay]\nmountopt = \"nodev\"\n";
@@ -37,7 +40,7 @@ fn ctrcfg(name: &str, selector: Value, runtime: Value) -> Value {
 
 fn worker(runtime: Value) -> GenerateInput {
     GenerateInput {
-        object: ctrcfg("crc", selecting("worker"), runtime),
+        object: typed_resource(ctrcfg("crc", selecting("worker"), runtime)),
         pools: typed_all(vec![pool("worker")]),
         base_machine_configs: typed_all(bases()),
         feature_gates: FeatureGates::default(),
@@ -227,8 +230,12 @@ fn missing_template_files_fail() {
 #[test]
 fn up_to_date_returns_without_status() {
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["status"] = json!({"observedGeneration": 1, "conditions": [
-        {"type": "Success", "status": "True", "message": "Success"}]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"observedGeneration": 1, "conditions": [
+        {"type": "Success", "status": "True", "message": "Success"}]}),
+    );
     let mut mc = machine_config("99-worker-generated-containerruntime", vec![]);
     mc["metadata"]["annotations"] =
         json!({"machineconfiguration.openshift.io/generated-by-controller-version": VERSION});
@@ -249,7 +256,11 @@ fn up_to_date_returns_without_status() {
 #[test]
 fn finalizers_are_kept_and_cleanup_has_no_prefix() {
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["metadata"]["finalizers"] = json!(["foreign"]);
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["foreign"]),
+    );
     let mut stale = machine_config("50-my-generated-containerruntime", vec![]);
     stale["metadata"]["annotations"] = json!({});
     inp.existing_machine_configs = typed_all(vec![stale]);
@@ -270,8 +281,16 @@ fn finalizers_are_kept_and_cleanup_has_no_prefix() {
 #[test]
 fn deleted_resource_deletes_its_first_finalizer_by_name() {
     let mut inp = worker(json!({"pidsLimit": 1}));
-    inp.object["metadata"]["deletionTimestamp"] = json!("2024-01-02T00:00:00Z");
-    inp.object["metadata"]["finalizers"] = json!(["99-worker-generated-containerruntime", "x"]);
+    set(
+        &mut inp.object,
+        &["metadata", "deletionTimestamp"],
+        json!("2024-01-02T00:00:00Z"),
+    );
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["99-worker-generated-containerruntime", "x"]),
+    );
     inp.existing_machine_configs = typed_all(vec![machine_config(
         "99-worker-generated-containerruntime",
         vec![],
@@ -309,15 +328,19 @@ fn name_rule_suffixes() {
     let base = "99-worker-generated-containerruntime";
     // Own annotation wins: a number is appended, "" gives the plain name.
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["metadata"]["annotations"] = json!({MC_NAME_SUFFIX_ANNOTATION: "4"});
-    inp.other_objects = vec![other("b", Some("7"), "2023-01-01T00:00:00Z")];
+    set(
+        &mut inp.object,
+        &["metadata", "annotations"],
+        json!({MC_NAME_SUFFIX_ANNOTATION: "4"}),
+    );
+    inp.other_objects = typed_resources(vec![other("b", Some("7"), "2023-01-01T00:00:00Z")]);
     assert_eq!(key_of(&inp).1, vec![format!("create {base}-4")]);
     // A new resource next to others takes the largest suffix plus one ("" counts as 0).
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.other_objects = vec![
+    inp.other_objects = typed_resources(vec![
         other("b", Some(""), "2023-01-01T00:00:00Z"),
         other("c", Some("3"), "2023-01-01T00:00:00Z"),
-    ];
+    ]);
     assert_eq!(key_of(&inp).1, vec![format!("create {base}-4")]);
     let out = generate(&inp);
     assert_eq!(
@@ -328,7 +351,7 @@ fn name_rule_suffixes() {
         Some("4")
     );
     // The limit.
-    inp.other_objects = vec![other("b", Some("9"), "2023-01-01T00:00:00Z")];
+    inp.other_objects = typed_resources(vec![other("b", Some("9"), "2023-01-01T00:00:00Z")]);
     let out = generate(&inp);
     let err = "max number of supported ctrcfgs (10) has been reached. Please delete old ctrcfgs before retrying";
     assert_eq!(out.error.as_deref(), Some(err));
@@ -337,16 +360,16 @@ fn name_rule_suffixes() {
         vec![c("Failure", &format!("could not get ctrcfg key: {err}"))]
     );
     // A suffix that is not a number.
-    inp.other_objects = vec![other("b", Some("x1"), "2023-01-01T00:00:00Z")];
+    inp.other_objects = typed_resources(vec![other("b", Some("x1"), "2023-01-01T00:00:00Z")]);
     assert_eq!(
         key_of(&inp).0.as_deref(),
         Some("error converting x1 to int: strconv.Atoi: parsing \"x1\": invalid syntax")
     );
-    inp.other_objects = vec![other(
+    inp.other_objects = typed_resources(vec![other(
         "b",
         Some("99999999999999999999"),
         "2023-01-01T00:00:00Z",
-    )];
+    )]);
     assert_eq!(
         key_of(&inp).0.as_deref(),
         Some("error converting 99999999999999999999 to int: strconv.Atoi: parsing \"99999999999999999999\": value out of range")
@@ -357,13 +380,17 @@ fn name_rule_suffixes() {
 fn name_rule_older_resource_recovers_its_name_from_finalizers() {
     let base = "99-worker-generated-containerruntime";
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["metadata"]["finalizers"] = json!([
-        format!("{base}-2"),
-        format!("{base}-5"),
-        format!("{base}-x"),
-        "99-master-generated-containerruntime-8"
-    ]);
-    inp.other_objects = vec![other("newer", None, "2025-01-01T00:00:00Z")];
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!([
+            format!("{base}-2"),
+            format!("{base}-5"),
+            format!("{base}-x"),
+            "99-master-generated-containerruntime-8"
+        ]),
+    );
+    inp.other_objects = typed_resources(vec![other("newer", None, "2025-01-01T00:00:00Z")]);
     inp.existing_machine_configs = typed_all([
         format!("{base}-2"),
         format!("{base}-x"),
@@ -380,7 +407,7 @@ fn name_rule_older_resource_recovers_its_name_from_finalizers() {
     // -5 has no MachineConfig, -x is not a number nor the plain name: -2 is taken.
     assert_eq!(key_of(&inp).1, vec![format!("update {base}-2")]);
     // Not older than the others: a new suffix.
-    inp.other_objects = vec![other("newer", None, "2020-01-01T00:00:00Z")];
+    inp.other_objects = typed_resources(vec![other("newer", None, "2020-01-01T00:00:00Z")]);
     assert_eq!(key_of(&inp).1, vec![format!("create {base}-1")]);
 }
 
