@@ -10,12 +10,14 @@ pub mod apply;
 pub mod embedded;
 pub mod kinds;
 
+use crate::objects::{self, Model};
 use apply::{apply, Applied};
 use futures::StreamExt;
 use kinds::kind_info;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use mco_render::api::MachineConfigPool;
 use mco_render::controllers::operator::desired::is_workload;
 use mco_render::controllers::operator::status::{task_name, Workload};
 use mco_render::controllers::operator::{
@@ -202,14 +204,12 @@ impl Operator {
                 observed: get_value(&api, name).await?,
             });
         }
-        let pools: Vec<Value> = api_all(&self.client, "MachineConfigPool")?
+        let pools: Vec<MachineConfigPool> = objects::api::<MachineConfigPool>(&self.client)
             .list(&ListParams::default())
             .await?
-            .items
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(OperatorError::Encode)?;
+            .into_iter()
+            .map(MachineConfigPool::from_object)
+            .collect();
         let co_api = api_all(&self.client, "ClusterOperator")?;
         let live = match get_value(&co_api, CLUSTER_OPERATOR_NAME).await? {
             Some(l) => l,

@@ -12,8 +12,7 @@
 
 use super::VERSION_ANNOTATION;
 use crate::api::schema::preserve_object;
-use crate::api::value_at::str_at;
-use crate::api::Condition;
+use crate::api::{Condition, MachineConfigPool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -109,7 +108,7 @@ pub struct StatusInput<'a> {
     /// The workloads, in apply order.
     pub workloads: &'a [Workload],
     /// The MachineConfigPools.
-    pub pools: &'a [Value],
+    pub pools: &'a [MachineConfigPool],
     /// The first sync task that failed, if one did.
     pub failure: Option<&'a SyncFailure>,
     /// The status currently written.
@@ -212,31 +211,32 @@ fn unavailable(w: &Workload) -> Option<String> {
     })
 }
 
-fn pool_condition<'a>(pool: &'a Value, type_: &str) -> Option<&'a Value> {
-    pool.pointer("/status/conditions")
-        .and_then(Value::as_array)?
+fn pool_condition<'a>(pool: &'a MachineConfigPool, type_: &str) -> Option<&'a Condition> {
+    pool.status
+        .as_ref()?
+        .conditions
         .iter()
-        .find(|c| str_at(c, "/type") == type_ && str_at(c, "/status") == "True")
+        .find(|c| c.type_ == type_ && c.is_true())
 }
 
 /// The degraded pools, each with a message naming it.
-pub fn degraded_pools(pools: &[Value]) -> Vec<String> {
+pub fn degraded_pools(pools: &[MachineConfigPool]) -> Vec<String> {
     pools
         .iter()
         .filter_map(|p| {
             let c = pool_condition(p, "Degraded")?;
-            let count = |k: &str| int_at(p, &format!("/status/{k}")).unwrap_or(0);
+            let s = p.status_or_default();
             let mut msg = format!(
                 "MachineConfigPool {} is degraded (total: {}, ready {}, updated: {}, unavailable: {}, degraded: {})",
-                str_at(p, "/metadata/name"),
-                count("machineCount"),
-                count("readyMachineCount"),
-                count("updatedMachineCount"),
-                count("unavailableMachineCount"),
-                count("degradedMachineCount"),
+                p.name(),
+                s.machine_count,
+                s.ready_machine_count,
+                s.updated_machine_count,
+                s.unavailable_machine_count,
+                s.degraded_machine_count,
             );
-            let detail = match str_at(c, "/message") {
-                "" => str_at(c, "/reason"),
+            let detail = match c.message() {
+                "" => c.reason(),
                 m => m,
             };
             if !detail.is_empty() {

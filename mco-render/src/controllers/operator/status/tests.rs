@@ -46,18 +46,21 @@ fn rolled_out() -> Vec<Workload> {
     ]
 }
 
-fn pool(name: &str, degraded: bool, updating: bool) -> Value {
-    json!({"metadata": {"name": name}, "status": {"machineCount": 3, "readyMachineCount": 2,
+fn pool(name: &str, degraded: bool, updating: bool) -> MachineConfigPool {
+    serde_json::from_value(
+        json!({"metadata": {"name": name}, "status": {"machineCount": 3, "readyMachineCount": 2,
         "updatedMachineCount": 2, "unavailableMachineCount": 1, "degradedMachineCount": 1,
         "conditions": [
             {"type": "Degraded", "status": if degraded {"True"} else {"False"},
              "message": "Node w-1 is reporting: boom"},
-            {"type": "Updating", "status": if updating {"True"} else {"False"}}]}})
+            {"type": "Updating", "status": if updating {"True"} else {"False"}}]}}),
+    )
+    .expect("pool fixture")
 }
 
 fn input<'a>(
     workloads: &'a [Workload],
-    pools: &'a [Value],
+    pools: &'a [MachineConfigPool],
     failure: Option<&'a SyncFailure>,
     previous: Option<&'a ClusterOperatorStatus>,
 ) -> StatusInput<'a> {
@@ -364,7 +367,7 @@ proptest! {
         fail in any::<bool>(),
         previous in arb_previous(),
     ) {
-        let pools: Vec<Value> = pool_flags.iter().enumerate()
+        let pools: Vec<MachineConfigPool> = pool_flags.iter().enumerate()
             .map(|(i, (d, u))| pool(&format!("p{i}"), *d, *u)).collect();
         let failure = SyncFailure { task: "MachineConfigDaemon".into(), message: "x".into() };
         let inp = input(&workloads, &pools, fail.then_some(&failure), previous.as_ref());
