@@ -5,5 +5,6 @@ pub mod crd;
 pub mod kubeclient;
 pub mod leader;
 pub mod mcs;
+pub mod objects;
 pub mod operator;
 pub mod reflect;

@@ -5,8 +5,8 @@ mod support;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, EvictParams, ListParams, Patch, PatchParams,
-    PostParams, WatchEvent, WatchParams,
+    DeleteParams, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams,
+    WatchEvent, WatchParams,
 };
 use kube::Api;
 use mco_k8s::crd;
@@ -14,7 +14,7 @@ use serde_json::json;
 use support::apiserver::{ApiServer, Kubelet};
 
 fn pools(client: kube::Client) -> Api<DynamicObject> {
-    Api::all_with(client, &ApiResource::erase::<crd::MachineConfigPool>(&()))
+    Api::all_with(client, &crd::MACHINE_CONFIG_POOL.api_resource())
 }
 
 fn pool(name: &str) -> DynamicObject {

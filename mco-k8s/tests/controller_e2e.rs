@@ -12,7 +12,7 @@ mod support;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node as KubeNode;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_k8s::controller::{self, Options};
@@ -38,8 +38,8 @@ const MAX_UNAVAILABLE: usize = 3;
 const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
 const MASTER_ROLE: &str = "node-role.kubernetes.io/master";
 
-fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &ApiResource::erase::<K>(&()))
+fn dynamic(client: &Client, kind: crd::Kind) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &kind.api_resource())
 }
 
 fn to_dynamic(v: Value) -> DynamicObject {
@@ -269,9 +269,9 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     }
 
     // Pools (worker with maxUnavailable), the ControllerConfig, template-like MachineConfigs.
-    let pools = dynamic::<crd::MachineConfigPool>(&client);
-    let mcs = dynamic::<crd::MachineConfig>(&client);
-    let ccs = dynamic::<crd::ControllerConfig>(&client);
+    let pools = dynamic(&client, crd::MACHINE_CONFIG_POOL);
+    let mcs = dynamic(&client, crd::MACHINE_CONFIG);
+    let ccs = dynamic(&client, crd::CONTROLLER_CONFIG);
     let pp = PostParams::default();
     for mut p in yaml_docs(&examples().join("00-pools.yaml")) {
         match p["metadata"]["name"].as_str() {

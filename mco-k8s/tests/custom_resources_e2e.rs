@@ -4,13 +4,15 @@
 
 mod support;
 
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_k8s::controller::templates::read_tree;
+use mco_k8s::controller::writes::comparable;
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
 use mco_render::api::ControllerConfig;
-use mco_render::controllers::generate::{generate, GenerateInput, Outcome};
+use mco_render::api::{CustomResource, MachineConfig};
+use mco_render::controllers::generate::{generate, GenerateInput, GenerateOutcome};
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateOptions};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -25,8 +27,8 @@ fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
 }
 
-fn dynamic<K: kube::Resource<DynamicType = ()>>(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &ApiResource::erase::<K>(&()))
+fn dynamic(client: &Client, kind: crd::Kind) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &kind.api_resource())
 }
 
 fn to_dynamic(v: Value) -> DynamicObject {
@@ -86,10 +88,6 @@ fn strip(v: &Value) -> Value {
     v
 }
 
-fn name_of(v: &Value) -> &str {
-    v["metadata"]["name"].as_str().unwrap_or("")
-}
-
 fn conditions(v: &Value) -> Vec<(String, String, String)> {
     v["status"]["conditions"]
         .as_array()
@@ -102,22 +100,39 @@ fn conditions(v: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn expected_conditions(o: &Outcome) -> Vec<(String, String, String)> {
+fn expected_conditions(o: &GenerateOutcome) -> Vec<(String, String, String)> {
     o.object_after
         .conditions
         .iter()
-        .map(|c| (c.kind.clone(), c.status.clone(), c.message.clone()))
+        .map(|c| (c.type_.clone(), c.status.clone(), c.message().to_string()))
         .collect()
 }
 
+/// Stored objects in the core's model.
+fn typed<T: serde::de::DeserializeOwned>(v: Vec<Value>) -> Vec<T> {
+    v.into_iter()
+        .map(|o| serde_json::from_value(o).unwrap())
+        .collect()
+}
+
+/// A stored KubeletConfig or ContainerRuntimeConfig in the core's model.
+fn resource(v: Value) -> CustomResource {
+    CustomResource::from_json(v).unwrap().unwrap()
+}
+
+/// A stored MachineConfig in the core's model.
+fn machine_config(v: Value) -> MachineConfig {
+    serde_json::from_value(v).unwrap()
+}
+
 /// The pure sync of `object` (as the server stored it) against the server's state now.
-fn expected(server: &ApiServer, object: &Value, others: &[Value]) -> Outcome {
-    let mcs = server.store.list("machineconfigs");
+fn expected(server: &ApiServer, object: &Value, others: &[Value]) -> GenerateOutcome {
+    let mcs: Vec<MachineConfig> = typed(server.store.list("machineconfigs"));
     generate(&GenerateInput {
-        object: object.clone(),
-        other_objects: others.to_vec(),
+        object: resource(object.clone()),
+        other_objects: others.iter().cloned().map(resource).collect(),
         existing_machine_configs: mcs.clone(),
-        pools: server.store.list("machineconfigpools"),
+        pools: typed(server.store.list("machineconfigpools")),
         base_machine_configs: mcs,
         controller_version: mco_render::CONTROLLER_VERSION.to_string(),
         ..GenerateInput::default()
@@ -148,10 +163,10 @@ fn kubelet_config(name: &str, kubelet: Value) -> Value {
 async fn custom_resources_and_templates_become_machine_configs() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    let pools = dynamic::<crd::MachineConfigPool>(&client);
-    let ccs = dynamic::<crd::ControllerConfig>(&client);
-    let kcs = dynamic::<crd::KubeletConfig>(&client);
-    let ctrcfgs = dynamic::<crd::ContainerRuntimeConfig>(&client);
+    let pools = dynamic(&client, crd::MACHINE_CONFIG_POOL);
+    let ccs = dynamic(&client, crd::CONTROLLER_CONFIG);
+    let kcs = dynamic(&client, crd::KUBELET_CONFIG);
+    let ctrcfgs = dynamic(&client, crd::CONTAINER_RUNTIME_CONFIG);
     for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
         let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
         if name == "infra" {
@@ -213,14 +228,17 @@ async fn custom_resources_and_templates_become_machine_configs() {
     let kc = create(&kcs, kubelet_config("max-pods", json!({"maxPods": 100}))).await;
     let want = expected(&server, &kc, &[]);
     assert_eq!(want.error, None);
-    assert_eq!(want.machine_configs.len(), 1);
-    let mc_name = name_of(&want.machine_configs[0]).to_string();
+    assert_eq!(want.machine_configs().len(), 1);
+    let mc_name = want.machine_configs()[0].name().to_string();
     assert_eq!(mc_name, "99-worker-generated-kubelet");
     let got = eventually("kubelet MachineConfig", || {
         server.store.get("machineconfigs", "", &mc_name)
     })
     .await;
-    assert_eq!(strip(&got), strip(&want.machine_configs[0]));
+    assert_eq!(
+        comparable(&machine_config(got)),
+        comparable(want.machine_configs()[0])
+    );
     let kc_after = eventually("KubeletConfig status", || {
         let o = server.store.get("kubeletconfigs", "", "max-pods")?;
         (!conditions(&o).is_empty()).then_some(o)
@@ -253,13 +271,16 @@ async fn custom_resources_and_templates_become_machine_configs() {
     .await;
     let want_ctr = expected(&server, &ctr, &[]);
     assert_eq!(want_ctr.error, None);
-    let ctr_mc = name_of(&want_ctr.machine_configs[0]).to_string();
+    let ctr_mc = want_ctr.machine_configs()[0].name().to_string();
     assert_eq!(ctr_mc, "99-worker-generated-containerruntime");
     let got = eventually("runtime MachineConfig", || {
         server.store.get("machineconfigs", "", &ctr_mc)
     })
     .await;
-    assert_eq!(strip(&got), strip(&want_ctr.machine_configs[0]));
+    assert_eq!(
+        comparable(&machine_config(got)),
+        comparable(want_ctr.machine_configs()[0])
+    );
     let ctr_after = eventually("ContainerRuntimeConfig status", || {
         let o = server.store.get("containerruntimeconfigs", "", "runtime")?;
         (!conditions(&o).is_empty()).then_some(o)
@@ -382,43 +403,42 @@ async fn machine_config_writes_survive_conflicts_and_skip_no_ops() {
     use mco_k8s::controller::writes::{ensure, Written};
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    let ar = ApiResource::erase::<crd::MachineConfig>(&());
-    let mcs: Api<DynamicObject> = Api::all_with(client, &ar);
+    let mcs = mco_k8s::objects::api::<MachineConfig>(&client);
     let mc = |text: &str| {
-        json!({
+        machine_config(json!({
             "apiVersion": "machineconfiguration.openshift.io/v1",
             "kind": "MachineConfig",
             "metadata": {"name": "99-worker-generated-kubelet",
                 "labels": {"machineconfiguration.openshift.io/role": "worker"}},
             "spec": {"config": {"ignition": {"version": "3.5.0"}}, "kernelType": text,
                 "kernelArguments": null},
-        })
+        }))
     };
-    let w = ensure(&mcs, &ar, None, &mc("")).await.unwrap();
+    let w = ensure(&mcs, None, &mc("")).await.unwrap();
     assert_eq!(w, Written::Created);
-    let stale = server
-        .store
-        .get("machineconfigs", "", "99-worker-generated-kubelet")
-        .unwrap();
+    let stale = machine_config(
+        server
+            .store
+            .get("machineconfigs", "", "99-worker-generated-kubelet")
+            .unwrap(),
+    );
     // Nulls and server-set metadata do not count as a change.
     assert_eq!(
-        ensure(&mcs, &ar, Some(&stale), &mc("")).await.unwrap(),
+        ensure(&mcs, Some(&stale), &mc("")).await.unwrap(),
         Written::Unchanged
     );
     // Someone else writes it in between.
     let mut other = stale.clone();
-    other["spec"]["kernelType"] = json!("default");
-    ensure(&mcs, &ar, Some(&stale), &other).await.unwrap();
-    let w = ensure(&mcs, &ar, Some(&stale), &mc("realtime"))
-        .await
-        .unwrap();
+    other.spec.kernel_type = "default".into();
+    ensure(&mcs, Some(&stale), &other).await.unwrap();
+    let w = ensure(&mcs, Some(&stale), &mc("realtime")).await.unwrap();
     assert_eq!(w, Written::Conflict);
     let fresh = server
         .store
         .get("machineconfigs", "", "99-worker-generated-kubelet")
         .unwrap();
     assert_eq!(fresh["spec"]["kernelType"], "default");
-    let w = ensure(&mcs, &ar, Some(&fresh), &mc("realtime"))
+    let w = ensure(&mcs, Some(&machine_config(fresh)), &mc("realtime"))
         .await
         .unwrap();
     assert_eq!(w, Written::Updated);

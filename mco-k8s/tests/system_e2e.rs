@@ -7,7 +7,7 @@
 mod support;
 
 use k8s_openapi::api::core::v1::Node as KubeNode;
-use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::api::{DynamicObject, PostParams};
 use kube::Api;
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
@@ -133,10 +133,8 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     .await;
 
     // A new MachineConfig for the workers.
-    let mcs: Api<DynamicObject> = Api::all_with(
-        server.client(),
-        &ApiResource::erase::<crd::MachineConfig>(&()),
-    );
+    let mcs: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
     let motd: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
         "metadata": {"name": "99-worker-motd",

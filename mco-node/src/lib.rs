@@ -20,8 +20,8 @@ pub mod journal;
 pub mod root;
 pub mod state;
 
-pub use apply::{plan_update, run_update, ApplyError, ApplyOptions, Outcome, UpdatePlan};
+pub use apply::{plan_update, run_update, ApplyError, ApplyOptions, ApplyOutcome, UpdatePlan};
 pub use desired_config::DesiredConfig;
 pub use host::{Host, HostCall, RecordingHost, SystemHost};
 pub use root::HostRoot;
-pub use state::{NodeState, NodeStatus};
+pub use state::{AgentStatus, NodeState};

@@ -30,7 +30,7 @@ pub enum NodeState {
 /// State with its reason and the configs involved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeStatus {
+pub struct AgentStatus {
     /// State.
     pub state: NodeState,
     /// Why (empty when Done or Working).
@@ -41,10 +41,10 @@ pub struct NodeStatus {
     pub desired_config: String,
 }
 
-impl NodeStatus {
+impl AgentStatus {
     /// A status with the reason cut to [`MAX_REASON`] characters.
-    pub fn new(state: NodeState, reason: &str, current: &str, desired: &str) -> NodeStatus {
-        NodeStatus {
+    pub fn new(state: NodeState, reason: &str, current: &str, desired: &str) -> AgentStatus {
+        AgentStatus {
             state,
             reason: reason.chars().take(MAX_REASON).collect(),
             current_config: current.into(),
@@ -66,7 +66,7 @@ pub fn read_current(root: &HostRoot) -> Result<DesiredConfig, LoadError> {
 }
 
 /// Writes the agent's state file (outside any transaction: it is status, not config).
-pub fn write_status(root: &HostRoot, status: &NodeStatus) -> Result<(), RootError> {
+pub fn write_status(root: &HostRoot, status: &AgentStatus) -> Result<(), RootError> {
     let mut bytes = serde_json::to_vec_pretty(status).unwrap_or_default();
     bytes.push(b'\n');
     let mut dirty = BTreeSet::new();
@@ -78,7 +78,7 @@ pub fn write_status(root: &HostRoot, status: &NodeStatus) -> Result<(), RootErro
 }
 
 /// Reads the agent's state file, if any.
-pub fn read_status(root: &HostRoot) -> Option<NodeStatus> {
+pub fn read_status(root: &HostRoot) -> Option<AgentStatus> {
     match root.entry(STATE_FILE) {
         Ok(Entry::File { data, .. }) => serde_json::from_slice(&data).ok(),
         _ => None,

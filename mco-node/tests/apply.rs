@@ -16,7 +16,7 @@ fn apply(
     root: &mco_node::HostRoot,
     host: &mut RecordingHost,
     new: &DesiredConfig,
-) -> mco_node::Outcome {
+) -> mco_node::ApplyOutcome {
     let old = read_current(root).expect("current");
     run_update(root, host, &old, new, ApplyOptions::default(), None)
 }

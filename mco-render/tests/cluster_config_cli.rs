@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-#[path = "run_cli.rs"]
+#[path = "support/run_cli.rs"]
 mod run_cli;
 use run_cli::run;
 

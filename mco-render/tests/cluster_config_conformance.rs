@@ -49,7 +49,10 @@ fn input_of(case: &Value) -> ClusterConfigInput {
             .unwrap_or_default(),
         api_server: opt("apiServer"),
         node: opt("node"),
-        pools: list("pools"),
+        pools: list("pools")
+            .into_iter()
+            .filter_map(|p| serde_json::from_value(p).ok())
+            .collect(),
         existing_machine_configs: list("existingMachineConfigs"),
         base_machine_configs: list("baseMachineConfigs"),
         controller_version: mco_render::CONTROLLER_VERSION.to_string(),
@@ -155,7 +158,7 @@ fn compare(case: &Value) -> Option<String> {
         diffs.push(format!("error: got {error}, want {}", expected["error"]));
     }
     if expected["error"].is_null() {
-        let actions = Value::from(out.machine_config_actions.clone());
+        let actions = Value::from(out.actions());
         if actions != expected["machineConfigActions"] {
             diffs.push(format!(
                 "actions: got {actions}, want {}",

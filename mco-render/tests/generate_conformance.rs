@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use mco_render::api::CustomResource;
 use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput};
 use serde_json::Value;
 
@@ -34,6 +35,19 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+fn typed<T: serde::de::DeserializeOwned>(objects: Vec<Value>) -> Vec<T> {
+    objects
+        .into_iter()
+        .map(|o| serde_json::from_value(o).expect("object of the case"))
+        .collect()
+}
+
+fn resource(v: Value) -> CustomResource {
+    CustomResource::from_json(v)
+        .expect("a KubeletConfig or ContainerRuntimeConfig")
+        .expect("resource of the case")
+}
+
 fn input_of(case: &Value) -> GenerateInput {
     let list = |k: &str| {
         case.get(k)
@@ -43,11 +57,11 @@ fn input_of(case: &Value) -> GenerateInput {
     };
     let opt = |k: &str| case.get(k).filter(|v| !v.is_null()).cloned();
     GenerateInput {
-        object: case["object"].clone(),
-        other_objects: list("otherObjects"),
-        existing_machine_configs: list("existingMachineConfigs"),
-        pools: vec![case["pool"].clone()],
-        base_machine_configs: list("baseMachineConfigs"),
+        object: resource(case["object"].clone()),
+        other_objects: list("otherObjects").into_iter().map(resource).collect(),
+        existing_machine_configs: typed(list("existingMachineConfigs")),
+        pools: typed(vec![case["pool"].clone()]),
+        base_machine_configs: typed(list("baseMachineConfigs")),
         feature_gates: FeatureGates {
             enabled: strings(&case["featureGates"]["enabled"]),
             disabled: strings(&case["featureGates"]["disabled"]),
@@ -67,11 +81,11 @@ fn compare(case: &Value) -> Option<String> {
     if error != expected["error"] {
         diffs.push(format!("error: got {error}, want {}", expected["error"]));
     }
-    let mc = out.machine_configs.last().cloned().unwrap_or(Value::Null);
+    let mc = out.machine_configs_json().pop().unwrap_or(Value::Null);
     if mc != expected["machineConfig"] {
         diffs.push(describe_mc_diff(&mc, &expected["machineConfig"]));
     }
-    let actions = Value::from(out.machine_config_actions.clone());
+    let actions = Value::from(out.actions());
     if actions != expected["machineConfigActions"] {
         diffs.push(format!(
             "actions: got {actions}, want {}",

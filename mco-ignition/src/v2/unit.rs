@@ -3,7 +3,7 @@
 
 /// One `Name=Value` option and its section.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnitOption {
+pub struct V2UnitOption {
     /// Section name.
     pub section: String,
     /// Option name.
@@ -132,7 +132,7 @@ fn is_comment(c: char) -> bool {
 
 /// Lexes unit contents; `Err` holds the deserializer's message (without upstream's
 /// "invalid unit content: " prefix).
-pub fn deserialize(contents: &str) -> Result<Vec<UnitOption>, String> {
+pub fn deserialize(contents: &str) -> Result<Vec<V2UnitOption>, String> {
     let mut b = Buf {
         data: contents.as_bytes(),
         start: 0,
@@ -232,7 +232,7 @@ pub fn deserialize(contents: &str) -> Result<Vec<UnitOption>, String> {
                     } else {
                         val.trim().to_string()
                     };
-                    opts.push(UnitOption {
+                    opts.push(V2UnitOption {
                         section: section.clone(),
                         name,
                         value,

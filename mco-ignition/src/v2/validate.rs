@@ -9,7 +9,7 @@ use super::decode::fold_eq;
 use super::gojson::{PosKind, PosNode};
 use super::report::{highlight, Entry, Kind, Position, Report};
 use super::schema::{Struct, Ty, CONFIG};
-use super::unit::{deserialize, UnitOption};
+use super::unit::{deserialize, V2UnitOption};
 use crate::dataurl::validate_source_url_v2;
 use crate::gocompat::quote::go_quote;
 use crate::validate::rules::{is_guid, path_ext};
@@ -149,7 +149,7 @@ fn one(e: Entry) -> Report {
     Report { entries: vec![e] }
 }
 
-fn unit_content(contents: &str) -> Result<Vec<UnitOption>, String> {
+fn unit_content(contents: &str) -> Result<Vec<V2UnitOption>, String> {
     deserialize(contents).map_err(|e| format!("invalid unit content: {e}"))
 }
 

@@ -2,21 +2,19 @@
 
 use super::drain::Drainer;
 use super::Options;
-use crate::crd;
+use crate::objects::{self, Model, Stored};
 use k8s_openapi::api::core::v1::Node as KubeNode;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_render::api::node::DESIRED_CONFIG;
 use mco_render::api::Node;
 use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
-use mco_render::controllers::gc::collect_garbage;
+use mco_render::controllers::gc::garbage_writes;
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
-use mco_render::controllers::pool_status::{calculate_status, PoolStatus};
+use mco_render::controllers::pool_status::calculate_status;
 use mco_render::controllers::render_sync::sync_pool;
 use mco_render::controllers::rollout::plan_rollout;
-use serde::de::DeserializeOwned;
+use mco_render::controllers::Write;
 use serde_json::json;
 
 /// The name of the ControllerConfig the controller renders with.
@@ -28,7 +26,7 @@ pub enum SyncError {
     /// The API server refused or failed a request.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
-    /// An object did not decode into this project's model.
+    /// A Node did not decode into this project's model.
     #[error("decoding {kind} {name}: {source}")]
     Decode {
         /// The object kind.
@@ -40,16 +38,15 @@ pub enum SyncError {
     },
 }
 
-fn decode<T: DeserializeOwned, S: serde::Serialize + kube::ResourceExt>(
-    kind: &'static str,
-    obj: &S,
-) -> Result<T, SyncError> {
+/// A Node in the core's model (Nodes are Kubernetes' objects, reduced by the core to the
+/// fields the controllers read).
+fn decode_node(node: &KubeNode) -> Result<Node, SyncError> {
     let err = |source| SyncError::Decode {
-        kind,
-        name: obj.name_any(),
+        kind: "Node",
+        name: node.metadata.name.clone().unwrap_or_default(),
         source,
     };
-    serde_json::to_value(obj)
+    serde_json::to_value(node)
         .and_then(serde_json::from_value)
         .map_err(err)
 }
@@ -86,11 +83,10 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 
 /// The controller's handle on the cluster.
 pub struct Cluster {
-    mcs: Api<DynamicObject>,
-    pools: Api<DynamicObject>,
-    ccs: Api<DynamicObject>,
+    mcs: Api<Stored<MachineConfig>>,
+    pools: Api<Stored<MachineConfigPool>>,
+    ccs: Api<Stored<ControllerConfig>>,
     nodes: Api<KubeNode>,
-    mc_resource: ApiResource,
     drainer: Drainer,
     opts: Options,
 }
@@ -98,15 +94,11 @@ pub struct Cluster {
 impl Cluster {
     /// A handle using `client`.
     pub fn new(client: Client, opts: Options) -> Self {
-        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
-        let pool_ar = ApiResource::erase::<crd::MachineConfigPool>(&());
-        let cc_ar = ApiResource::erase::<crd::ControllerConfig>(&());
         Cluster {
-            mcs: Api::all_with(client.clone(), &mc_resource),
-            pools: Api::all_with(client.clone(), &pool_ar),
-            ccs: Api::all_with(client.clone(), &cc_ar),
+            mcs: objects::api::<MachineConfig>(&client),
+            pools: objects::api::<MachineConfigPool>(&client),
+            ccs: objects::api::<ControllerConfig>(&client),
             nodes: Api::all(client.clone()),
-            mc_resource,
             drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry),
             opts,
         }
@@ -124,23 +116,23 @@ impl Cluster {
         SyncError,
     > {
         let lp = ListParams::default();
-        let mut mcs = Vec::new();
-        for o in self.mcs.list(&lp).await? {
-            mcs.push(decode("MachineConfig", &o)?);
-        }
-        let mut pools = Vec::new();
-        for o in self.pools.list(&lp).await? {
-            pools.push(decode("MachineConfigPool", &o)?);
-        }
-        let mut cc = None;
-        for o in self.ccs.list(&lp).await? {
-            if o.metadata.name.as_deref() == Some(CONTROLLER_CONFIG_NAME) {
-                cc = Some(decode("ControllerConfig", &o)?);
-            }
-        }
+        let mcs = self.mcs.list(&lp).await?;
+        let mcs = mcs.into_iter().map(MachineConfig::from_object).collect();
+        let pools = self.pools.list(&lp).await?;
+        let pools = pools
+            .into_iter()
+            .map(MachineConfigPool::from_object)
+            .collect();
+        let cc = self
+            .ccs
+            .list(&lp)
+            .await?
+            .into_iter()
+            .map(ControllerConfig::from_object)
+            .find(|c| c.metadata.name == CONTROLLER_CONFIG_NAME);
         let mut nodes = Vec::new();
         for o in self.nodes.list(&lp).await? {
-            nodes.push(decode("Node", &o)?);
+            nodes.push(decode_node(&o)?);
         }
         Ok((mcs, pools, cc, nodes))
     }
@@ -148,6 +140,73 @@ impl Cluster {
     /// How long until a drain in progress wants another pass (see [`Drainer::next_retry`]).
     pub fn next_drain_retry(&self) -> Option<std::time::Duration> {
         self.drainer.next_retry()
+    }
+
+    /// Carries out one write of the render controller or the garbage collector, and applies
+    /// it to `mcs` and `pool` as the next decisions of the pass see them.
+    async fn execute(
+        &self,
+        write: Write,
+        mcs: &mut Vec<MachineConfig>,
+        pool: Option<&mut MachineConfigPool>,
+    ) -> Result<(), SyncError> {
+        let merge = PatchParams::default();
+        match write.clone() {
+            Write::CreateMachineConfig(mc) | Write::UpdateMachineConfig(mc) => {
+                let name = mc.name().to_string();
+                let pp = PostParams::default();
+                let (done, res) = match &write {
+                    Write::CreateMachineConfig(_) => (
+                        "created",
+                        self.mcs.create(&pp, &mc.clone().into_object()).await,
+                    ),
+                    _ => (
+                        "updated",
+                        self.mcs
+                            .replace(&name, &pp, &mc.clone().into_object())
+                            .await,
+                    ),
+                };
+                match res {
+                    Ok(_) => tracing::info!("{done} {name}"),
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+                mcs.retain(|m| m.name() != name);
+                mcs.push(mc);
+            }
+            Write::DeleteMachineConfig(name) => {
+                match self.mcs.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => tracing::info!("deleted unused rendered config {name}"),
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
+                mcs.retain(|m| m.name() != name);
+            }
+            Write::SetPoolConfiguration {
+                pool: name,
+                configuration,
+            } => {
+                let patch = json!({"spec": {"configuration": &configuration}});
+                self.pools
+                    .patch(&name, &merge, &Patch::Merge(&patch))
+                    .await?;
+                tracing::info!(pool = name.as_str(), "now targeting {}", configuration.name);
+                if let Some(p) = pool {
+                    p.spec.configuration = configuration;
+                }
+            }
+            Write::PatchPoolStatus { pool: name, status } => {
+                let patch = json!({ "status": &status });
+                self.pools
+                    .patch_status(&name, &merge, &Patch::Merge(&patch))
+                    .await?;
+                if let Some(p) = pool {
+                    p.status = Some(status);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One full pass: render, roll out, status, drains, garbage collection.
@@ -162,45 +221,9 @@ impl Cluster {
             if let Some(e) = &rs.error {
                 tracing::warn!(pool = pool.name(), "{e}");
             }
-            if let Some(mc) = rs.create {
-                let mut obj: DynamicObject =
-                    serde_json::from_value(serde_json::to_value(&mc).map_err(|source| {
-                        SyncError::Decode {
-                            kind: "MachineConfig",
-                            name: mc.name().into(),
-                            source,
-                        }
-                    })?)
-                    .map_err(|source| SyncError::Decode {
-                        kind: "MachineConfig",
-                        name: mc.name().into(),
-                        source,
-                    })?;
-                obj.types = Some(kube::api::TypeMeta {
-                    api_version: self.mc_resource.api_version.clone(),
-                    kind: self.mc_resource.kind.clone(),
-                });
-                match self.mcs.create(&PostParams::default(), &obj).await {
-                    Ok(_) => tracing::info!(pool = pool.name(), "created {}", mc.name()),
-                    Err(kube::Error::Api(s)) if s.code == 409 => {}
-                    Err(e) => return Err(e.into()),
-                }
-                mcs.push(mc);
-            }
-            if let Some(conf) = rs.set_configuration {
-                let patch = json!({"spec": {"configuration": conf}});
-                self.pools
-                    .patch(pool.name(), &merge, &Patch::Merge(&patch))
-                    .await?;
-                tracing::info!(pool = pool.name(), "now targeting {}", conf.name);
-                pool.spec.configuration = conf;
-            }
-            if let Some(status) = rs.status {
-                let patch = json!({"status": status.to_value()});
-                self.pools
-                    .patch_status(pool.name(), &merge, &Patch::Merge(&patch))
-                    .await?;
-                pool.status = Some(status.to_value());
+            let name = pool.name().to_string();
+            for write in rs.writes(&name) {
+                self.execute(write, &mut mcs, Some(pool)).await?;
             }
         }
 
@@ -248,12 +271,12 @@ impl Cluster {
                 .filter(|n| names.iter().any(|m| m == n.name()))
                 .collect();
             let status = calculate_status(pool, &refs, &now);
-            if status != PoolStatus::of(pool) {
-                let patch = json!({"status": status.to_value()});
-                self.pools
-                    .patch_status(pool.name(), &merge, &Patch::Merge(&patch))
-                    .await?;
-                pool.status = Some(status.to_value());
+            if pool.status.as_ref() != Some(&status) {
+                let write = Write::PatchPoolStatus {
+                    pool: pool.name().to_string(),
+                    status,
+                };
+                self.execute(write, &mut mcs, Some(pool)).await?;
             }
         }
 
@@ -262,12 +285,8 @@ impl Cluster {
 
         // Garbage collection of unused rendered configs.
         if let Some(keep) = self.opts.gc_keep {
-            for name in collect_garbage(&mcs, &pools, &nodes, keep) {
-                match self.mcs.delete(&name, &DeleteParams::default()).await {
-                    Ok(_) => tracing::info!("deleted unused rendered config {name}"),
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(e.into()),
-                }
+            for write in garbage_writes(&mcs, &pools, &nodes, keep) {
+                self.execute(write, &mut mcs, None).await?;
             }
         }
         Ok(())

@@ -9,7 +9,7 @@ use super::templates::Templates;
 use super::writes::is_absent;
 use super::{watch_all, watch_into, Options};
 use crate::crd;
-use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
 use tokio::sync::mpsc;
 
@@ -20,11 +20,11 @@ pub async fn run(client: Client, opts: Options) {
     let mut watchers = watch_all(
         &client,
         &[
-            ApiResource::erase::<crd::KubeletConfig>(&()),
-            ApiResource::erase::<crd::ContainerRuntimeConfig>(&()),
-            ApiResource::erase::<crd::MachineConfig>(&()),
-            ApiResource::erase::<crd::MachineConfigPool>(&()),
-            ApiResource::erase::<crd::ControllerConfig>(&()),
+            crd::KUBELET_CONFIG.api_resource(),
+            crd::CONTAINER_RUNTIME_CONFIG.api_resource(),
+            crd::MACHINE_CONFIG.api_resource(),
+            crd::MACHINE_CONFIG_POOL.api_resource(),
+            crd::CONTROLLER_CONFIG.api_resource(),
         ],
         &tx,
     );

@@ -112,9 +112,9 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     let mut watchers = watch_all(
         &client,
         &[
-            ApiResource::erase::<crd::MachineConfig>(&()),
-            ApiResource::erase::<crd::MachineConfigPool>(&()),
-            ApiResource::erase::<crd::ControllerConfig>(&()),
+            crd::MACHINE_CONFIG.api_resource(),
+            crd::MACHINE_CONFIG_POOL.api_resource(),
+            crd::CONTROLLER_CONFIG.api_resource(),
         ],
         &tx,
     );

@@ -11,17 +11,18 @@
 
 use super::cluster::now_rfc3339;
 use super::writes::{
-    config_resource, ensure, get_optional, is_absent, is_conflict, list_json, map_patch, name_of,
-    WriteError, Written,
+    config_resource, ensure, get_optional, is_absent, is_conflict, map_patch, WriteError, Written,
 };
-use crate::crd;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use crate::objects::{self, Model, Stored};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use mco_render::api::value_at::{str_at, strings_at};
-use mco_render::controllers::generate::sequence::feature_gates_from_status;
-use mco_render::controllers::generate::{
-    generate, Condition, FeatureGates, GenerateInput, ObjectAfter,
+use mco_render::api::{
+    Condition, ContainerRuntimeConfig, CustomResource, KubeletConfig, MachineConfig,
+    MachineConfigPool,
 };
+use mco_render::controllers::generate::sequence::feature_gates_from_status;
+use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput, ObjectAfter};
+use mco_render::controllers::Write;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -30,10 +31,10 @@ pub const CLUSTER: &str = "cluster";
 
 /// The controllers' handle on the cluster.
 pub struct Resources {
-    kubelet: (Api<DynamicObject>, ApiResource),
-    runtime: (Api<DynamicObject>, ApiResource),
-    mcs: (Api<DynamicObject>, ApiResource),
-    pools: (Api<DynamicObject>, ApiResource),
+    kubelet: Api<Stored<KubeletConfig>>,
+    runtime: Api<Stored<ContainerRuntimeConfig>>,
+    mcs: Api<Stored<MachineConfig>>,
+    pools: Api<Stored<MachineConfigPool>>,
     feature_gates: Api<DynamicObject>,
     api_servers: Api<DynamicObject>,
     node_configs: Api<DynamicObject>,
@@ -47,10 +48,6 @@ pub struct PassResult {
     pub retry: bool,
 }
 
-fn api(client: &Client, ar: ApiResource) -> (Api<DynamicObject>, ApiResource) {
-    (Api::all_with(client.clone(), &ar), ar)
-}
-
 /// The `config.openshift.io/v1` APIs the controllers read: FeatureGate, APIServer and Node.
 pub fn config_resources() -> [ApiResource; 3] {
     [
@@ -60,67 +57,63 @@ pub fn config_resources() -> [ApiResource; 3] {
     ]
 }
 
-/// The resource's annotations, finalizers and conditions as stored.
-fn stored_after(v: &Value) -> ObjectAfter {
-    let annotations = v
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let finalizers = strings_at(v, "/metadata/finalizers");
-    let conditions = v
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
+/// The resource's annotations, finalizers and conditions (type, status, message) as stored.
+fn stored_after(r: &CustomResource) -> ObjectAfter {
+    let md = r.metadata();
+    let conditions = r
+        .status()
+        .and_then(|s| s.conditions.as_ref())
+        .map(|cs| {
+            cs.iter()
                 .map(|c| Condition {
-                    kind: str_at(c, "/type").to_string(),
-                    status: str_at(c, "/status").to_string(),
-                    message: str_at(c, "/message").to_string(),
+                    type_: c.type_.clone(),
+                    status: c.status.clone(),
+                    message: Some(c.message().to_string()),
+                    ..Condition::default()
                 })
                 .collect()
         })
         .unwrap_or_default();
     ObjectAfter {
-        annotations,
-        finalizers,
+        annotations: md.annotations.clone(),
+        finalizers: md.finalizers.clone(),
         conditions,
     }
 }
 
 /// The status conditions to store for `after`: a condition already stored with the same
 /// type, status and message keeps its time and reason; a new one is stamped `now`.
-fn status_conditions(stored: &Value, after: &[Condition], now: &str) -> Vec<Value> {
-    let mut old: Vec<Option<&Value>> = stored
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(Some).collect())
-        .unwrap_or_default();
+fn status_conditions(stored: &[Condition], after: &[Condition], now: &str) -> Vec<Condition> {
+    let mut old: Vec<Option<&Condition>> = stored.iter().map(Some).collect();
     after
         .iter()
         .map(|c| {
             let found = old.iter_mut().find(|o| {
                 o.is_some_and(|o| {
-                    str_at(o, "/type") == c.kind
-                        && str_at(o, "/status") == c.status
-                        && str_at(o, "/message") == c.message
+                    o.type_ == c.type_ && o.status == c.status && o.message() == c.message()
                 })
             });
             match found.and_then(Option::take) {
                 Some(o) => o.clone(),
-                None => json!({
-                    "type": c.kind,
-                    "status": c.status,
-                    "lastTransitionTime": now,
-                    "message": c.message,
-                }),
+                None => Condition {
+                    type_: c.type_.clone(),
+                    status: c.status.clone(),
+                    last_transition_time: Some(now.to_string()),
+                    reason: None,
+                    message: Some(c.message().to_string()),
+                },
             }
         })
         .collect()
+}
+
+/// A list of a kind; an API that is not installed holds none.
+async fn list_or_none<M: Model>(api: &Api<Stored<M>>) -> Result<Vec<M>, WriteError> {
+    match api.list(&ListParams::default()).await {
+        Ok(l) => Ok(l.into_iter().map(M::from_object).collect()),
+        Err(e) if is_absent(&e) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl Resources {
@@ -128,13 +121,10 @@ impl Resources {
     pub fn new(client: Client, controller_version: &str) -> Self {
         let [fg, apis, nodes] = config_resources();
         Resources {
-            kubelet: api(&client, ApiResource::erase::<crd::KubeletConfig>(&())),
-            runtime: api(
-                &client,
-                ApiResource::erase::<crd::ContainerRuntimeConfig>(&()),
-            ),
-            mcs: api(&client, ApiResource::erase::<crd::MachineConfig>(&())),
-            pools: api(&client, ApiResource::erase::<crd::MachineConfigPool>(&())),
+            kubelet: objects::api::<KubeletConfig>(&client),
+            runtime: objects::api::<ContainerRuntimeConfig>(&client),
+            mcs: objects::api::<MachineConfig>(&client),
+            pools: objects::api::<MachineConfigPool>(&client),
             feature_gates: Api::all_with(client.clone(), &fg),
             api_servers: Api::all_with(client.clone(), &apis),
             node_configs: Api::all_with(client, &nodes),
@@ -142,26 +132,51 @@ impl Resources {
         }
     }
 
-    /// Lists a kind of custom resource; an API that is not installed holds none.
-    async fn list_resources(
+    /// A merge patch of the resource (`status`: of its status subresource); the resource as
+    /// stored afterwards.
+    async fn patch(
         &self,
-        (api, ar): &(Api<DynamicObject>, ApiResource),
-    ) -> Result<Vec<Value>, WriteError> {
-        match list_json(api, ar).await {
-            Err(WriteError::Kube(e)) if is_absent(&e) => Ok(Vec::new()),
-            other => other,
-        }
+        r: &CustomResource,
+        status: bool,
+        patch: &Value,
+    ) -> Result<CustomResource, kube::Error> {
+        let (name, pp, patch) = (r.name(), PatchParams::default(), Patch::Merge(patch));
+        Ok(match r {
+            CustomResource::Kubelet(_) => {
+                CustomResource::Kubelet(KubeletConfig::from_object(if status {
+                    self.kubelet.patch_status(name, &pp, &patch).await?
+                } else {
+                    self.kubelet.patch(name, &pp, &patch).await?
+                }))
+            }
+            CustomResource::ContainerRuntime(_) => {
+                CustomResource::ContainerRuntime(ContainerRuntimeConfig::from_object(if status {
+                    self.runtime.patch_status(name, &pp, &patch).await?
+                } else {
+                    self.runtime.patch(name, &pp, &patch).await?
+                }))
+            }
+        })
     }
 
     /// One pass over every KubeletConfig and ContainerRuntimeConfig.
     pub async fn sync_all(&self) -> Result<PassResult, WriteError> {
-        let mut resources = self.list_resources(&self.kubelet).await?;
-        resources.extend(self.list_resources(&self.runtime).await?);
+        let mut resources: Vec<CustomResource> = list_or_none(&self.kubelet)
+            .await?
+            .into_iter()
+            .map(CustomResource::Kubelet)
+            .collect();
+        resources.extend(
+            list_or_none(&self.runtime)
+                .await?
+                .into_iter()
+                .map(CustomResource::ContainerRuntime),
+        );
         if resources.is_empty() {
             return Ok(PassResult::default());
         }
-        let initial = list_json(&self.mcs.0, &self.mcs.1).await?;
-        let pools = list_json(&self.pools.0, &self.pools.1).await?;
+        let initial: Vec<MachineConfig> = list_or_none(&self.mcs).await?;
+        let pools: Vec<MachineConfigPool> = list_or_none(&self.pools).await?;
         let feature_gates = get_optional(&self.feature_gates, CLUSTER)
             .await?
             .map(|fg| feature_gates_from_status(&fg))
@@ -170,32 +185,24 @@ impl Resources {
         let node_config = get_optional(&self.node_configs, CLUSTER).await?;
 
         resources.sort_by(|a, b| {
-            let key = |v: &Value| {
+            let key = |r: &CustomResource| {
                 (
-                    str_at(v, "/metadata/creationTimestamp").to_string(),
-                    name_of(v).to_string(),
+                    r.metadata().creation_timestamp.clone().unwrap_or_default(),
+                    r.name().to_string(),
                 )
             };
             key(a).cmp(&key(b))
         });
-        let mut mcs: BTreeMap<String, Value> = initial
+        let mut mcs: BTreeMap<String, MachineConfig> = initial
             .iter()
-            .map(|m| (name_of(m).to_string(), m.clone()))
+            .map(|m| (m.name().to_string(), m.clone()))
             .collect();
         let mut result = PassResult::default();
         for i in 0..resources.len() {
             let object = resources[i].clone();
-            let kind = str_at(&object, "/kind").to_string();
-            let (api, _) = if kind == "KubeletConfig" {
-                &self.kubelet
-            } else {
-                &self.runtime
-            };
-            if object
-                .pointer("/metadata/deletionTimestamp")
-                .is_some_and(|t| !t.is_null())
-            {
-                if !self.finalize(api, &object, &mut mcs).await? {
+            let kind = object.kind();
+            if object.metadata().is_deleting() {
+                if !self.finalize(&object, &mut mcs).await? {
                     result.retry = true;
                 }
                 continue;
@@ -205,7 +212,7 @@ impl Resources {
                 other_objects: resources
                     .iter()
                     .enumerate()
-                    .filter(|(j, r)| *j != i && str_at(r, "/kind") == kind)
+                    .filter(|(j, r)| *j != i && r.kind() == kind)
                     .map(|(_, r)| r.clone())
                     .collect(),
                 existing_machine_configs: mcs.values().cloned().collect(),
@@ -217,26 +224,27 @@ impl Resources {
                 controller_version: self.controller_version.clone(),
             };
             let outcome = generate(&input);
-            let name = name_of(&object).to_string();
+            let name = object.name().to_string();
             if let Some(e) = &outcome.error {
-                tracing::warn!(kind = kind.as_str(), name = name.as_str(), "{e}");
+                tracing::warn!(kind, name = name.as_str(), "{e}");
             }
             if outcome.error.is_some() && outcome.object_after == ObjectAfter::default() {
                 // The resource could not even be read: leave it as it is.
                 continue;
             }
             // The MachineConfigs: the last version of each written one, then deletions.
-            let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
-            for mc in &outcome.machine_configs {
-                wanted.insert(name_of(mc).to_string(), mc.clone());
-            }
+            let wanted: BTreeMap<&str, &MachineConfig> = outcome
+                .machine_configs()
+                .into_iter()
+                .map(|mc| (mc.name(), mc))
+                .collect();
             let mut ok = true;
             for (mc_name, want) in &wanted {
-                match ensure(&self.mcs.0, &self.mcs.1, mcs.get(mc_name), want).await? {
+                match ensure(&self.mcs, mcs.get(*mc_name), want).await? {
                     Written::Conflict => ok = false,
                     Written::Unchanged => {}
                     w => tracing::info!(
-                        kind = kind.as_str(),
+                        kind,
                         name = name.as_str(),
                         "{} {mc_name}",
                         if w == Written::Created {
@@ -246,13 +254,13 @@ impl Resources {
                         }
                     ),
                 }
-                mcs.insert(mc_name.clone(), want.clone());
+                mcs.insert(mc_name.to_string(), (*want).clone());
             }
-            for action in &outcome.machine_config_actions {
-                let Some(gone) = action.strip_prefix("delete ") else {
+            for write in &outcome.writes {
+                let Write::DeleteMachineConfig(gone) = write else {
                     continue;
                 };
-                if wanted.contains_key(gone) {
+                if wanted.contains_key(gone.as_str()) {
                     continue;
                 }
                 self.delete_mc(gone).await?;
@@ -262,10 +270,7 @@ impl Resources {
                 result.retry = true;
                 continue;
             }
-            match self
-                .write_object(api, &object, &outcome.object_after)
-                .await?
-            {
+            match self.write_object(&object, &outcome.object_after).await? {
                 Some(updated) => resources[i] = updated,
                 None => result.retry = true,
             }
@@ -274,7 +279,7 @@ impl Resources {
     }
 
     async fn delete_mc(&self, name: &str) -> Result<(), WriteError> {
-        match self.mcs.0.delete(name, &DeleteParams::default()).await {
+        match self.mcs.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
                 tracing::info!("deleted {name}");
                 Ok(())
@@ -288,19 +293,18 @@ impl Resources {
     /// its finalizers. Returns false on a conflict.
     async fn finalize(
         &self,
-        api: &Api<DynamicObject>,
-        object: &Value,
-        mcs: &mut BTreeMap<String, Value>,
+        object: &CustomResource,
+        mcs: &mut BTreeMap<String, MachineConfig>,
     ) -> Result<bool, WriteError> {
-        let after = stored_after(object);
-        if after.finalizers.is_empty() {
+        let md = object.metadata();
+        if md.finalizers.is_empty() {
             return Ok(true);
         }
-        for f in &after.finalizers {
+        for f in &md.finalizers {
             // A finalizer names a MachineConfig, or (in older releases) its UID.
             let target = mcs
                 .iter()
-                .find(|(n, m)| *n == f || str_at(m, "/metadata/uid") == f)
+                .find(|(n, m)| *n == f || m.metadata.uid.as_deref() == Some(f.as_str()))
                 .map(|(n, _)| n.clone());
             if let Some(n) = target {
                 self.delete_mc(&n).await?;
@@ -308,19 +312,12 @@ impl Resources {
             }
         }
         let patch = json!({"metadata": {
-            "resourceVersion": str_at(object, "/metadata/resourceVersion"),
+            "resourceVersion": md.resource_version,
             "finalizers": Value::Null,
         }});
-        match api
-            .patch(
-                name_of(object),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
+        match self.patch(object, false, &patch).await {
             Ok(_) => {
-                tracing::info!(name = name_of(object), "removed finalizers");
+                tracing::info!(name = object.name(), "removed finalizers");
                 Ok(true)
             }
             Err(e) if is_absent(&e) => Ok(true),
@@ -333,19 +330,16 @@ impl Resources {
     /// resource as stored afterwards, or `None` on a conflict.
     async fn write_object(
         &self,
-        api: &Api<DynamicObject>,
-        object: &Value,
+        object: &CustomResource,
         after: &ObjectAfter,
-    ) -> Result<Option<Value>, WriteError> {
-        let name = name_of(object).to_string();
+    ) -> Result<Option<CustomResource>, WriteError> {
         let stored = stored_after(object);
         let mut current = object.clone();
-        let pp = PatchParams::default();
         if stored.annotations != after.annotations || stored.finalizers != after.finalizers {
             let mut md = serde_json::Map::new();
             md.insert(
                 "resourceVersion".into(),
-                json!(str_at(&current, "/metadata/resourceVersion")),
+                json!(current.metadata().resource_version),
             );
             if stored.annotations != after.annotations {
                 md.insert(
@@ -357,40 +351,33 @@ impl Resources {
                 md.insert("finalizers".into(), json!(after.finalizers));
             }
             let patch = json!({ "metadata": md });
-            match api.patch(&name, &pp, &Patch::Merge(&patch)).await {
-                Ok(o) => current = super::writes::to_json(&o)?,
+            match self.patch(&current, false, &patch).await {
+                Ok(o) => current = o,
                 Err(e) if is_conflict(&e) || is_absent(&e) => return Ok(None),
                 Err(e) => return Err(e.into()),
             }
         }
-        let generation = current
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let conditions = status_conditions(&current, &after.conditions, &now_rfc3339());
-        let observed = current
-            .pointer("/status/observedGeneration")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let stored_conditions = current
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .cloned()
+        let generation = current.metadata().generation.unwrap_or(0);
+        let stored_conditions: Vec<Condition> = current
+            .status()
+            .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
+        let conditions = status_conditions(&stored_conditions, &after.conditions, &now_rfc3339());
+        let observed = current
+            .status()
+            .and_then(|s| s.observed_generation)
+            .unwrap_or(0);
         if observed != generation || stored_conditions != conditions {
             let patch = json!({
-                "metadata": {"resourceVersion": str_at(&current, "/metadata/resourceVersion")},
+                "metadata": {"resourceVersion": current.metadata().resource_version},
                 "status": {"observedGeneration": generation, "conditions": conditions},
             });
-            match api.patch_status(&name, &pp, &Patch::Merge(&patch)).await {
-                Ok(o) => current = super::writes::to_json(&o)?,
+            match self.patch(&current, true, &patch).await {
+                Ok(o) => current = o,
                 Err(e) if is_conflict(&e) || is_absent(&e) => return Ok(None),
                 Err(e) => return Err(e.into()),
             }
         }
-        // Lists may leave these out; later syncs read the kind.
-        current["kind"] = object["kind"].clone();
-        current["apiVersion"] = object["apiVersion"].clone();
         Ok(Some(current))
     }
 }
@@ -399,37 +386,45 @@ impl Resources {
 mod tests {
     use super::*;
 
+    fn typed(v: Value) -> CustomResource {
+        CustomResource::from_json(v).unwrap().unwrap()
+    }
+
     #[test]
     fn conditions_keep_their_time_when_unchanged() {
-        let stored = json!({"status": {"conditions": [
+        let stored: Vec<Condition> = serde_json::from_value(json!([
             {"type": "Success", "status": "True", "message": "Success",
              "lastTransitionTime": "2020-01-01T00:00:00Z"}
-        ]}});
+        ]))
+        .unwrap();
         let after = vec![
             Condition {
-                kind: "Success".into(),
+                type_: "Success".into(),
                 status: "True".into(),
-                message: "Success".into(),
+                message: Some("Success".into()),
+                ..Condition::default()
             },
             Condition {
-                kind: "Failure".into(),
+                type_: "Failure".into(),
                 status: "True".into(),
-                message: "Error: x".into(),
+                message: Some("Error: x".into()),
+                ..Condition::default()
             },
         ];
         let got = status_conditions(&stored, &after, "2024-01-01T00:00:00Z");
-        assert_eq!(got[0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
-        assert_eq!(got[1]["lastTransitionTime"], "2024-01-01T00:00:00Z");
-        assert_eq!(got[1]["type"], "Failure");
+        assert_eq!(got[0].last_transition_time(), "2020-01-01T00:00:00Z");
+        assert_eq!(got[1].last_transition_time(), "2024-01-01T00:00:00Z");
+        assert_eq!(got[1].type_, "Failure");
     }
 
     #[test]
     fn stored_after_reads_metadata_and_status() {
-        let v = json!({"metadata": {"annotations": {"a": "b"}, "finalizers": ["f"]},
-            "status": {"conditions": [{"type": "Success", "status": "True", "message": "m"}]}});
+        let v = typed(json!({"kind": "KubeletConfig",
+            "metadata": {"annotations": {"a": "b"}, "finalizers": ["f"]},
+            "status": {"conditions": [{"type": "Success", "status": "True", "message": "m"}]}}));
         let a = stored_after(&v);
         assert_eq!(a.finalizers, vec!["f".to_string()]);
         assert_eq!(a.annotations.get("a").map(String::as_str), Some("b"));
-        assert_eq!(a.conditions[0].message, "m");
+        assert_eq!(a.conditions[0].message(), "m");
     }
 }

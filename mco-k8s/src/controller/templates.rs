@@ -5,14 +5,13 @@
 
 use super::cluster::CONTROLLER_CONFIG_NAME;
 use super::resources::CLUSTER;
-use super::writes::{
-    config_resource, ensure, get_optional, is_absent, name_of, to_json, WriteError, Written,
-};
-use crate::crd;
+use super::writes::{config_resource, ensure, get_optional, is_absent, WriteError, Written};
+use crate::objects::{self, Model, Stored};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::DynamicObject;
 use kube::{Api, Client};
-use mco_render::api::ControllerConfig;
+use mco_render::api::value_at::str_at;
+use mco_render::api::{ControllerConfig, MachineConfig};
 use mco_render::controllers::templates::{
     compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
 };
@@ -49,9 +48,8 @@ pub fn read_tree(dir: &Path) -> std::io::Result<TemplateTree> {
 pub struct Templates {
     tree: TemplateTree,
     client: Client,
-    mcs: Api<DynamicObject>,
-    mc_resource: ApiResource,
-    ccs: Api<DynamicObject>,
+    mcs: Api<Stored<MachineConfig>>,
+    ccs: Api<Stored<ControllerConfig>>,
     api_servers: Api<DynamicObject>,
     controller_version: String,
 }
@@ -59,13 +57,10 @@ pub struct Templates {
 impl Templates {
     /// A handle rendering `tree`, stamping `controller_version`.
     pub fn new(client: Client, tree: TemplateTree, controller_version: &str) -> Self {
-        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
-        let cc = ApiResource::erase::<crd::ControllerConfig>(&());
         Templates {
             tree,
-            mcs: Api::all_with(client.clone(), &mc_resource),
-            mc_resource,
-            ccs: Api::all_with(client.clone(), &cc),
+            mcs: objects::api::<MachineConfig>(&client),
+            ccs: objects::api::<ControllerConfig>(&client),
             api_servers: Api::all_with(client.clone(), &config_resource("APIServer", "apiservers")),
             client,
             controller_version: controller_version.to_string(),
@@ -74,15 +69,10 @@ impl Templates {
 
     /// The pull secret the ControllerConfig names, compact; empty when it names none or the
     /// Secret cannot be read.
-    async fn pull_secret(&self, cc: &Value) -> String {
-        let name = cc
-            .pointer("/spec/pullSecret/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let ns = cc
-            .pointer("/spec/pullSecret/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    async fn pull_secret(&self, cc: &ControllerConfig) -> String {
+        let secret = cc.spec.extra.get("pullSecret").unwrap_or(&Value::Null);
+        let name = str_at(secret, "/name");
+        let ns = str_at(secret, "/namespace");
         if name.is_empty() || ns.is_empty() {
             return String::new();
         }
@@ -103,14 +93,11 @@ impl Templates {
     /// One pass: renders the templates with the ControllerConfig and writes the
     /// MachineConfigs that differ. Without a ControllerConfig there is nothing to render.
     pub async fn sync(&self) -> Result<bool, WriteError> {
-        let Some(cc_json) = get_optional(&self.ccs, CONTROLLER_CONFIG_NAME).await? else {
-            return Ok(true);
+        let cc = match self.ccs.get(CONTROLLER_CONFIG_NAME).await {
+            Ok(o) => ControllerConfig::from_object(o),
+            Err(e) if is_absent(&e) => return Ok(true),
+            Err(e) => return Err(e.into()),
         };
-        let cc: ControllerConfig =
-            serde_json::from_value(cc_json.clone()).map_err(|source| WriteError::Json {
-                name: CONTROLLER_CONFIG_NAME.into(),
-                source,
-            })?;
         let profile = get_optional(&self.api_servers, CLUSTER)
             .await?
             .and_then(|a| a.pointer("/spec/tlsSecurityProfile").cloned())
@@ -121,7 +108,7 @@ impl Templates {
             );
         let opts = TemplateOptions {
             controller_version: self.controller_version.clone(),
-            pull_secret: self.pull_secret(&cc_json).await,
+            pull_secret: self.pull_secret(&cc).await,
             tls_min_version,
             tls_cipher_suites,
         };
@@ -134,16 +121,12 @@ impl Templates {
         };
         let mut settled = true;
         for mc in mcs {
-            let want = serde_json::to_value(&mc).map_err(|source| WriteError::Json {
-                name: mc.name().to_string(),
-                source,
-            })?;
-            let current = match self.mcs.get(name_of(&want)).await {
-                Ok(o) => Some(to_json(&o)?),
+            let current = match self.mcs.get(mc.name()).await {
+                Ok(o) => Some(MachineConfig::from_object(o)),
                 Err(e) if is_absent(&e) => None,
                 Err(e) => return Err(e.into()),
             };
-            match ensure(&self.mcs, &self.mc_resource, current.as_ref(), &want).await? {
+            match ensure(&self.mcs, current.as_ref(), &mc).await? {
                 Written::Conflict => settled = false,
                 Written::Unchanged => {}
                 Written::Created => tracing::info!("created {}", mc.name()),

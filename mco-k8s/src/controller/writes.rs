@@ -1,9 +1,12 @@
 //! Shared helpers for the controllers that keep MachineConfigs equal to what a pure function
-//! gives: reading optional cluster-wide objects, comparing objects as the server stores them,
-//! and create-or-update writes that are skipped when nothing would change.
+//! gives: reading optional cluster-wide `config.openshift.io` objects, comparing
+//! MachineConfigs as the server stores them, and create-or-update writes that are skipped
+//! when nothing would change.
 
+use crate::objects::{Model, Stored};
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::Api;
+use mco_render::api::MachineConfig;
 use serde_json::{Map, Value};
 
 /// Why a controller's pass stopped early; the next pass retries.
@@ -55,21 +58,6 @@ pub async fn get_optional(
     }
 }
 
-/// Every object of `api` as JSON, with `apiVersion` and `kind` filled in (lists may omit them).
-pub async fn list_json(
-    api: &Api<DynamicObject>,
-    ar: &ApiResource,
-) -> Result<Vec<Value>, WriteError> {
-    let mut out = Vec::new();
-    for o in api.list(&Default::default()).await? {
-        let mut v = to_json(&o)?;
-        v["apiVersion"] = Value::String(ar.api_version.clone());
-        v["kind"] = Value::String(ar.kind.clone());
-        out.push(v);
-    }
-    Ok(out)
-}
-
 /// An object as JSON.
 pub fn to_json<T: serde::Serialize + kube::ResourceExt>(o: &T) -> Result<Value, WriteError> {
     serde_json::to_value(o).map_err(|source| WriteError::Json {
@@ -77,24 +65,6 @@ pub fn to_json<T: serde::Serialize + kube::ResourceExt>(o: &T) -> Result<Value, 
         source,
     })
 }
-
-/// The object's name.
-pub fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// Metadata the API server sets, left out when comparing what a controller wants with what
-/// is stored.
-const SERVER_SET: [&str; 6] = [
-    "resourceVersion",
-    "uid",
-    "creationTimestamp",
-    "generation",
-    "managedFields",
-    "selfLink",
-];
 
 /// Drops null members, recursively: a server does not keep them for most fields.
 fn without_nulls(v: &Value) -> Value {
@@ -110,21 +80,19 @@ fn without_nulls(v: &Value) -> Value {
     }
 }
 
-/// An object reduced to what a controller decides: no server-set metadata, no nulls, no
-/// empty metadata maps.
-pub fn comparable(v: &Value) -> Value {
-    let mut v = without_nulls(v);
-    if let Some(md) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        for k in SERVER_SET {
-            md.remove(k);
-        }
-        md.retain(|_, v| !matches!(v, Value::Object(m) if m.is_empty()));
-        md.retain(|_, v| !matches!(v, Value::Array(a) if a.is_empty()));
-    }
-    if let Some(m) = v.as_object_mut() {
-        m.remove("status");
-    }
-    v
+/// A MachineConfig reduced to what a controller decides: no type fields, no server-set
+/// metadata, no nulls in the Ignition config.
+pub fn comparable(mc: &MachineConfig) -> MachineConfig {
+    let mut m = mc.clone();
+    m.api_version.clear();
+    m.kind.clear();
+    let md = &mut m.metadata;
+    md.uid = None;
+    md.resource_version = None;
+    md.generation = None;
+    md.creation_timestamp = None;
+    m.spec.config = m.spec.config.as_ref().map(without_nulls);
+    m
 }
 
 /// What happened to one MachineConfig.
@@ -144,46 +112,23 @@ pub enum Written {
 /// when `current` is `None`, replaces it (with `current`'s resourceVersion) when it differs,
 /// and does nothing otherwise.
 pub async fn ensure(
-    api: &Api<DynamicObject>,
-    ar: &ApiResource,
-    current: Option<&Value>,
-    want: &Value,
+    api: &Api<Stored<MachineConfig>>,
+    current: Option<&MachineConfig>,
+    want: &MachineConfig,
 ) -> Result<Written, WriteError> {
-    let name = name_of(want).to_string();
-    let mut body = want.clone();
-    body["apiVersion"] = Value::String(ar.api_version.clone());
-    body["kind"] = Value::String(ar.kind.clone());
     if let Some(cur) = current {
-        if comparable(cur) == comparable(&body) {
+        if comparable(cur) == comparable(want) {
             return Ok(Written::Unchanged);
         }
     }
-    let md = body
-        .get_mut("metadata")
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| WriteError::Json {
-            name: name.clone(),
-            source: serde::de::Error::custom("no metadata"),
-        })?;
-    for k in ["uid", "creationTimestamp", "generation", "managedFields"] {
-        md.remove(k);
-    }
-    match current {
-        Some(cur) => {
-            let rv = cur
-                .pointer("/metadata/resourceVersion")
-                .cloned()
-                .unwrap_or(Value::Null);
-            md.insert("resourceVersion".into(), rv);
-        }
-        None => {
-            md.remove("resourceVersion");
-        }
-    }
-    let obj: DynamicObject = serde_json::from_value(body).map_err(|source| WriteError::Json {
-        name: name.clone(),
-        source,
-    })?;
+    let mut body = want.clone();
+    let md = &mut body.metadata;
+    md.uid = None;
+    md.creation_timestamp = None;
+    md.generation = None;
+    md.resource_version = current.and_then(|c| c.metadata.resource_version.clone());
+    let name = body.name().to_string();
+    let obj = body.into_object();
     let pp = PostParams::default();
     let res = match current {
         Some(_) => api
@@ -223,12 +168,17 @@ mod tests {
 
     #[test]
     fn comparable_ignores_server_fields_and_nulls() {
-        let a = json!({"metadata": {"name": "x", "uid": "1", "resourceVersion": "5",
-            "annotations": {}}, "spec": {"a": null, "b": 1}, "status": {}});
-        let b = json!({"metadata": {"name": "x"}, "spec": {"b": 1}});
+        let mut a = MachineConfig::default();
+        a.metadata.name = "x".into();
+        a.metadata.uid = Some("1".into());
+        a.metadata.resource_version = Some("5".into());
+        a.spec.config = Some(json!({"a": null, "b": 1}));
+        let mut b = MachineConfig::default();
+        b.metadata.name = "x".into();
+        b.spec.config = Some(json!({"b": 1}));
         assert_eq!(comparable(&a), comparable(&b));
-        let c = json!({"metadata": {"name": "x"}, "spec": {"b": 2}});
-        assert_ne!(comparable(&a), comparable(&c));
+        b.spec.config = Some(json!({"b": 2}));
+        assert_ne!(comparable(&a), comparable(&b));
     }
 
     #[test]

@@ -5,10 +5,9 @@
 // attributes.
 #![allow(clippy::duplicated_attributes)]
 
-use super::schema::preserve_object;
-use super::types::Condition;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResource, CustomResourceExt};
+pub use mco_render::controllers::operator::ClusterOperatorStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -53,49 +52,6 @@ use serde::{Deserialize, Serialize};
     )
 )]
 pub struct ClusterOperatorSpec {}
-
-/// What an operator reports.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterOperatorStatus {
-    /// Available, Progressing, Degraded, Upgradeable, ...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<Condition>>,
-    /// The versions of the operands.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub versions: Option<Vec<OperandVersion>>,
-    /// Objects to gather when debugging the operator.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub related_objects: Option<Vec<ObjectReference>>,
-    /// Operator-specific data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_object")]
-    pub extension: Option<serde_json::Value>,
-}
-
-/// An operand's version.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-pub struct OperandVersion {
-    /// The operand.
-    pub name: String,
-    /// Its version.
-    pub version: String,
-}
-
-/// A reference to a resource or one object.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-pub struct ObjectReference {
-    /// The API group ("" for core).
-    pub group: String,
-    /// The plural resource.
-    pub resource: String,
-    /// The namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// The name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
 
 /// The ClusterOperator CRD. Its spec keeps whatever is written, as OpenShift's does.
 pub fn clusteroperator_crd() -> CustomResourceDefinition {

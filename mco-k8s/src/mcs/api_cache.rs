@@ -4,9 +4,9 @@
 
 use super::served_state::{BuildOptions, ClusterObjects, ServedState};
 use crate::controller::cluster::CONTROLLER_CONFIG_NAME;
-use crate::crd;
+use crate::objects::{self, Model, Stored};
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::ApiResource;
 use kube::runtime::reflector::{self, store::Writer, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
@@ -22,9 +22,9 @@ pub struct NotReady(pub &'static str);
 
 /// The three watched caches.
 pub struct ClusterCache {
-    pools: Store<DynamicObject>,
-    machine_configs: Store<DynamicObject>,
-    controller_configs: Store<DynamicObject>,
+    pools: Store<Stored<MachineConfigPool>>,
+    machine_configs: Store<Stored<MachineConfig>>,
+    controller_configs: Store<Stored<ControllerConfig>>,
     mc_resource: ApiResource,
     cc_resource: ApiResource,
     tasks: Vec<JoinHandle<()>>,
@@ -39,12 +39,12 @@ impl std::fmt::Debug for ClusterCache {
     }
 }
 
-fn watch(
+fn watch<M: Model>(
     client: &Client,
-    ar: &ApiResource,
     changed: mpsc::Sender<()>,
-) -> (Store<DynamicObject>, JoinHandle<()>) {
-    let api = Api::<DynamicObject>::all_with(client.clone(), ar);
+) -> (Store<Stored<M>>, JoinHandle<()>) {
+    let ar = M::KIND.api_resource();
+    let api: Api<Stored<M>> = objects::api::<M>(client);
     let writer = Writer::new(ar.clone());
     let reader = writer.as_reader();
     let kind = ar.kind.clone();
@@ -64,12 +64,6 @@ fn watch(
         }
     });
     (reader, task)
-}
-
-fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Result<T, String> {
-    serde_json::to_value(obj)
-        .and_then(serde_json::from_value)
-        .map_err(|e| format!("{}: {e}", obj.metadata.name.as_deref().unwrap_or("")))
 }
 
 /// What the caches hold now, decoded (only the MachineConfigs the pools serve).
@@ -109,12 +103,11 @@ impl ClusterCache {
     /// Starts watching; `changed` receives a message after every change once the caches are
     /// filled.
     pub fn start(client: &Client, changed: mpsc::Sender<()>) -> Self {
-        let pool_resource = ApiResource::erase::<crd::MachineConfigPool>(&());
-        let mc_resource = ApiResource::erase::<crd::MachineConfig>(&());
-        let cc_resource = ApiResource::erase::<crd::ControllerConfig>(&());
-        let (pools, t1) = watch(client, &pool_resource, changed.clone());
-        let (machine_configs, t2) = watch(client, &mc_resource, changed.clone());
-        let (controller_configs, t3) = watch(client, &cc_resource, changed);
+        let mc_resource = MachineConfig::KIND.api_resource();
+        let cc_resource = ControllerConfig::KIND.api_resource();
+        let (pools, t1) = watch::<MachineConfigPool>(client, changed.clone());
+        let (machine_configs, t2) = watch::<MachineConfig>(client, changed.clone());
+        let (controller_configs, t3) = watch::<ControllerConfig>(client, changed);
         ClusterCache {
             pools,
             machine_configs,
@@ -127,25 +120,27 @@ impl ClusterCache {
 
     /// Waits until every cache holds its first complete listing.
     pub async fn ready(&self) -> Result<(), NotReady> {
-        let stores = [
-            (&self.pools, "MachineConfigPool"),
-            (&self.machine_configs, "MachineConfig"),
-            (&self.controller_configs, "ControllerConfig"),
-        ];
-        for (s, kind) in stores {
-            s.wait_until_ready().await.map_err(|_| NotReady(kind))?;
-        }
+        self.pools
+            .wait_until_ready()
+            .await
+            .map_err(|_| NotReady("MachineConfigPool"))?;
+        self.machine_configs
+            .wait_until_ready()
+            .await
+            .map_err(|_| NotReady("MachineConfig"))?;
+        self.controller_configs
+            .wait_until_ready()
+            .await
+            .map_err(|_| NotReady("ControllerConfig"))?;
         Ok(())
     }
 
-    /// Reads the caches. Objects that do not decode are skipped and logged.
+    /// Reads the caches.
     pub fn snapshot(&self) -> Snapshot {
         let mut snap = Snapshot::default();
         for p in self.pools.state() {
-            match decode::<MachineConfigPool>(&p) {
-                Ok(pool) => snap.pools.push(pool),
-                Err(e) => tracing::warn!("MachineConfigPool not decoded: {e}"),
-            }
+            snap.pools
+                .push(MachineConfigPool::from_object(p.as_ref().clone()));
         }
         snap.pools.sort_by(|a, b| a.name().cmp(b.name()));
         for pool in &snap.pools {
@@ -155,20 +150,13 @@ impl ClusterCache {
             }
             let key = ObjectRef::new_with(&name, self.mc_resource.clone());
             if let Some(obj) = self.machine_configs.get(&key) {
-                match decode::<MachineConfig>(&obj) {
-                    Ok(mc) => {
-                        snap.machine_configs.insert(name, mc);
-                    }
-                    Err(e) => tracing::warn!("MachineConfig not decoded: {e}"),
-                }
+                let mc = MachineConfig::from_object(obj.as_ref().clone());
+                snap.machine_configs.insert(name, mc);
             }
         }
         let key = ObjectRef::new_with(CONTROLLER_CONFIG_NAME, self.cc_resource.clone());
         if let Some(obj) = self.controller_configs.get(&key) {
-            match decode::<ControllerConfig>(&obj) {
-                Ok(cc) => snap.controller_config = Some(cc.spec),
-                Err(e) => tracing::warn!("ControllerConfig not decoded: {e}"),
-            }
+            snap.controller_config = Some(obj.spec.clone());
         }
         snap
     }

@@ -4,7 +4,6 @@
 use bytes::Bytes;
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
-use mco_render::controllers::pool_status::PoolStatus;
 use mco_render::manifests::Manifests;
 use mco_render::render::{render_pool, RenderOptions};
 use mco_render::serve::{self, EncapsulatedVersion, ServeInput};
@@ -127,7 +126,7 @@ impl ServedState {
 /// machine has reached it (new machines then join on the newest config), else the config all
 /// machines are on.
 pub fn served_config_name(pool: &MachineConfigPool) -> String {
-    let status = PoolStatus::of(pool);
+    let status = pool.status_or_default();
     if status.updated_machine_count > 0 {
         pool.spec.configuration.name.clone()
     } else {

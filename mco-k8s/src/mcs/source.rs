@@ -68,7 +68,9 @@ mod tests {
             panic!("fixtures load");
         };
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(m.machine_configs.len(), plain + 2);
+        // The KubeletConfig's and ContainerRuntimeConfig's, and the FeatureGate's 98.
+        assert_eq!(m.machine_configs.len(), plain + 3);
+        assert!(m.file_of("98-worker-generated-kubelet").is_some());
         assert!(m.file_of("99-worker-generated-kubelet").is_some());
         assert!(m.file_of("99-worker-generated-containerruntime").is_some());
     }

@@ -13,12 +13,14 @@ pub mod apply;
 pub mod embedded;
 pub mod kinds;
 
+use crate::objects::{self, Model};
 use apply::{apply, Applied};
 use futures::StreamExt;
 use kinds::kind_info;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use mco_render::api::MachineConfigPool;
 use mco_render::controllers::operator::desired::is_workload;
 use mco_render::controllers::operator::status::{task_name, Workload};
 use mco_render::controllers::operator::{
@@ -50,7 +52,7 @@ pub struct Options {
 pub enum OperatorError {
     /// A manifest does not decode.
     #[error(transparent)]
-    Manifest(#[from] mco_render::controllers::operator::OperatorError),
+    Manifest(#[from] mco_render::controllers::operator::ManifestsError),
     /// The API server refused or failed a request.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
@@ -223,14 +225,12 @@ impl Operator {
                 observed: get_value(&api, name).await?,
             });
         }
-        let pools: Vec<Value> = api_all(&self.client, "MachineConfigPool")?
+        let pools: Vec<MachineConfigPool> = objects::api::<MachineConfigPool>(&self.client)
             .list(&ListParams::default())
             .await?
-            .items
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(OperatorError::Encode)?;
+            .into_iter()
+            .map(MachineConfigPool::from_object)
+            .collect();
         let co_api = api_all(&self.client, "ClusterOperator")?;
         let live = match get_value(&co_api, CLUSTER_OPERATOR_NAME).await? {
             Some(l) => l,

@@ -366,6 +366,9 @@ impl<H: Host> Agent<H> {
         let mut latest: Option<Node> = None;
         // The resourceVersion our last write produced, until its watch event arrives.
         let mut echo: Option<String> = None;
+        let mut stale_tick = false;
+        // The resourceVersion of the node in `latest`.
+        let mut seen: Option<String> = None;
         let mut tick = tokio::time::interval(self.opts.resync);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -375,6 +378,7 @@ impl<H: Host> Agent<H> {
                     Some(Ok(watcher::Event::Apply(n))) => {
                         let rv = n.metadata.resource_version.clone();
                         latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
+                        seen = rv.clone();
                         match &echo {
                             // The node before our last write: syncing on it would repeat
                             // that write.
@@ -386,6 +390,7 @@ impl<H: Host> Agent<H> {
                     Some(Ok(watcher::Event::InitApply(n))) => {
                         // A re-list shows the node as it is now.
                         echo = None;
+                        seen = n.metadata.resource_version.clone();
                         latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
                     }
                     Some(Ok(watcher::Event::Delete(_))) => latest = None,
@@ -401,7 +406,18 @@ impl<H: Host> Agent<H> {
                     }
                     continue;
                 }
-                _ = tick.tick() => echo = None,
+                _ = tick.tick() => {
+                    // The resync works on the node as last seen, which is stale while the
+                    // echo of our last write is on its way; a lost echo (it cannot be: a
+                    // broken watch re-lists) is given up on at the next tick.
+                    if echo.is_some() {
+                        if !stale_tick {
+                            stale_tick = true;
+                            continue;
+                        }
+                        echo = None;
+                    }
+                }
             }
             let Some(n) = latest.clone() else { continue };
             let before = self.written.clone();
@@ -410,7 +426,9 @@ impl<H: Host> Agent<H> {
                 Ok(s) => tracing::debug!(?s, "synced"),
                 Err(e) => tracing::warn!("sync failed: {e}"),
             }
-            if self.written != before {
+            stale_tick = false;
+            // A write that changed nothing keeps the resourceVersion and sends no event.
+            if self.written != before && self.written != seen {
                 echo = self.written.clone();
             }
         }

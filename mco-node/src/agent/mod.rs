@@ -20,7 +20,7 @@ use mco_render::api::Node;
 use mco_render::plan::{self, ActionType, MachineConfiguration};
 use serde_json::{json, Map, Value};
 
-use crate::apply::Outcome;
+use crate::apply::ApplyOutcome;
 use crate::desired_config::DesiredConfig;
 use crate::state::{NodeState, MAX_REASON};
 
@@ -201,7 +201,7 @@ fn idle(why: &str) -> Step {
 
 /// The step after an apply (run without rebooting): report a failure, reboot, or `None` to
 /// decide again from the new situation.
-pub fn after_apply(out: &Outcome) -> Option<Step> {
+pub fn after_apply(out: &ApplyOutcome) -> Option<Step> {
     match out.status.state {
         NodeState::Degraded => Some(Step::Degraded {
             reason: cap_reason(&out.status.reason),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::state::NodeStatus;
+use crate::state::AgentStatus;
 use mco_render::api::node::DESIRED_CONFIG;
 
 fn mc(name: &str, ign: Value) -> DesiredConfig {
@@ -334,8 +334,8 @@ fn done_patch_clears_reason_and_current_image() {
 
 #[test]
 fn after_apply_maps_outcomes() {
-    let out = |state, reason: &str, reboot| Outcome {
-        status: NodeStatus::new(state, reason, "r1", "r3"),
+    let out = |state, reason: &str, reboot| ApplyOutcome {
+        status: AgentStatus::new(state, reason, "r1", "r3"),
         log: Vec::new(),
         drift: Vec::new(),
         rollback: None,

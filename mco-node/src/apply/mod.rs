@@ -22,7 +22,7 @@ use crate::drift::{self, Drift};
 use crate::host::{Host, HostCall, HostError};
 use crate::journal::{self, FsOp, JournalError, RollbackReport, Transaction};
 use crate::root::{HostRoot, RootError};
-use crate::state::{write_status, NodeState, NodeStatus, CURRENT_CONFIG};
+use crate::state::{write_status, AgentStatus, NodeState, CURRENT_CONFIG};
 
 /// Why an update could not be planned or applied.
 #[derive(Debug, thiserror::Error)]
@@ -260,9 +260,9 @@ pub enum RebootMode {
 
 /// What an update did.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct ApplyOutcome {
     /// Resulting state.
-    pub status: NodeStatus,
+    pub status: AgentStatus,
     /// What ran, in order.
     pub log: Vec<String>,
     /// Drift found before updating (the update did not run).
@@ -286,16 +286,16 @@ pub fn run_update(
     new: &DesiredConfig,
     opts: ApplyOptions<'_>,
     health: Option<HealthCheck<'_>>,
-) -> Outcome {
-    let mut out = Outcome {
-        status: NodeStatus::new(NodeState::Working, "", old.name(), new.name()),
+) -> ApplyOutcome {
+    let mut out = ApplyOutcome {
+        status: AgentStatus::new(NodeState::Working, "", old.name(), new.name()),
         log: Vec::new(),
         drift: Vec::new(),
         rollback: None,
         reboot_pending: false,
     };
-    let finish = |mut out: Outcome, state: NodeState, reason: String| {
-        out.status = NodeStatus::new(
+    let finish = |mut out: ApplyOutcome, state: NodeState, reason: String| {
+        out.status = AgentStatus::new(
             state,
             &reason,
             &out.status.current_config,

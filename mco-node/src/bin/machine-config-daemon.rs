@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mco_node::apply::{plan_update, run_update, ApplyOptions, Outcome, RebootMode};
+use mco_node::apply::{plan_update, run_update, ApplyOptions, ApplyOutcome, RebootMode};
 use mco_node::host::{Host, PrintHost, SystemHost};
 use mco_node::state::read_current;
 use mco_node::{drift, journal, DesiredConfig, HostRoot, NodeState};
@@ -136,7 +136,7 @@ fn open(common: &Common) -> Result<(HostRoot, Box<dyn Host>), String> {
     Ok((root, host))
 }
 
-fn report(out: &Outcome) -> ExitCode {
+fn report(out: &ApplyOutcome) -> ExitCode {
     for l in &out.log {
         println!("{l}");
     }

@@ -1,7 +1,9 @@
 //! ControllerConfig: the cluster-wide defaults the controller renders with.
 
 use super::meta::{nullable_string, ObjectMeta};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A ControllerConfig object (only the fields rendering reads are typed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -19,10 +21,13 @@ pub struct ControllerConfig {
     /// The spec.
     #[serde(default)]
     pub spec: ControllerConfigSpec,
+    /// The status, kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ControllerConfigStatus>,
 }
 
 /// The parts of a ControllerConfig spec that rendering uses; the rest passes through.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerConfigSpec {
     /// The default OS image.
@@ -31,6 +36,7 @@ pub struct ControllerConfigSpec {
         default,
         deserialize_with = "nullable_string"
     )]
+    #[schemars(with = "Option<String>")]
     pub base_os_container_image: String,
     /// The default OS extensions image.
     #[serde(
@@ -38,8 +44,23 @@ pub struct ControllerConfigSpec {
         default,
         deserialize_with = "nullable_string"
     )]
+    #[schemars(with = "Option<String>")]
     pub base_os_extensions_container_image: String,
     /// Everything else.
     #[serde(flatten)]
-    pub extra: std::collections::BTreeMap<String, serde_json::Value>,
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// A ControllerConfig's status, kept as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerConfigStatus {
+    /// The generation observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Everything else.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }

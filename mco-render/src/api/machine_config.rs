@@ -1,6 +1,8 @@
 //! MachineConfig: one piece of a node's desired state.
 
 use super::meta::{nullable_bool, nullable_string, nullable_vec, ObjectMeta};
+use super::schema::preserve_object;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The API version of MCO objects.
@@ -36,10 +38,11 @@ pub struct MachineConfig {
 }
 
 /// The desired state a MachineConfig describes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct MachineConfigSpec {
     /// The OS image; empty means the ControllerConfig's.
     #[serde(rename = "osImageURL", default, deserialize_with = "nullable_string")]
+    #[schemars(with = "Option<String>")]
     pub os_image_url: String,
     /// The OS extensions image; empty means the ControllerConfig's.
     #[serde(
@@ -47,21 +50,30 @@ pub struct MachineConfigSpec {
         default,
         deserialize_with = "nullable_string"
     )]
+    #[schemars(with = "Option<String>", description = "The OS extensions image.")]
     pub base_os_extensions_container_image: String,
     /// The Ignition config, any supported version, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        schema_with = "preserve_object",
+        description = "The Ignition config, any supported version."
+    )]
     pub config: Option<serde_json::Value>,
     /// Kernel arguments.
     #[serde(rename = "kernelArguments", default, deserialize_with = "nullable_vec")]
+    #[schemars(with = "Option<Vec<String>>")]
     pub kernel_arguments: Vec<String>,
     /// RHCOS extensions.
     #[serde(default, deserialize_with = "nullable_vec")]
+    #[schemars(with = "Option<Vec<String>>")]
     pub extensions: Vec<String>,
     /// FIPS mode.
     #[serde(default, deserialize_with = "nullable_bool")]
+    #[schemars(with = "Option<bool>")]
     pub fips: bool,
     /// Kernel type: "", default, realtime or 64k-pages.
     #[serde(rename = "kernelType", default, deserialize_with = "nullable_string")]
+    #[schemars(with = "Option<String>")]
     pub kernel_type: String,
 }
 

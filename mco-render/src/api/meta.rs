@@ -52,9 +52,43 @@ pub struct ObjectMeta {
         deserialize_with = "nullable_vec"
     )]
     pub owner_references: Vec<OwnerReference>,
+    /// The namespace (empty for cluster-scoped objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The server-assigned UID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// The server's version of the object, for optimistic concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// The generation of the desired state (bumped by the server on spec changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// RFC 3339 creation time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    /// RFC 3339 time the deletion was requested; set while finalizers hold the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+    /// Finalizers; `null` and `[]` mean none.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable_vec"
+    )]
+    pub finalizers: Vec<String>,
     /// Everything else, passed through.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl ObjectMeta {
+    /// Whether the object is being deleted (a deletion timestamp is set).
+    pub fn is_deleting(&self) -> bool {
+        self.deletion_timestamp
+            .as_deref()
+            .is_some_and(|t| !t.is_empty())
+    }
 }
 
 pub(crate) fn nullable_map<'de, D: serde::Deserializer<'de>>(

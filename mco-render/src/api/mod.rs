@@ -1,16 +1,24 @@
 //! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig and their parts.
 
+pub mod condition;
 pub mod controller_config;
+pub mod custom;
 pub mod machine_config;
 pub mod meta;
 pub mod node;
 pub mod pool;
+pub mod schema;
 pub mod selector;
 pub mod value_at;
 
-pub use controller_config::{ControllerConfig, ControllerConfigSpec};
+pub use condition::Condition;
+pub use controller_config::{ControllerConfig, ControllerConfigSpec, ControllerConfigStatus};
+pub use custom::{
+    ContainerRuntimeConfig, ContainerRuntimeConfigSpec, CustomResource, CustomResourceStatus,
+    KubeletConfig, KubeletConfigSpec,
+};
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use meta::{ObjectMeta, OwnerReference};
 pub use node::Node;
-pub use pool::MachineConfigPool;
+pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};
 pub use selector::LabelSelector;

@@ -7,33 +7,43 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::gocompat::json::go_json_string;
 use crate::gocompat::quote::go_quote;
 
 /// A label selector: `matchLabels` and `matchExpressions`, all of which must match.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(description = "A Kubernetes label selector.")]
 pub struct LabelSelector {
     /// Exact label values, each one an `Equals` requirement.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(
+        with = "Option<BTreeMap<String, String>>",
+        description = "Exact label values."
+    )]
     pub match_labels: BTreeMap<String, String>,
     /// Set-based requirements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Option<Vec<LabelSelectorRequirement>>")]
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
 /// One `matchExpressions` entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(description = "One set-based requirement.")]
 pub struct LabelSelectorRequirement {
     /// The label key.
     pub key: String,
     /// `In`, `NotIn`, `Exists` or `DoesNotExist`; anything else fails [`LabelSelector::compile`].
+    #[schemars(description = "In, NotIn, Exists or DoesNotExist.")]
     pub operator: String,
     /// The values for `In` and `NotIn`; must be empty for `Exists` and `DoesNotExist`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Option<Vec<String>>", description = "Values for In and NotIn.")]
     pub values: Vec<String>,
 }
 

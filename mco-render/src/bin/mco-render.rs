@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use mco_render::controllers::generate::upstream_json;
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
 use mco_render::load;
 use mco_render::manifests::expand::{expand_manifests, template_options, ClusterOptions};
@@ -591,8 +592,10 @@ fn cmd_generate(
 ) -> Result<(), Failure> {
     use mco_render::controllers::generate::sequence::generate_cluster;
     let m = load(paths)?;
-    let (input, files) = mco_render::manifests::expand::cluster_input(&m, controller_version);
+    let (input, files, undecoded) =
+        mco_render::manifests::expand::cluster_input(&m, controller_version);
     if input.resources.is_empty()
+        && undecoded.is_empty()
         && !input
             .config_objects
             .triggers_sync(input.node_config.is_some())
@@ -603,7 +606,10 @@ fn cmd_generate(
     }
     let results = generate_cluster(&input);
     let mut generated = Vec::new();
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = undecoded
+        .iter()
+        .map(|e| format!("error: {}: {} {:?}: {}", e.file, e.kind, e.name, e.message))
+        .collect();
     for r in &results {
         match &r.outcome.error {
             Some(e) => {
@@ -624,7 +630,23 @@ fn cmd_generate(
                     .collect();
                 lines.push(format!("error: {file}{} {:?}{also}: {e}", r.kind, r.name));
             }
-            None => generated.extend(r.outcome.machine_configs.iter().cloned()),
+            None if r.kind == "KubeletConfig" || r.kind == "ContainerRuntimeConfig" => {
+                generated.extend(r.outcome.machine_configs_json())
+            }
+            None => {
+                // The cluster-config syncs' MachineConfigs, written or up to date, by name.
+                let mut mcs = r.outcome.machine_configs_json();
+                mcs.extend(r.up_to_date.iter().map(upstream_json));
+                mcs.sort_by(|a, b| {
+                    let name = |v: &serde_json::Value| {
+                        v.pointer("/metadata/name")
+                            .and_then(serde_json::Value::as_str)
+                            .map(str::to_string)
+                    };
+                    name(a).cmp(&name(b))
+                });
+                generated.extend(mcs)
+            }
         }
     }
     // A MachineConfig written by several syncs prints once, in its last version.

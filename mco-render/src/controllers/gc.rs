@@ -5,7 +5,7 @@
 //! (current or desired config). In-use configs are never deleted. Of the rest, the `keep`
 //! newest per owning pool are kept.
 
-use super::pool_status::PoolStatus;
+use super::Write;
 use crate::api::node::Node;
 use crate::api::{MachineConfig, MachineConfigPool};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,11 +30,7 @@ fn owner(mc: &MachineConfig) -> &str {
 }
 
 fn created(mc: &MachineConfig) -> &str {
-    mc.metadata
-        .extra
-        .get("creationTimestamp")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("")
+    mc.metadata.creation_timestamp.as_deref().unwrap_or("")
 }
 
 /// Every config name a pool or node refers to.
@@ -42,7 +38,7 @@ pub fn in_use(pools: &[MachineConfigPool], nodes: &[Node]) -> BTreeSet<String> {
     let mut used = BTreeSet::new();
     for p in pools {
         used.insert(p.spec.configuration.name.clone());
-        used.insert(PoolStatus::of(p).configuration.name);
+        used.insert(p.status_or_default().configuration.name);
     }
     for n in nodes {
         used.insert(n.current_config().to_string());
@@ -52,7 +48,21 @@ pub fn in_use(pools: &[MachineConfigPool], nodes: &[Node]) -> BTreeSet<String> {
     used
 }
 
-/// The rendered configs to delete, by name, sorted.
+/// The deletions of the unused rendered configs the `keep` newest per pool leave over, by
+/// name, sorted.
+pub fn garbage_writes(
+    configs: &[MachineConfig],
+    pools: &[MachineConfigPool],
+    nodes: &[Node],
+    keep: usize,
+) -> Vec<Write> {
+    collect_garbage(configs, pools, nodes, keep)
+        .into_iter()
+        .map(Write::DeleteMachineConfig)
+        .collect()
+}
+
+/// The names of the unused rendered configs to delete (see [`garbage_writes`]).
 pub fn collect_garbage(
     configs: &[MachineConfig],
     pools: &[MachineConfigPool],
@@ -97,10 +107,8 @@ mod tests {
             controller: Some(true),
             ..Default::default()
         });
-        mc.metadata.extra.insert(
-            "creationTimestamp".into(),
-            format!("2024-01-01T00:{:02}:{:02}Z", i / 60, i % 60).into(),
-        );
+        mc.metadata.creation_timestamp =
+            Some(format!("2024-01-01T00:{:02}:{:02}Z", i / 60, i % 60));
         mc
     }
 

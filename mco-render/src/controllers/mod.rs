@@ -16,3 +16,6 @@ pub mod pool_status;
 pub mod render_sync;
 pub mod rollout;
 pub mod templates;
+pub mod write;
+
+pub use write::Write;

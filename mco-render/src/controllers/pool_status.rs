@@ -13,11 +13,8 @@
 
 use super::drain::blocked_drain_report;
 use crate::api::node::{Node, REASON};
-use crate::api::pool::PoolConfiguration;
-use crate::api::MachineConfigPool;
+use crate::api::{Condition, MachineConfigPool, MachineConfigPoolStatus};
 use crate::gocompat::quote::go_quote;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Condition type: every node is on the pool's config.
 pub const UPDATED: &str = "Updated";
@@ -30,123 +27,31 @@ pub const RENDER_DEGRADED: &str = "RenderDegraded";
 /// Condition type: NodeDegraded or RenderDegraded.
 pub const DEGRADED: &str = "Degraded";
 
-/// A pool condition.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// Condition type.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// "True" or "False".
-    pub status: String,
-    /// When the status last changed (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-    /// Machine-readable reason.
-    #[serde(default)]
-    pub reason: String,
-    /// Human-readable message.
-    #[serde(default)]
-    pub message: String,
-}
-
-impl Condition {
-    /// A condition stamped `now`.
-    pub fn new(type_: &str, status: bool, reason: String, message: String, now: &str) -> Self {
-        Condition {
-            type_: type_.into(),
-            status: if status { "True" } else { "False" }.into(),
-            last_transition_time: Some(now.into()),
-            reason,
-            message,
-        }
-    }
-
-    /// Whether the status is "True".
-    pub fn is_true(&self) -> bool {
-        self.status == "True"
-    }
-}
-
-/// A MachineConfigPool's status.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PoolStatus {
-    /// The pool generation this status reflects.
-    #[serde(default)]
-    pub observed_generation: i64,
-    /// The config every node has reached.
-    #[serde(default)]
-    pub configuration: PoolConfiguration,
-    /// Nodes in the pool.
-    #[serde(default)]
-    pub machine_count: i32,
-    /// Nodes done on the pool's config.
-    #[serde(default)]
-    pub updated_machine_count: i32,
-    /// Updated nodes that are ready.
-    #[serde(default)]
-    pub ready_machine_count: i32,
-    /// Nodes counted against maxUnavailable.
-    #[serde(default)]
-    pub unavailable_machine_count: i32,
-    /// Nodes reporting degraded.
-    #[serde(default)]
-    pub degraded_machine_count: i32,
-    /// Conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    /// Other fields, passed through.
-    #[serde(flatten)]
-    pub extra: BTreeMap<String, serde_json::Value>,
-}
-
-impl PoolStatus {
-    /// Reads a pool's status (absent or unreadable reads as empty).
-    pub fn of(pool: &MachineConfigPool) -> PoolStatus {
-        pool.status
-            .clone()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default()
-    }
-
-    /// The condition of a type.
-    pub fn condition(&self, type_: &str) -> Option<&Condition> {
-        self.conditions.iter().find(|c| c.type_ == type_)
-    }
-
-    /// Whether a condition is present and true.
-    pub fn is_true(&self, type_: &str) -> bool {
-        self.condition(type_).is_some_and(Condition::is_true)
-    }
-
-    /// Sets a condition: no change when status, reason and message are the same; the
-    /// transition time is kept when only reason or message change; a changed condition
-    /// moves to the end.
-    pub fn set_condition(&mut self, mut cond: Condition) {
-        if let Some(cur) = self.condition(&cond.type_) {
-            if cur.status == cond.status && cur.reason == cond.reason && cur.message == cond.message
-            {
-                return;
-            }
-            if cur.status == cond.status {
-                cond.last_transition_time = cur.last_transition_time.clone();
-            }
-        }
-        self.conditions.retain(|c| c.type_ != cond.type_);
-        self.conditions.push(cond);
-    }
-
-    /// As JSON, for writing back to the pool.
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+/// A pool condition stamped `now`: `reason` and `message` are always written (upstream's
+/// pool conditions carry both, empty or not).
+pub fn pool_condition(
+    type_: &str,
+    status: bool,
+    reason: String,
+    message: String,
+    now: &str,
+) -> Condition {
+    Condition {
+        last_transition_time: Some(now.into()),
+        reason: Some(reason),
+        message: Some(message),
+        ..Condition::of(type_, status)
     }
 }
 
 /// The pool's status computed from its nodes (non-layered pools). `now` stamps changed
 /// conditions.
-pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) -> PoolStatus {
-    let old = PoolStatus::of(pool);
+pub fn calculate_status(
+    pool: &MachineConfigPool,
+    nodes: &[&Node],
+    now: &str,
+) -> MachineConfigPoolStatus {
+    let old = pool.status_or_default();
     let target = pool.spec.configuration.name.as_str();
     let total = nodes.len() as i32;
     let updated: Vec<&Node> = nodes
@@ -157,14 +62,9 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
     let ready = updated.iter().filter(|n| n.is_ready()).count() as i32;
     let unavailable = nodes.iter().filter(|n| n.is_unavailable()).count() as i32;
     let degraded: Vec<&Node> = nodes.iter().copied().filter(|n| n.is_degraded()).collect();
-    let generation = pool
-        .metadata
-        .extra
-        .get("generation")
-        .and_then(serde_json::Value::as_i64)
-        .unwrap_or(0);
+    let generation = pool.metadata.generation.unwrap_or(0);
 
-    let mut status = PoolStatus {
+    let mut status = MachineConfigPoolStatus {
         observed_generation: generation,
         configuration: old.configuration.clone(),
         machine_count: total,
@@ -178,14 +78,14 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
     let line = format!("MachineConfig {target}");
     let all_updated = updated.len() as i32 == total && ready == total && unavailable == 0;
     if all_updated {
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             UPDATED,
             true,
             String::new(),
             format!("All nodes are updated with {line}"),
             now,
         ));
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             UPDATING,
             false,
             String::new(),
@@ -196,7 +96,7 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
             status.configuration = pool.spec.configuration.clone();
         }
     } else {
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             UPDATED,
             false,
             String::new(),
@@ -208,7 +108,7 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
         } else {
             (true, format!("All nodes are updating to {line}"))
         };
-        status.set_condition(Condition::new(UPDATING, updating, String::new(), msg, now));
+        status.set_condition(pool_condition(UPDATING, updating, String::new(), msg, now));
     }
 
     let blocked: Vec<(&Node, &str)> = nodes
@@ -241,7 +141,7 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
                 degraded.len()
             )
         };
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             NODE_DEGRADED,
             true,
             reason,
@@ -249,7 +149,7 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
             now,
         ));
     } else {
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             NODE_DEGRADED,
             false,
             String::new(),
@@ -259,7 +159,7 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
     }
     let render_degraded = old.is_true(RENDER_DEGRADED);
     if node_degraded || render_degraded {
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             DEGRADED,
             true,
             String::new(),
@@ -267,7 +167,7 @@ pub fn calculate_status(pool: &MachineConfigPool, nodes: &[&Node], now: &str) ->
             now,
         ));
     } else {
-        status.set_condition(Condition::new(
+        status.set_condition(pool_condition(
             DEGRADED,
             false,
             String::new(),
@@ -311,7 +211,7 @@ mod tests {
         assert_eq!(s.configuration.name, "r1");
         let u = s.condition(UPDATED).unwrap();
         assert!(u.is_true());
-        assert_eq!(u.message, "All nodes are updated with MachineConfig r1");
+        assert_eq!(u.message(), "All nodes are updated with MachineConfig r1");
         assert!(!s.is_true(UPDATING) && !s.is_true(DEGRADED));
     }
 
@@ -326,12 +226,12 @@ mod tests {
         let s = calculate_status(&pool("r2"), &refs, "T1");
         assert_eq!((s.updated_machine_count, s.degraded_machine_count), (1, 1));
         assert_eq!(
-            s.condition(UPDATING).unwrap().message,
+            s.condition(UPDATING).unwrap().message(),
             "All nodes are updating to MachineConfig r2"
         );
         let nd = s.condition(NODE_DEGRADED).unwrap();
-        assert_eq!(nd.reason, "1 nodes are reporting degraded status on sync");
-        assert_eq!(nd.message, "Node b is reporting: \"boom \\\"x\\\"\"");
+        assert_eq!(nd.reason(), "1 nodes are reporting degraded status on sync");
+        assert_eq!(nd.message(), "Node b is reporting: \"boom \\\"x\\\"\"");
         assert_eq!(s.condition(DEGRADED).unwrap().message, nd.message);
         let mut p = pool("r2");
         p.spec.paused = true;
@@ -339,7 +239,7 @@ mod tests {
         let up = s.condition(UPDATING).unwrap();
         assert!(!up.is_true());
         assert_eq!(
-            up.message,
+            up.message(),
             "Pool is paused; will not update to MachineConfig r2"
         );
     }
@@ -368,10 +268,10 @@ mod tests {
         assert_eq!(s.degraded_machine_count, 0);
         let nd = s.condition(NODE_DEGRADED).unwrap();
         assert!(nd.is_true());
-        assert_eq!(nd.reason, "1 nodes cannot be drained");
+        assert_eq!(nd.reason.as_deref(), Some("1 nodes cannot be drained"));
         assert_eq!(
-            nd.message,
-            format!("Node b cannot be drained: \"{report}\"")
+            nd.message.as_deref(),
+            Some(format!("Node b cannot be drained: \"{report}\"").as_str())
         );
         let d = s.condition(DEGRADED).unwrap();
         assert!(d.is_true());
@@ -387,10 +287,16 @@ mod tests {
         let refs: Vec<&Node> = nodes.iter().collect();
         let s = calculate_status(&pool("r2"), &refs, "T3");
         let nd = s.condition(NODE_DEGRADED).unwrap();
-        assert_eq!(nd.reason, "1 nodes are reporting degraded status on sync");
         assert_eq!(
-            nd.message,
-            format!("Node b is reporting: \"failed to drain node: b after 1 hour: {report}\"")
+            nd.reason.as_deref(),
+            Some("1 nodes are reporting degraded status on sync")
+        );
+        assert_eq!(
+            nd.message.as_deref(),
+            Some(
+                format!("Node b is reporting: \"failed to drain node: b after 1 hour: {report}\"")
+                    .as_str()
+            )
         );
 
         // The drain completes: the report no longer counts, even before it is cleared.
@@ -408,22 +314,22 @@ mod tests {
     #[test]
     fn render_degraded_makes_degraded_and_times_are_kept() {
         let mut p = pool("r1");
-        let mut st = PoolStatus::default();
-        st.set_condition(Condition::new(
+        let mut st = MachineConfigPoolStatus::default();
+        st.set_condition(pool_condition(
             RENDER_DEGRADED,
             true,
             String::new(),
             "x".into(),
             "T0",
         ));
-        st.set_condition(Condition::new(
+        st.set_condition(pool_condition(
             DEGRADED,
             true,
             String::new(),
             String::new(),
             "T0",
         ));
-        p.status = Some(st.to_value());
+        p.status = Some(st);
         let s = calculate_status(&p, &[], "T1");
         let d = s.condition(DEGRADED).unwrap();
         assert!(d.is_true());

@@ -1,7 +1,9 @@
 //! What the render controller writes for one pool, given the cluster's objects.
 
-use super::pool_status::{Condition, PoolStatus, RENDER_DEGRADED};
+use super::pool_status::{pool_condition, RENDER_DEGRADED};
+use super::Write;
 use crate::api::pool::PoolConfiguration;
+use crate::api::MachineConfigPoolStatus;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use crate::gocompat::quote::go_quote;
 use crate::plan::input::rendered_input;
@@ -17,9 +19,33 @@ pub struct RenderSync {
     /// The pool's new `spec.configuration`, when it changes.
     pub set_configuration: Option<PoolConfiguration>,
     /// The pool's new status, when the RenderDegraded condition changes.
-    pub status: Option<PoolStatus>,
+    pub status: Option<MachineConfigPoolStatus>,
     /// Why the render failed (the RenderDegraded message), or why it could not run.
     pub error: Option<String>,
+}
+
+impl RenderSync {
+    /// The writes in the order they are carried out: the rendered MachineConfig, the pool's
+    /// configuration, its status.
+    pub fn writes(&self, pool: &str) -> Vec<Write> {
+        let mut out = Vec::new();
+        if let Some(mc) = &self.create {
+            out.push(Write::CreateMachineConfig(mc.clone()));
+        }
+        if let Some(configuration) = &self.set_configuration {
+            out.push(Write::SetPoolConfiguration {
+                pool: pool.to_string(),
+                configuration: configuration.clone(),
+            });
+        }
+        if let Some(status) = &self.status {
+            out.push(Write::PatchPoolStatus {
+                pool: pool.to_string(),
+                status: status.clone(),
+            });
+        }
+        out
+    }
 }
 
 /// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
@@ -85,7 +111,7 @@ pub fn sync_pool(
             },
         }
     };
-    let mut status = PoolStatus::of(pool);
+    let mut status = pool.status_or_default();
     match result {
         Err(msg) => {
             let message = format!(
@@ -93,7 +119,7 @@ pub fn sync_pool(
                 pool.name()
             );
             let before = status.clone();
-            status.set_condition(Condition::new(
+            status.set_condition(pool_condition(
                 RENDER_DEGRADED,
                 true,
                 String::new(),
@@ -116,7 +142,7 @@ pub fn sync_pool(
                 .condition(RENDER_DEGRADED)
                 .is_some_and(|c| c.status == "False");
             if !already_false {
-                status.set_condition(Condition::new(
+                status.set_condition(pool_condition(
                     RENDER_DEGRADED,
                     false,
                     String::new(),
@@ -236,7 +262,7 @@ mod tests {
         // Second pass with everything in place: no writes.
         let mut p = pool();
         p.spec.configuration = conf;
-        p.status = Some(st.to_value());
+        p.status = Some(st);
         let mut all2 = all.clone();
         all2.push(created);
         let s2 = sync_pool(&p, &all2, Some(&cc()), &RenderOptions::default(), "T2");

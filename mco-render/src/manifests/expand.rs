@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::api::value_at::str_at;
-use crate::api::MachineConfig;
+use crate::api::{CustomResource, MachineConfig};
 use crate::controllers::generate::sequence::{
     feature_gates_from_status, generate_cluster_state, ClusterInput,
 };
@@ -187,23 +187,38 @@ pub struct ClusterConfigs {
 /// The generation input the manifests describe: their KubeletConfigs and
 /// ContainerRuntimeConfigs, pools, MachineConfigs, the FeatureGate, APIServer and Node
 /// named `cluster` when present, and the Image `cluster`, ClusterVersion `version` and mirror
-/// sets the registries sync reads. Also returns each resource's file, keyed by (kind, name).
+/// sets the registries sync reads. Also returns each resource's file, keyed by (kind, name),
+/// and the resources that do not decode (left out of the input).
 pub fn cluster_input(
     m: &Manifests,
     controller_version: &str,
-) -> (ClusterInput, BTreeMap<(String, String), String>) {
+) -> (
+    ClusterInput,
+    BTreeMap<(String, String), String>,
+    Vec<ClusterError>,
+) {
     let mut input = ClusterInput {
         controller_version: controller_version.to_string(),
         ..ClusterInput::default()
     };
     let mut files = BTreeMap::new();
+    let mut errors = Vec::new();
     for (file, v) in &m.others {
         let kind = str_at(v, "/kind");
         let name = str_at(v, "/metadata/name");
         match kind {
             "KubeletConfig" | "ContainerRuntimeConfig" => {
                 files.insert((kind.to_string(), name.to_string()), file.clone());
-                input.resources.push(v.clone());
+                match CustomResource::from_json(v.clone()) {
+                    Some(Ok(r)) => input.resources.push(r),
+                    Some(Err(e)) => errors.push(ClusterError {
+                        file: file.clone(),
+                        kind: kind.to_string(),
+                        name: name.to_string(),
+                        message: format!("does not decode: {e}"),
+                    }),
+                    None => {}
+                }
             }
             "FeatureGate" if name == "cluster" => {
                 files.insert((kind.to_string(), name.to_string()), file.clone());
@@ -234,35 +249,9 @@ pub fn cluster_input(
             _ => {}
         }
     }
-    input.pools = m
-        .pools
-        .iter()
-        .filter_map(|(_, p)| serde_json::to_value(p).ok())
-        .collect();
-    input.machine_configs = m
-        .machine_configs
-        .iter()
-        .filter_map(|(_, mc)| serde_json::to_value(mc).ok())
-        .map(absent_lists_as_null)
-        .collect();
-    (input, files)
-}
-
-/// A decoded MachineConfig as the API serves it to a Go controller: kernel arguments and
-/// extensions that are empty were absent (nil in Go), and upstream writes them back as `null`.
-fn absent_lists_as_null(mut mc: Value) -> Value {
-    if let Some(spec) = mc.get_mut("spec").and_then(Value::as_object_mut) {
-        for k in ["kernelArguments", "extensions"] {
-            if spec
-                .get(k)
-                .and_then(Value::as_array)
-                .is_some_and(Vec::is_empty)
-            {
-                spec.insert(k.to_string(), Value::Null);
-            }
-        }
-    }
-    mc
+    input.pools = m.pools.iter().map(|(_, p)| p.clone()).collect();
+    input.machine_configs = m.machine_configs.iter().map(|(_, mc)| mc.clone()).collect();
+    (input, files, errors)
 }
 
 /// The MachineConfigs a cluster holding these manifests would have once its controllers
@@ -287,7 +276,7 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
             &templated
         }
     };
-    let (input, files) = cluster_input(m, &opts.controller_version);
+    let (input, files, mut errors) = cluster_input(m, &opts.controller_version);
     if input.resources.is_empty()
         && !input
             .config_objects
@@ -295,11 +284,10 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
     {
         return ClusterConfigs {
             machine_configs: m.machine_configs.clone(),
-            errors: Vec::new(),
+            errors,
         };
     }
     let (outcomes, state) = generate_cluster_state(&input);
-    let mut errors = Vec::new();
     // Which resource last wrote each MachineConfig.
     let mut writer: BTreeMap<String, String> = BTreeMap::new();
     for r in &outcomes {
@@ -315,29 +303,24 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
                 message: e.clone(),
             });
         }
-        for mc in &r.outcome.machine_configs {
-            writer.insert(str_at(mc, "/metadata/name").to_string(), file.clone());
+        for mc in r.outcome.machine_configs() {
+            writer.insert(mc.name().to_string(), file.clone());
         }
     }
     let mut machine_configs = Vec::with_capacity(state.len());
-    for v in state {
-        let name = str_at(&v, "/metadata/name").to_string();
-        match writer.get(&name) {
+    for mc in state {
+        match writer.get(mc.name()) {
             None => {
                 // Untouched: keep the manifest's object as decoded.
-                if let Some(orig) = m.machine_configs.iter().find(|(_, mc)| mc.name() == name) {
+                if let Some(orig) = m
+                    .machine_configs
+                    .iter()
+                    .find(|(_, m)| m.name() == mc.name())
+                {
                     machine_configs.push(orig.clone());
                 }
             }
-            Some(file) => match serde_json::from_value::<MachineConfig>(v) {
-                Ok(mc) => machine_configs.push((format!("generated from {file}"), mc)),
-                Err(e) => errors.push(ClusterError {
-                    file: file.clone(),
-                    kind: "MachineConfig".into(),
-                    name,
-                    message: format!("generated MachineConfig does not decode: {e}"),
-                }),
-            },
+            Some(file) => machine_configs.push((format!("generated from {file}"), mc)),
         }
     }
     ClusterConfigs {

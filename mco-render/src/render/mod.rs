@@ -420,13 +420,7 @@ fn render_selected(
             "true".to_string(),
         );
     }
-    let pool_uid = pool
-        .metadata
-        .extra
-        .get("uid")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let pool_uid = pool.metadata.uid.clone().unwrap_or_default();
     let machine_config = MachineConfig {
         api_version: API_VERSION.to_string(),
         kind: "MachineConfig".to_string(),
@@ -442,7 +436,7 @@ fn render_selected(
                 controller: Some(true),
                 block_owner_deletion: Some(true),
             }],
-            extra: BTreeMap::new(),
+            ..ObjectMeta::default()
         },
         spec: mc_spec,
     };

@@ -296,6 +296,11 @@ const META_ORDER: [&str; 15] = [
     "managedFields",
 ];
 
+/// A string field's value (`null` when absent).
+fn opt_string(s: &Option<String>) -> Value {
+    s.clone().map_or(Value::Null, Value::String)
+}
+
 /// Whether a value counts as empty for an `omitempty` field.
 fn is_empty(v: &Value) -> bool {
     match v {
@@ -345,6 +350,12 @@ pub fn machine_config_value(mc: &MachineConfig, config: Option<Value>) -> Value 
                     })
                     .collect(),
             ),
+            "namespace" => opt_string(&meta.namespace),
+            "uid" => opt_string(&meta.uid),
+            "resourceVersion" => opt_string(&meta.resource_version),
+            "generation" => meta.generation.map_or(Value::Null, Value::from),
+            "deletionTimestamp" => opt_string(&meta.deletion_timestamp),
+            "finalizers" => Value::from(meta.finalizers.clone()),
             other => meta.extra.get(other).map(sorted).unwrap_or(Value::Null),
         };
         if !is_empty(&v) {

@@ -10,6 +10,9 @@
 //!
 //! Each sync reads a [`ClusterConfigInput`] and reports a [`ConfigOutcome`].
 
+use super::Action;
+use crate::api::MachineConfigPool;
+use crate::controllers::Write;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
@@ -36,7 +39,7 @@ pub struct ClusterConfigInput {
     /// The Node `cluster`, if any.
     pub node: Option<Value>,
     /// Every MachineConfigPool.
-    pub pools: Vec<Value>,
+    pub pools: Vec<MachineConfigPool>,
     /// MachineConfigs already in the cluster.
     pub existing_machine_configs: Vec<Value>,
     /// The role templates' MachineConfigs (`01-<role>-container-runtime`, `01-<role>-kubelet`).
@@ -144,19 +147,27 @@ pub struct ConfigOutcome {
     /// The MachineConfigs the sync wrote (each in its last version) and the managed ones it
     /// found up to date, sorted by name.
     pub machine_configs: Vec<Value>,
-    /// The writes, in order: `create <name>`, `update <name>`, `delete <name>`.
-    pub machine_config_actions: Vec<String>,
+    /// The writes, in order.
+    pub writes: Vec<Write>,
     /// The managed MachineConfigs found up to date and not written.
     pub unchanged: Vec<String>,
     /// Every MachineConfig in the cluster afterwards, sorted by name.
     pub cluster: Vec<Value>,
 }
 
+impl ConfigOutcome {
+    /// The writes as upstream's controllers name them: `create <name>`, `update <name>`,
+    /// `delete <name>`.
+    pub fn actions(&self) -> Vec<String> {
+        self.writes.iter().map(Write::describe).collect()
+    }
+}
+
 /// The cluster's MachineConfigs as a sync sees and changes them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Store {
     pub mcs: BTreeMap<String, Value>,
-    pub actions: Vec<String>,
+    pub actions: Vec<Action>,
     pub written: BTreeSet<String>,
     pub unchanged: BTreeSet<String>,
 }
@@ -177,12 +188,8 @@ impl Store {
     /// Creates or updates a MachineConfig.
     pub(crate) fn put(&mut self, mc: Value) {
         let name = name_of(&mc).to_string();
-        let verb = if self.mcs.contains_key(&name) {
-            "update"
-        } else {
-            "create"
-        };
-        self.actions.push(format!("{verb} {name}"));
+        let update = self.mcs.contains_key(&name);
+        self.actions.push(Action::Write(update, mc.clone()));
         self.mcs.insert(name.clone(), mc);
         self.unchanged.remove(&name);
         self.written.insert(name);
@@ -191,7 +198,7 @@ impl Store {
     /// Deletes a MachineConfig.
     pub(crate) fn delete(&mut self, name: &str) {
         if self.mcs.remove(name).is_some() {
-            self.actions.push(format!("delete {name}"));
+            self.actions.push(Action::Delete(name.to_string()));
         }
         self.written.remove(name);
         self.unchanged.remove(name);
@@ -239,7 +246,15 @@ impl Store {
     }
 
     /// The outcome with `error`.
-    pub(crate) fn finish(self, error: Option<ConfigError>) -> ConfigOutcome {
+    pub(crate) fn finish(self, mut error: Option<ConfigError>) -> ConfigOutcome {
+        let mut decode_error = None;
+        let writes = Action::into_writes(self.actions, &mut decode_error);
+        if let (None, Some(message)) = (&error, decode_error) {
+            error = Some(ConfigError {
+                message,
+                objects: Vec::new(),
+            });
+        }
         let names: BTreeSet<&String> = self.written.iter().chain(&self.unchanged).collect();
         ConfigOutcome {
             error,
@@ -247,7 +262,7 @@ impl Store {
                 .into_iter()
                 .filter_map(|n| self.mcs.get(n).map(go_decoded))
                 .collect(),
-            machine_config_actions: self.actions,
+            writes,
             unchanged: self.unchanged.into_iter().collect(),
             cluster: self.mcs.into_values().collect(),
         }
@@ -278,8 +293,8 @@ pub(crate) fn version_of(mc: &Value) -> &str {
 }
 
 /// The pools, sorted by name (as the harness's listers return them).
-pub(crate) fn sorted_pools(pools: &[Value]) -> Vec<Pool> {
-    let mut out: Vec<Pool> = pools.iter().map(Pool::from_json).collect();
+pub(crate) fn sorted_pools(pools: &[MachineConfigPool]) -> Vec<Pool> {
+    let mut out: Vec<Pool> = pools.iter().map(Pool::of).collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }

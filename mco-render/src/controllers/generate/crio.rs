@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::names::{self, Kind};
 use super::{
-    base_config, find_file, ign_config, ign_file, pools_for, template_role, Condition,
-    GenerateInput, Outcome, Sync,
+    base_config, find_file, ign_config, ign_file, machine_config_values, pools_for,
+    resource_condition, template_role, GenerateInput, GenerateOutcome, Sync,
 };
 use crate::gocompat::quantity::Quantity;
 use crate::gocompat::quote::go_quote;
@@ -563,11 +563,7 @@ fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
         Some(e) => ("Failure", format!("Error: {e}")),
         None => ("Success", "Success".to_string()),
     };
-    let cond = Condition {
-        kind: kind.into(),
-        status: "True".into(),
-        message: message.unwrap_or(default_msg),
-    };
+    let cond = resource_condition(kind, "True", message.unwrap_or(default_msg));
     let conds = &mut sync.after.conditions;
     match conds.last_mut() {
         Some(last) if last.message == cond.message => *last = cond,
@@ -576,17 +572,18 @@ fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
 }
 
 /// One sync of the ContainerRuntimeConfig controller.
-pub fn sync(input: &GenerateInput) -> Outcome {
+pub fn sync(input: &GenerateInput) -> GenerateOutcome {
     let mut sync = match Sync::new(input) {
         Ok(s) => s,
         Err(e) => {
-            return Outcome {
+            return GenerateOutcome {
                 error: Some(e.to_string()),
-                ..Outcome::default()
+                ..GenerateOutcome::default()
             }
         }
     };
     let version = input.controller_version.as_str();
+    let base = machine_config_values(&input.base_machine_configs);
     macro_rules! fail {
         ($err:expr, $msg:expr) => {{
             let err: String = $err;
@@ -598,8 +595,8 @@ pub fn sync(input: &GenerateInput) -> Outcome {
         sync.cascade_delete(false);
         return sync.finish(None);
     }
-    let spec = input
-        .object
+    let object = input.object.to_json();
+    let spec = object
         .pointer("/spec/containerRuntimeConfig")
         .filter(|v| !v.is_null());
     let settings = match spec.map(RuntimeSettings::from_json).transpose() {
@@ -642,7 +639,7 @@ pub fn sync(input: &GenerateInput) -> Outcome {
                 .cfg
                 .conditions
                 .last()
-                .is_some_and(|c| c.kind == "Success");
+                .is_some_and(|c| c.type_ == "Success");
             let mc_version = mc
                 .pointer("/metadata/annotations")
                 .and_then(|a| a.get(super::GENERATED_BY_ANNOTATION))
@@ -662,7 +659,7 @@ pub fn sync(input: &GenerateInput) -> Outcome {
             format!("01-{role}-kubelet"),
         ]
         .iter()
-        .filter_map(|n| base_config(input, n))
+        .filter_map(|n| base_config(&base, n))
         .collect();
         if let Err(e) = check_original_files(&bases) {
             let msg = format!("could not generate origin ContainerRuntime Configs: {e}");

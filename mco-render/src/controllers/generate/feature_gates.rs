@@ -10,7 +10,7 @@ use super::cluster_config::{
 use super::kubelet::{
     apply_node_config, encode_kubelet_conf, original_kubelet_config, KUBELET_CONF_PATH,
 };
-use super::{ign_config, ign_file, template_role, FeatureGates, GenerateInput, Pool};
+use super::{ign_config, ign_file, template_role, FeatureGates, Pool};
 use crate::gocompat::gostruct::GoVal;
 
 /// The kubelet configuration of a pool's role with the cluster's feature gates.
@@ -19,12 +19,7 @@ pub(crate) fn original_with_gates(
     gates: &FeatureGates,
     pool: &Pool,
 ) -> Result<GoVal, String> {
-    let probe = GenerateInput {
-        base_machine_configs: base_machine_configs.to_vec(),
-        feature_gates: gates.clone(),
-        ..GenerateInput::default()
-    };
-    original_kubelet_config(&probe, template_role(&pool.name))
+    original_kubelet_config(gates, base_machine_configs, template_role(&pool.name))
 }
 
 /// The Ignition config holding one `kubelet.conf`.

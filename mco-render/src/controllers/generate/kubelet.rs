@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::kubelet_types::{KUBELET_CONFIGURATION as KC, KUBELET_TY};
 use super::names::{self, Kind};
 use super::{
-    base_config, find_file, ign_config, ign_file, pools_for, template_role, Condition,
-    GenerateInput, Outcome, Pool, Sync,
+    base_config, find_file, ign_config, ign_file, machine_config_values, pools_for,
+    resource_condition, template_role, FeatureGates, GenerateInput, GenerateOutcome, Pool, Sync,
 };
 use crate::gocompat::duration::parse_duration;
 use crate::gocompat::gostruct::{
@@ -176,19 +176,23 @@ fn decode_kubelet_conf(bytes: &[u8]) -> Result<GoVal, String> {
 }
 
 /// The base kubelet configuration of a role with every known feature gate set.
-pub(crate) fn original_kubelet_config(input: &GenerateInput, role: &str) -> Result<GoVal, String> {
+pub(crate) fn original_kubelet_config(
+    feature_gates: &FeatureGates,
+    base: &[Value],
+    role: &str,
+) -> Result<GoVal, String> {
     let name = format!("01-{role}-kubelet");
-    let mc = base_config(input, &name)
+    let mc = base_config(base, &name)
         .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
     let bytes = find_file(&[mc], KUBELET_CONF_PATH)
         .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
     let mut kc = decode_kubelet_conf(&bytes)
         .map_err(|e| format!("could not deserialize the Kubelet source: {e}"))?;
     let mut gates = BTreeMap::new();
-    for g in &input.feature_gates.enabled {
+    for g in &feature_gates.enabled {
         gates.insert(g.clone(), GoVal::Bool(true));
     }
-    for g in &input.feature_gates.disabled {
+    for g in &feature_gates.disabled {
         gates.insert(g.clone(), GoVal::Bool(false));
     }
     if let Some(fg) = field_mut(&mut kc, &KC, "featureGates") {
@@ -353,28 +357,20 @@ fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
     };
     let msg = message.unwrap_or(default_msg);
     let conds = &mut sync.after.conditions;
-    conds.retain(|c| c.kind != "Success" && c.kind != "Failure");
-    if conds.last().map(|c| c.message.as_str()) != Some(msg.as_str()) {
-        conds.push(Condition {
-            kind: "Accepted".into(),
-            status: status.into(),
-            message: msg.clone(),
-        });
+    conds.retain(|c| c.type_ != "Success" && c.type_ != "Failure");
+    if conds.last().map(|c| c.message()) != Some(msg.as_str()) {
+        conds.push(resource_condition("Accepted", status, msg.clone()));
     }
     if conds.len() > 3 {
         let excess = conds.len() - 3;
         conds.drain(..excess);
     }
-    conds.push(Condition {
-        kind: if status == "True" {
-            "Success"
-        } else {
-            "Failure"
-        }
-        .into(),
-        status: "True".into(),
-        message: msg,
-    });
+    let legacy = if status == "True" {
+        "Success"
+    } else {
+        "Failure"
+    };
+    conds.push(resource_condition(legacy, "True", msg));
 }
 
 /// Whether the feature gates in an existing generated MachineConfig's `kubelet.conf` are those
@@ -406,22 +402,24 @@ fn last_sync_succeeded(sync: &Sync) -> bool {
         .cfg
         .conditions
         .last()
-        .is_some_and(|c| (c.kind == "Accepted" && c.status == "True") || c.kind == "Success");
+        .is_some_and(|c| (c.type_ == "Accepted" && c.status == "True") || c.type_ == "Success");
     last_ok && sync.cfg.observed_generation >= sync.cfg.generation
 }
 
 /// One sync of the KubeletConfig controller.
-pub fn sync(input: &GenerateInput) -> Outcome {
+pub fn sync(input: &GenerateInput) -> GenerateOutcome {
     let mut sync = match Sync::new(input) {
         Ok(s) => s,
         Err(e) => {
-            return Outcome {
+            return GenerateOutcome {
                 error: Some(e.to_string()),
-                ..Outcome::default()
+                ..GenerateOutcome::default()
             }
         }
     };
-    let cfg = &input.object;
+    let object = input.object.to_json();
+    let cfg = &object;
+    let base = machine_config_values(&input.base_machine_configs);
     let version = input.controller_version.as_str();
     macro_rules! fail {
         ($err:expr, $msg:expr) => {{
@@ -456,13 +454,14 @@ pub fn sync(input: &GenerateInput) -> Outcome {
             }
         };
         let existing = sync.cluster.machine_configs.get(&key).cloned();
-        let mut original = match original_kubelet_config(input, template_role(&pool.name)) {
-            Ok(o) => o,
-            Err(e) => {
-                let msg = format!("could not get original kubelet config: {e}");
-                fail!(e, Some(msg));
-            }
-        };
+        let mut original =
+            match original_kubelet_config(&input.feature_gates, &base, template_role(&pool.name)) {
+                Ok(o) => o,
+                Err(e) => {
+                    let msg = format!("could not get original kubelet config: {e}");
+                    fail!(e, Some(msg));
+                }
+            };
         if pool.name == "worker" {
             apply_node_config(input.node_config.as_ref(), &mut original);
         }

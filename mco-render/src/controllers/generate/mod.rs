@@ -31,8 +31,9 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use super::Write;
 use crate::api::value_at::strings_at;
-use crate::api::LabelSelector;
+use crate::api::{Condition, CustomResource, LabelSelector, MachineConfig, MachineConfigPool};
 
 /// The role label every generated MachineConfig carries.
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
@@ -62,16 +63,16 @@ impl FeatureGates {
 #[derive(Debug, Clone, Default)]
 pub struct GenerateInput {
     /// The KubeletConfig or ContainerRuntimeConfig to sync.
-    pub object: Value,
+    pub object: CustomResource,
     /// Other resources of the same kind in the cluster.
-    pub other_objects: Vec<Value>,
+    pub other_objects: Vec<CustomResource>,
     /// MachineConfigs already in the cluster.
-    pub existing_machine_configs: Vec<Value>,
+    pub existing_machine_configs: Vec<MachineConfig>,
     /// The MachineConfigPools.
-    pub pools: Vec<Value>,
+    pub pools: Vec<MachineConfigPool>,
     /// The role's template MachineConfigs the base files come from (`00-<role>`,
     /// `01-<role>-container-runtime`, `01-<role>-kubelet`).
-    pub base_machine_configs: Vec<Value>,
+    pub base_machine_configs: Vec<MachineConfig>,
     /// The cluster's feature gates.
     pub feature_gates: FeatureGates,
     /// The `config.openshift.io/v1` APIServer `cluster`, if any. Upstream renders the role's
@@ -84,15 +85,15 @@ pub struct GenerateInput {
     pub controller_version: String,
 }
 
-/// A status condition of the resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Condition {
-    /// The condition type.
-    pub kind: String,
-    /// `True` or `False`.
-    pub status: String,
-    /// The message.
-    pub message: String,
+/// A condition of the resource as the controllers write it: type, status and message (the
+/// adapters stamp the transition time).
+pub(crate) fn resource_condition(type_: &str, status: &str, message: String) -> Condition {
+    Condition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        message: Some(message),
+        ..Condition::default()
+    }
 }
 
 /// The resource as stored after the sync.
@@ -102,7 +103,7 @@ pub struct ObjectAfter {
     pub annotations: BTreeMap<String, String>,
     /// Its finalizers.
     pub finalizers: Vec<String>,
-    /// Its status conditions.
+    /// Its status conditions (type, status and message).
     pub conditions: Vec<Condition>,
 }
 
@@ -113,7 +114,7 @@ impl ObjectAfter {
             "annotations": self.annotations,
             "finalizers": self.finalizers,
             "conditions": self.conditions.iter().map(|c| json!({
-                "type": c.kind, "status": c.status, "message": c.message,
+                "type": c.type_, "status": c.status, "message": c.message(),
             })).collect::<Vec<_>>(),
         })
     }
@@ -121,15 +122,75 @@ impl ObjectAfter {
 
 /// What one sync did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome {
+pub struct GenerateOutcome {
     /// The error the sync returned, if any.
     pub error: Option<String>,
-    /// The MachineConfigs created or updated, in order.
-    pub machine_configs: Vec<Value>,
-    /// The writes to MachineConfigs, in order: `create <name>`, `update <name>`, `delete <name>`.
-    pub machine_config_actions: Vec<String>,
+    /// The writes to MachineConfigs, in order (creates, updates and deletions).
+    pub writes: Vec<Write>,
     /// The resource afterwards.
     pub object_after: ObjectAfter,
+}
+
+impl GenerateOutcome {
+    /// The MachineConfigs the sync leaves written: for each name created or updated, its last
+    /// version, in the order the names were first written.
+    pub fn machine_configs(&self) -> Vec<&MachineConfig> {
+        let mut out: Vec<&MachineConfig> = Vec::new();
+        for mc in self.writes.iter().filter_map(Write::machine_config) {
+            match out.iter_mut().find(|m| m.name() == mc.name()) {
+                Some(m) => *m = mc,
+                None => out.push(mc),
+            }
+        }
+        out
+    }
+
+    /// The MachineConfigs created or updated, in order, as upstream's controllers write
+    /// them ([`upstream_json`]).
+    pub fn machine_configs_json(&self) -> Vec<Value> {
+        self.machine_configs()
+            .into_iter()
+            .map(upstream_json)
+            .collect()
+    }
+
+    /// The writes as upstream's controllers name them: `create <name>`, `update <name>`,
+    /// `delete <name>`.
+    pub fn actions(&self) -> Vec<String> {
+        self.writes.iter().map(Write::describe).collect()
+    }
+}
+
+/// A generated MachineConfig as upstream's controllers marshal it: `kind` first, every
+/// spec field written, empty kernel arguments and extensions as `null` (Go's nil slices).
+pub fn upstream_json(mc: &MachineConfig) -> Value {
+    let list = |v: &Vec<String>| {
+        if v.is_empty() {
+            Value::Null
+        } else {
+            Value::from(v.clone())
+        }
+    };
+    let s = &mc.spec;
+    json!({
+        "kind": mc.kind,
+        "apiVersion": mc.api_version,
+        "metadata": serde_json::to_value(&mc.metadata).unwrap_or(Value::Null),
+        "spec": {
+            "osImageURL": s.os_image_url,
+            "baseOSExtensionsContainerImage": s.base_os_extensions_container_image,
+            "config": s.config,
+            "kernelArguments": list(&s.kernel_arguments),
+            "extensions": list(&s.extensions),
+            "fips": s.fips,
+            "kernelType": s.kernel_type,
+        },
+    })
+}
+
+/// The MachineConfigs as the engine reads them: JSON, empty lists as upstream reads nil ones.
+pub(crate) fn machine_config_values(mcs: &[MachineConfig]) -> Vec<Value> {
+    mcs.iter().map(upstream_json).collect()
 }
 
 /// An error of a sync step; the text is upstream's.
@@ -180,10 +241,12 @@ impl Resource {
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
-                    .map(|c| Condition {
-                        kind: str_at(c, "type"),
-                        status: str_at(c, "status"),
-                        message: str_at(c, "message"),
+                    .map(|c| {
+                        resource_condition(
+                            &str_at(c, "type"),
+                            &str_at(c, "status"),
+                            str_at(c, "message"),
+                        )
                     })
                     .collect()
             })
@@ -218,25 +281,43 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    fn from_json(v: &Value) -> Pool {
-        let md = v.get("metadata").cloned().unwrap_or(Value::Null);
+    pub(crate) fn of(p: &MachineConfigPool) -> Pool {
         Pool {
-            name: str_at(&md, "name"),
-            uid: str_at(&md, "uid"),
-            labels: md
-                .get("labels")
-                .and_then(Value::as_object)
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            node_selector: v
-                .pointer("/spec/nodeSelector")
-                .filter(|s| !s.is_null())
-                .and_then(|s| serde_json::from_value(s.clone()).ok()),
+            name: p.metadata.name.clone(),
+            uid: p.metadata.uid.clone().unwrap_or_default(),
+            labels: p.metadata.labels.clone(),
+            node_selector: p.spec.node_selector.clone(),
         }
+    }
+}
+
+/// A write the engine made to the cluster's MachineConfigs, the MachineConfig as JSON.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    /// Created (`false`) or updated (`true`).
+    Write(bool, Value),
+    /// Deleted, by name.
+    Delete(String),
+}
+
+impl Action {
+    /// The actions as typed writes; a written MachineConfig that does not decode into the
+    /// model is reported in `error` (the first such) and left out.
+    pub(crate) fn into_writes(actions: Vec<Action>, error: &mut Option<String>) -> Vec<Write> {
+        let mut writes = Vec::with_capacity(actions.len());
+        for action in actions {
+            match action {
+                Action::Delete(name) => writes.push(Write::DeleteMachineConfig(name)),
+                Action::Write(update, mc) => match serde_json::from_value::<MachineConfig>(mc) {
+                    Ok(mc) if update => writes.push(Write::UpdateMachineConfig(mc)),
+                    Ok(mc) => writes.push(Write::CreateMachineConfig(mc)),
+                    Err(e) => {
+                        error.get_or_insert_with(|| format!("generated MachineConfig: {e}"));
+                    }
+                },
+            }
+        }
+        writes
     }
 }
 
@@ -244,7 +325,7 @@ impl Pool {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cluster {
     pub machine_configs: BTreeMap<String, Value>,
-    pub actions: Vec<String>,
+    pub actions: Vec<Action>,
 }
 
 fn str_at(v: &Value, key: &str) -> String {
@@ -381,10 +462,10 @@ fn finish_machine_config(
 }
 
 /// Runs one sync of the controller for the input's kind.
-pub fn generate(input: &GenerateInput) -> Outcome {
-    match input.object.get("kind").and_then(Value::as_str) {
-        Some("ContainerRuntimeConfig") => crio::sync(input),
-        _ => kubelet::sync(input),
+pub fn generate(input: &GenerateInput) -> GenerateOutcome {
+    match input.object {
+        CustomResource::ContainerRuntime(_) => crio::sync(input),
+        CustomResource::Kubelet(_) => kubelet::sync(input),
     }
 }
 
@@ -395,29 +476,28 @@ pub(crate) struct Sync {
     pub pools: Vec<Pool>,
     pub cluster: Cluster,
     pub after: ObjectAfter,
-    pub machine_configs: Vec<Value>,
 }
 
 impl Sync {
     /// Reads the cluster. Fails only on malformed resources.
     pub(crate) fn new(input: &GenerateInput) -> Result<Sync, GenError> {
-        let cfg = Resource::from_json(&input.object)?;
+        let cfg = Resource::from_json(&input.object.to_json())?;
         let mut all = vec![cfg.clone()];
         for o in &input.other_objects {
-            all.push(Resource::from_json(o)?);
+            all.push(Resource::from_json(&o.to_json())?);
         }
         // The API server lists resources by name; the name rule reads them in that order.
         all.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut pools: Vec<Pool> = input.pools.iter().map(Pool::from_json).collect();
+        let mut pools: Vec<Pool> = input.pools.iter().map(Pool::of).collect();
         pools.sort_by(|a, b| a.name.cmp(&b.name));
         let mut cluster = Cluster::default();
-        for mc in &input.existing_machine_configs {
+        for mc in machine_config_values(&input.existing_machine_configs) {
             let name = mc
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            cluster.machine_configs.insert(name, mc.clone());
+            cluster.machine_configs.insert(name, mc);
         }
         let after = ObjectAfter {
             annotations: cfg.annotations.clone(),
@@ -430,7 +510,6 @@ impl Sync {
             pools,
             cluster,
             after,
-            machine_configs: Vec::new(),
         })
     }
 
@@ -465,7 +544,7 @@ impl Sync {
             .map(|(name, _)| name.clone());
         if let Some(name) = target {
             self.cluster.machine_configs.remove(&name);
-            self.cluster.actions.push(format!("delete {name}"));
+            self.cluster.actions.push(Action::Delete(name));
         }
         self.after.finalizers.remove(0);
     }
@@ -489,16 +568,10 @@ impl Sync {
             &self.cfg,
             version,
         );
-        let verb = if existing.is_some() {
-            "update"
-        } else {
-            "create"
-        };
-        self.cluster.actions.push(format!("{verb} {name}"));
         self.cluster
-            .machine_configs
-            .insert(name.to_string(), mc.clone());
-        self.machine_configs.push(mc);
+            .actions
+            .push(Action::Write(existing.is_some(), mc.clone()));
+        self.cluster.machine_configs.insert(name.to_string(), mc);
     }
 
     /// Deletes generated MachineConfigs of another controller version whose names contain
@@ -522,16 +595,16 @@ impl Sync {
             .collect();
         for name in stale {
             self.cluster.machine_configs.remove(&name);
-            self.cluster.actions.push(format!("delete {name}"));
+            self.cluster.actions.push(Action::Delete(name));
         }
     }
 
-    /// The outcome with `error`.
-    pub(crate) fn finish(self, error: Option<String>) -> Outcome {
-        Outcome {
+    /// The outcome with `error`: the actions as typed writes.
+    pub(crate) fn finish(self, mut error: Option<String>) -> GenerateOutcome {
+        let writes = Action::into_writes(self.cluster.actions, &mut error);
+        GenerateOutcome {
             error,
-            machine_configs: self.machine_configs,
-            machine_config_actions: self.cluster.actions,
+            writes,
             object_after: self.after,
         }
     }
@@ -555,10 +628,8 @@ pub(crate) fn find_file(configs: &[&Value], path: &str) -> Option<Vec<u8>> {
 }
 
 /// The template MachineConfig with this name.
-pub(crate) fn base_config<'a>(input: &'a GenerateInput, name: &str) -> Option<&'a Value> {
-    input
-        .base_machine_configs
-        .iter()
+pub(crate) fn base_config<'a>(base: &'a [Value], name: &str) -> Option<&'a Value> {
+    base.iter()
         .find(|mc| mc.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
 }
 

@@ -95,10 +95,10 @@ fn plain_name(
             .cloned()
             .unwrap_or(Value::Null);
         let mc = super::new_machine_config(pool, &key, config);
-        cluster.machine_configs.insert(key.clone(), mc);
-        cluster.actions.push(format!("create {key}"));
+        cluster.machine_configs.insert(key.clone(), mc.clone());
+        cluster.actions.push(super::Action::Write(false, mc));
         cluster.machine_configs.remove(&old);
-        cluster.actions.push(format!("delete {old}"));
+        cluster.actions.push(super::Action::Delete(old));
     }
     key
 }

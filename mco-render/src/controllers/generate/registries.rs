@@ -1066,11 +1066,7 @@ fn registries_ignition(
 }
 
 fn base_config_value(input: &ClusterConfigInput, name: &str) -> Option<Value> {
-    let probe = super::GenerateInput {
-        base_machine_configs: input.base_machine_configs.clone(),
-        ..super::GenerateInput::default()
-    };
-    base_config(&probe, name).cloned()
+    base_config(&input.base_machine_configs, name).cloned()
 }
 
 /// The mirror-set objects: digest ones (IDMS, then ICSP) and tag ones (ITMS), each list

@@ -4,17 +4,19 @@
 use serde_json::Value;
 
 use super::cluster_config::{self, ClusterConfigInput, ClusterConfigObjects, ObjectRef};
-use super::{generate, FeatureGates, GenerateInput, Outcome};
+use super::{generate, upstream_json, FeatureGates, GenerateInput, GenerateOutcome};
+use crate::api::{CustomResource, MachineConfig, MachineConfigPool};
+use crate::controllers::Write;
 
 /// The resources a cluster description holds.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterInput {
     /// KubeletConfigs and ContainerRuntimeConfigs.
-    pub resources: Vec<Value>,
+    pub resources: Vec<CustomResource>,
     /// MachineConfigs: the role templates and any generated ones already present.
-    pub machine_configs: Vec<Value>,
+    pub machine_configs: Vec<MachineConfig>,
     /// MachineConfigPools.
-    pub pools: Vec<Value>,
+    pub pools: Vec<MachineConfigPool>,
     /// The resolved feature gates.
     pub feature_gates: FeatureGates,
     /// The APIServer `cluster`.
@@ -36,20 +38,13 @@ pub struct ResourceOutcome {
     /// The resource's name.
     pub name: String,
     /// What the sync did.
-    pub outcome: Outcome,
+    pub outcome: GenerateOutcome,
     /// The objects a failed sync blames, beyond the resource itself (for the
     /// cluster-config syncs: the mirror sets, the Image, the ClusterVersion).
     pub blamed: Vec<ObjectRef>,
-}
-
-fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-fn kind_of(v: &Value) -> &str {
-    v.get("kind").and_then(Value::as_str).unwrap_or("")
+    /// The managed MachineConfigs a cluster-config sync found up to date and left as they
+    /// are (they are still what the sync generates).
+    pub up_to_date: Vec<MachineConfig>,
 }
 
 /// The resolved gates of a `config.openshift.io/v1` FeatureGate: the first version listed in
@@ -90,32 +85,27 @@ pub fn generate_cluster(input: &ClusterInput) -> Vec<ResourceOutcome> {
 /// As [`generate_cluster`], also returning the MachineConfigs the cluster holds afterwards:
 /// `input.machine_configs` with every write and deletion applied, in that order (a rewritten
 /// MachineConfig moves to the end).
-pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Vec<Value>) {
-    let mut resources: Vec<Value> = input
-        .resources
-        .iter()
-        .filter(|r| matches!(kind_of(r), "KubeletConfig" | "ContainerRuntimeConfig"))
-        .cloned()
-        .collect();
+pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Vec<MachineConfig>) {
+    let mut resources: Vec<CustomResource> = input.resources.clone();
     resources.sort_by(|a, b| {
-        let ts = |v: &Value| {
-            v.pointer("/metadata/creationTimestamp")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
+        let key = |r: &CustomResource| {
+            (
+                r.metadata().creation_timestamp.clone().unwrap_or_default(),
+                r.name().to_string(),
+            )
         };
-        (ts(a), name_of(a).to_string()).cmp(&(ts(b), name_of(b).to_string()))
+        key(a).cmp(&key(b))
     });
     let mut mcs = input.machine_configs.clone();
     let mut out = Vec::new();
     run_cluster_config(input, &mut mcs, &mut out);
     for i in 0..resources.len() {
         let object = resources[i].clone();
-        let kind = kind_of(&object).to_string();
-        let others: Vec<Value> = resources
+        let kind = object.kind();
+        let others: Vec<CustomResource> = resources
             .iter()
             .enumerate()
-            .filter(|(j, r)| *j != i && kind_of(r) == kind)
+            .filter(|(j, r)| *j != i && r.kind() == kind)
             .map(|(_, r)| r.clone())
             .collect();
         let run = GenerateInput {
@@ -131,34 +121,24 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
         };
         let outcome = generate(&run);
         // Apply the writes for the syncs that follow.
-        for action in &outcome.machine_config_actions {
-            if let Some(name) = action.strip_prefix("delete ") {
-                mcs.retain(|m| name_of(m) != name);
+        for write in &outcome.writes {
+            if let Write::DeleteMachineConfig(name) = write {
+                mcs.retain(|m| m.name() != name);
             }
         }
-        for mc in &outcome.machine_configs {
-            let name = name_of(mc).to_string();
-            mcs.retain(|m| name_of(m) != name);
+        for mc in outcome.machine_configs() {
+            mcs.retain(|m| m.name() != mc.name());
             mcs.push(mc.clone());
         }
-        if let Some(md) = resources[i]
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-        {
-            md.insert(
-                "annotations".into(),
-                serde_json::to_value(&outcome.object_after.annotations).unwrap_or_default(),
-            );
-            md.insert(
-                "finalizers".into(),
-                serde_json::to_value(&outcome.object_after.finalizers).unwrap_or_default(),
-            );
-        }
+        let md = resources[i].metadata_mut();
+        md.annotations = outcome.object_after.annotations.clone();
+        md.finalizers = outcome.object_after.finalizers.clone();
         out.push(ResourceOutcome {
-            kind,
-            name: name_of(&resources[i]).to_string(),
+            kind: kind.to_string(),
+            name: resources[i].name().to_string(),
             outcome,
             blamed: Vec::new(),
+            up_to_date: Vec::new(),
         });
     }
     (out, mcs)
@@ -167,11 +147,16 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
 /// Runs the cluster-config syncs ([`cluster_config::sync_all`]) the description triggers,
 /// applying their writes and deletions to `mcs` and reporting each as a resource outcome of
 /// its object (`Node`, `FeatureGate` or `Image` `cluster`).
-fn run_cluster_config(input: &ClusterInput, mcs: &mut Vec<Value>, out: &mut Vec<ResourceOutcome>) {
+fn run_cluster_config(
+    input: &ClusterInput,
+    mcs: &mut Vec<MachineConfig>,
+    out: &mut Vec<ResourceOutcome>,
+) {
     let objects = &input.config_objects;
     if !objects.triggers_sync(input.node_config.is_some()) {
         return;
     }
+    // The cluster-config engine reads objects as upstream's controllers marshal them.
     let cc = ClusterConfigInput {
         image: objects.image.clone(),
         cluster_version: objects.cluster_version.clone(),
@@ -182,21 +167,20 @@ fn run_cluster_config(input: &ClusterInput, mcs: &mut Vec<Value>, out: &mut Vec<
         api_server: input.api_server.clone(),
         node: input.node_config.clone(),
         pools: input.pools.clone(),
-        existing_machine_configs: mcs.clone(),
-        base_machine_configs: input.machine_configs.clone(),
+        existing_machine_configs: mcs.iter().map(upstream_json).collect(),
+        base_machine_configs: input.machine_configs.iter().map(upstream_json).collect(),
         controller_version: input.controller_version.clone(),
         feature_gate_exists: objects.feature_gate_exists,
     };
     for (obj, o) in cluster_config::sync_all(&cc) {
-        let after: std::collections::BTreeMap<&str, &Value> =
-            o.cluster.iter().map(|m| (name_of(m), m)).collect();
-        for action in &o.machine_config_actions {
-            let (verb, name) = action.split_once(' ').unwrap_or(("", action));
-            mcs.retain(|m| name_of(m) != name);
-            if verb != "delete" {
-                if let Some(m) = after.get(name) {
-                    mcs.push((*m).clone());
+        for write in &o.writes {
+            match write {
+                Write::DeleteMachineConfig(name) => mcs.retain(|m| m.name() != name),
+                Write::CreateMachineConfig(mc) | Write::UpdateMachineConfig(mc) => {
+                    mcs.retain(|m| m.name() != mc.name());
+                    mcs.push(mc.clone());
                 }
+                _ => {}
             }
         }
         let (error, blamed) = match o.error {
@@ -207,14 +191,19 @@ fn run_cluster_config(input: &ClusterInput, mcs: &mut Vec<Value>, out: &mut Vec<
             Some(b) => (b.kind.clone(), b.name.clone()),
             None => (obj.kind.clone(), obj.name.clone()),
         };
+        let up_to_date = o
+            .unchanged
+            .iter()
+            .filter_map(|n| mcs.iter().find(|m| m.name() == n).cloned())
+            .collect();
         out.push(ResourceOutcome {
             kind,
             name,
-            outcome: Outcome {
+            up_to_date,
+            outcome: GenerateOutcome {
                 error,
-                machine_configs: o.machine_configs,
-                machine_config_actions: o.machine_config_actions,
-                ..Outcome::default()
+                writes: o.writes,
+                ..GenerateOutcome::default()
             },
             blamed: blamed.into_iter().skip(1).collect(),
         });

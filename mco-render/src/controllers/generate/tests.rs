@@ -3,11 +3,48 @@
 
 use serde_json::{json, Value};
 
+use crate::api::CustomResource;
+
 use super::kubelet::{KUBELET_CONF_PATH, LOG_LEVEL_PATH, NODE_SIZING_PATH};
 use super::names::MC_NAME_SUFFIX_ANNOTATION;
-use super::{find_file, generate, ign_config, ign_file, FeatureGates, GenerateInput, Outcome};
+use super::{
+    find_file, generate, ign_config, ign_file, FeatureGates, GenerateInput, GenerateOutcome,
+};
 
 pub(super) const VERSION: &str = "v-test";
+
+/// A fixture object in the core's model.
+pub(super) fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).expect("fixture decodes")
+}
+
+/// A fixture KubeletConfig or ContainerRuntimeConfig.
+pub(super) fn typed_resource(v: Value) -> CustomResource {
+    CustomResource::from_json(v)
+        .expect("a KubeletConfig or ContainerRuntimeConfig")
+        .expect("fixture decodes")
+}
+
+/// Fixture KubeletConfigs or ContainerRuntimeConfigs.
+pub(super) fn typed_resources(v: Vec<Value>) -> Vec<CustomResource> {
+    v.into_iter().map(typed_resource).collect()
+}
+
+/// Sets the member at `path` of the resource (as JSON), creating objects on the way.
+pub(super) fn set(o: &mut CustomResource, path: &[&str], v: Value) {
+    let mut json = o.to_json();
+    let mut at = &mut json;
+    for k in path {
+        at = &mut at[*k];
+    }
+    *at = v;
+    *o = typed_resource(json);
+}
+
+/// Fixture objects in the core's model.
+pub(super) fn typed_all<T: serde::de::DeserializeOwned>(v: Vec<Value>) -> Vec<T> {
+    v.into_iter().map(typed).collect()
+}
 
 /// A kubelet configuration as the role templates would carry it.
 const BASE_KUBELET: &str = "apiVersion: kubelet.config.k8s.io/v1beta1
@@ -60,17 +97,19 @@ fn kubelet_config(name: &str, spec: Value) -> Value {
 
 fn input(object: Value, pools: Vec<Value>) -> GenerateInput {
     GenerateInput {
-        object,
-        pools,
-        base_machine_configs: ["master", "worker"]
-            .iter()
-            .map(|r| {
-                machine_config(
-                    &format!("01-{r}-kubelet"),
-                    vec![ign_file(KUBELET_CONF_PATH, BASE_KUBELET.as_bytes())],
-                )
-            })
-            .collect(),
+        object: typed_resource(object),
+        pools: typed_all(pools),
+        base_machine_configs: typed_all(
+            ["master", "worker"]
+                .iter()
+                .map(|r| {
+                    machine_config(
+                        &format!("01-{r}-kubelet"),
+                        vec![ign_file(KUBELET_CONF_PATH, BASE_KUBELET.as_bytes())],
+                    )
+                })
+                .collect(),
+        ),
         feature_gates: FeatureGates {
             enabled: vec!["On".into()],
             disabled: vec!["Off".into()],
@@ -109,8 +148,8 @@ fn paths(mc: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn conf(out: &Outcome) -> String {
-    out.machine_configs
+fn conf(out: &GenerateOutcome) -> String {
+    out.machine_configs_json()
         .last()
         .and_then(|mc| file_text(mc, KUBELET_CONF_PATH))
         .unwrap_or_default()
@@ -121,11 +160,11 @@ fn error_of(inp: &GenerateInput) -> Option<String> {
 }
 
 /// The conditions as (type, status, message).
-pub(super) fn conditions(out: &Outcome) -> Vec<(String, String, String)> {
+pub(super) fn conditions(out: &GenerateOutcome) -> Vec<(String, String, String)> {
     out.object_after
         .conditions
         .iter()
-        .map(|c| (c.kind.clone(), c.status.clone(), c.message.clone()))
+        .map(|c| (c.type_.clone(), c.status.clone(), c.message().to_string()))
         .collect()
 }
 
@@ -146,7 +185,7 @@ fn validation_log_level_range() {
             c("Failure", "True", &failed)
         ]
     );
-    assert!(out.machine_configs.is_empty());
+    assert!(out.machine_configs_json().is_empty());
     assert!(error_of(&worker(Value::Null, json!({"logLevel": 10}))).is_none());
     assert!(error_of(&worker(Value::Null, json!({"logLevel": 0}))).is_none());
 }
@@ -210,14 +249,14 @@ fn validation_decode_errors() {
 fn no_matching_pool() {
     let msg = "could not find any MachineConfigPool set for KubeletConfig";
     let mut inp = worker(json!({"maxPods": 100}), Value::Null);
-    inp.pools = vec![pool("master")];
+    inp.pools = typed_all(vec![pool("master")]);
     let out = generate(&inp);
     assert_eq!(out.error.as_deref(), Some(msg));
-    assert!(out.machine_config_actions.is_empty());
+    assert!(out.actions().is_empty());
     // An empty or missing selector selects nothing.
     for sel in [json!({}), Value::Null] {
         let mut inp = worker(json!({"maxPods": 100}), Value::Null);
-        inp.object["spec"]["machineConfigPoolSelector"] = sel;
+        set(&mut inp.object, &["spec", "machineConfigPoolSelector"], sel);
         assert_eq!(error_of(&inp).as_deref(), Some(msg));
     }
 }
@@ -225,8 +264,11 @@ fn no_matching_pool() {
 #[test]
 fn invalid_selector_fails_before_pools_are_read() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["spec"]["machineConfigPoolSelector"] =
-        json!({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]});
+    set(
+        &mut inp.object,
+        &["spec", "machineConfigPoolSelector"],
+        json!({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]}),
+    );
     inp.pools.clear();
     assert_eq!(
         error_of(&inp).as_deref(),
@@ -263,7 +305,11 @@ fn static_pod_path_rules() {
             ),
             vec![p],
         );
-        inp.object["spec"]["kubeletConfig"] = json!({"staticPodPath": ""});
+        set(
+            &mut inp.object,
+            &["spec", "kubeletConfig"],
+            json!({"staticPodPath": ""}),
+        );
         assert_eq!(
             error_of(&inp),
             Some(format!("KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool \"{name}\""))
@@ -290,11 +336,8 @@ fn static_pod_path_rules() {
 fn generated_machine_config_shape() {
     let out = generate(&worker(json!({"maxPods": 100}), Value::Null));
     assert_eq!(out.error, None);
-    assert_eq!(
-        out.machine_config_actions,
-        vec!["create 99-worker-generated-kubelet"]
-    );
-    let mc = &out.machine_configs[0];
+    assert_eq!(out.actions(), vec!["create 99-worker-generated-kubelet"]);
+    let mc = &out.machine_configs_json()[0];
     assert_eq!(
         mc["metadata"]["labels"],
         json!({"machineconfiguration.openshift.io/role": "worker"})
@@ -343,7 +386,7 @@ fn files_order_log_level_and_node_sizing() {
         Value::Null,
         json!({"logLevel": 4, "autoSizingReserved": true}),
     ));
-    let mc = &out.machine_configs[0];
+    let mc = &out.machine_configs_json()[0];
     assert_eq!(
         paths(mc),
         vec![NODE_SIZING_PATH, LOG_LEVEL_PATH, KUBELET_CONF_PATH]
@@ -358,7 +401,7 @@ fn files_order_log_level_and_node_sizing() {
     );
     let out = generate(&worker(Value::Null, json!({"autoSizingReserved": false})));
     assert_eq!(
-        file_text(&out.machine_configs[0], NODE_SIZING_PATH).as_deref(),
+        file_text(&out.machine_configs_json()[0], NODE_SIZING_PATH).as_deref(),
         Some("NODE_SIZING_ENABLED=false\nSYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\nSYSTEM_RESERVED_ES=1Gi\n")
     );
 }
@@ -369,7 +412,7 @@ fn system_reserved_moves_to_node_sizing() {
         json!({"systemReserved": {"memory": "2Gi", "cpu": "", "pid": "1000"}}),
         json!({"autoSizingReserved": false}),
     ));
-    let mc = &out.machine_configs[0];
+    let mc = &out.machine_configs_json()[0];
     // User values win over autoSizingReserved; an empty value takes the default.
     assert_eq!(
         file_text(mc, NODE_SIZING_PATH).as_deref(),
@@ -386,7 +429,10 @@ fn system_reserved_moves_to_node_sizing() {
         json!({"systemReserved": {"pid": "1000"}}),
         Value::Null,
     ));
-    assert_eq!(paths(&out.machine_configs[0]), vec![KUBELET_CONF_PATH]);
+    assert_eq!(
+        paths(&out.machine_configs_json()[0]),
+        vec![KUBELET_CONF_PATH]
+    );
 }
 
 #[test]
@@ -433,7 +479,7 @@ fn merged_cgroup_mismatch_fails_after_merge() {
         Value::Null,
     ));
     assert_eq!(out.error.as_deref(), Some(msg));
-    assert!(out.machine_configs.is_empty());
+    assert!(out.machine_configs_json().is_empty());
 }
 
 #[test]
@@ -481,13 +527,21 @@ fn worker_latency_profile_only_for_worker_pool() {
 #[test]
 fn annotations_replaced_only_without_suffix_annotation() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["metadata"]["annotations"] = json!({"user": "x"});
+    set(
+        &mut inp.object,
+        &["metadata", "annotations"],
+        json!({"user": "x"}),
+    );
     let out = generate(&inp);
     assert_eq!(
         out.object_after.annotations,
         [(MC_NAME_SUFFIX_ANNOTATION.to_string(), String::new())].into()
     );
-    inp.object["metadata"]["annotations"] = json!({"user": "x", MC_NAME_SUFFIX_ANNOTATION: ""});
+    set(
+        &mut inp.object,
+        &["metadata", "annotations"],
+        json!({"user": "x", MC_NAME_SUFFIX_ANNOTATION: ""}),
+    );
     let out = generate(&inp);
     assert_eq!(out.object_after.annotations.len(), 2);
 }
@@ -495,12 +549,20 @@ fn annotations_replaced_only_without_suffix_annotation() {
 #[test]
 fn finalizers_without_kubelet_are_dropped() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["metadata"]["finalizers"] = json!(["99-old-kubelet", "some-uid"]);
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["99-old-kubelet", "some-uid"]),
+    );
     assert_eq!(
         generate(&inp).object_after.finalizers,
         vec!["99-worker-generated-kubelet"]
     );
-    inp.object["metadata"]["finalizers"] = json!(["99-old-kubelet", "99-worker-generated-kubelet"]);
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["99-old-kubelet", "99-worker-generated-kubelet"]),
+    );
     assert_eq!(
         generate(&inp).object_after.finalizers,
         vec!["99-old-kubelet", "99-worker-generated-kubelet"]
@@ -510,12 +572,16 @@ fn finalizers_without_kubelet_are_dropped() {
 #[test]
 fn status_conditions_keep_three_accepted_and_one_legacy() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["status"] = json!({"conditions": [
-        {"type": "Accepted", "status": "False", "message": "a"},
-        {"type": "Failure", "status": "True", "message": "a"},
-        {"type": "Accepted", "status": "False", "message": "b"},
-        {"type": "Accepted", "status": "False", "message": "c"},
-    ]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"conditions": [
+            {"type": "Accepted", "status": "False", "message": "a"},
+            {"type": "Failure", "status": "True", "message": "a"},
+            {"type": "Accepted", "status": "False", "message": "b"},
+            {"type": "Accepted", "status": "False", "message": "c"},
+        ]}),
+    );
     assert_eq!(
         conditions(&generate(&inp)),
         vec![
@@ -526,10 +592,14 @@ fn status_conditions_keep_three_accepted_and_one_legacy() {
         ]
     );
     // The same message as the last one is not added again.
-    inp.object["status"] = json!({"conditions": [
-        {"type": "Accepted", "status": "True", "message": "Success"},
-        {"type": "Success", "status": "True", "message": "Success"},
-    ]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"conditions": [
+            {"type": "Accepted", "status": "True", "message": "Success"},
+            {"type": "Success", "status": "True", "message": "Success"},
+        ]}),
+    );
     assert_eq!(
         conditions(&generate(&inp)),
         vec![
@@ -556,32 +626,36 @@ fn current_conf(gates: &str) -> Vec<Value> {
 #[test]
 fn up_to_date_pool_is_skipped() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.object["status"] = json!({"observedGeneration": 1, "conditions": [
-        {"type": "Accepted", "status": "True", "message": "Success"},
-    ]});
-    inp.existing_machine_configs = vec![generated(
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"observedGeneration": 1, "conditions": [
+            {"type": "Accepted", "status": "True", "message": "Success"},
+        ]}),
+    );
+    inp.existing_machine_configs = typed_all(vec![generated(
         "99-worker-generated-kubelet",
         VERSION,
         current_conf("  Base: true\n  \"On\": true\n  \"Off\": false\n"),
-    )];
+    )]);
     let out = generate(&inp);
     assert_eq!(out.error, None);
-    assert!(out.machine_config_actions.is_empty());
+    assert!(out.actions().is_empty());
     // Other gates, another version or a newer generation: written again.
     let mut stale = inp.clone();
-    stale.existing_machine_configs[0] = generated(
+    stale.existing_machine_configs[0] = typed(generated(
         "99-worker-generated-kubelet",
         VERSION,
         current_conf("  Base: true\n"),
-    );
+    ));
     assert_eq!(
-        generate(&stale).machine_config_actions,
+        generate(&stale).actions(),
         vec!["update 99-worker-generated-kubelet"]
     );
     let mut newer = inp.clone();
-    newer.object["metadata"]["generation"] = json!(2);
+    set(&mut newer.object, &["metadata", "generation"], json!(2));
     assert_eq!(
-        generate(&newer).machine_config_actions,
+        generate(&newer).actions(),
         vec!["update 99-worker-generated-kubelet"]
     );
 }
@@ -589,7 +663,11 @@ fn up_to_date_pool_is_skipped() {
 #[test]
 fn existing_machine_config_without_kubelet_conf_fails_the_gate_check() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.existing_machine_configs = vec![generated("99-worker-generated-kubelet", VERSION, vec![])];
+    inp.existing_machine_configs = typed_all(vec![generated(
+        "99-worker-generated-kubelet",
+        VERSION,
+        vec![],
+    )]);
     let out = generate(&inp);
     let err = "error finding kubelet config: could not find Kubelet Config";
     assert_eq!(out.error.as_deref(), Some(err));
@@ -599,27 +677,24 @@ fn existing_machine_config_without_kubelet_conf_fails_the_gate_check() {
         vec![c("Accepted", "False", &msg), c("Failure", "True", &msg)]
     );
     // Without any config it only matters whether the base has gates (it has): rewritten.
-    inp.existing_machine_configs = vec![json!({
+    inp.existing_machine_configs = typed_all(vec![json!({
         "metadata": {"name": "99-worker-generated-kubelet"}, "spec": {},
-    })];
+    })]);
     let out = generate(&inp);
     assert_eq!(out.error, None);
-    assert_eq!(
-        out.machine_config_actions,
-        vec!["update 99-worker-generated-kubelet"]
-    );
+    assert_eq!(out.actions(), vec!["update 99-worker-generated-kubelet"]);
 }
 
 #[test]
 fn stale_generated_machine_configs_are_cleaned_up() {
     let mut inp = worker(Value::Null, Value::Null);
-    inp.existing_machine_configs = vec![
+    inp.existing_machine_configs = typed_all(vec![
         generated("99-worker-generated-kubelet-3", "old", vec![]),
         generated("98-worker-generated-kubelet", "old", vec![]),
         generated("99-worker-generated-containerruntime", "old", vec![]),
-    ];
+    ]);
     assert_eq!(
-        generate(&inp).machine_config_actions,
+        generate(&inp).actions(),
         vec![
             "create 99-worker-generated-kubelet",
             "delete 99-worker-generated-kubelet-3"
@@ -630,29 +705,34 @@ fn stale_generated_machine_configs_are_cleaned_up() {
 #[test]
 fn deleted_resource_cascades_to_its_first_finalizer() {
     let mut inp = worker(json!({"cgroupDriver": "x"}), Value::Null);
-    inp.object["metadata"]["deletionTimestamp"] = json!("2024-01-02T00:00:00Z");
-    inp.object["metadata"]["finalizers"] = json!(["mc-uid-7", "99-worker-generated-kubelet"]);
+    set(
+        &mut inp.object,
+        &["metadata", "deletionTimestamp"],
+        json!("2024-01-02T00:00:00Z"),
+    );
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["mc-uid-7", "99-worker-generated-kubelet"]),
+    );
     let mut by_uid = generated("99-worker-generated-kubelet-1", VERSION, vec![]);
     by_uid["metadata"]["uid"] = json!("mc-uid-7");
-    inp.existing_machine_configs = vec![
+    inp.existing_machine_configs = typed_all(vec![
         by_uid,
         generated("99-worker-generated-kubelet", VERSION, vec![]),
-    ];
+    ]);
     // No validation, no status: the MC the first finalizer names (here by UID) goes.
     let out = generate(&inp);
     assert_eq!(out.error, None);
-    assert_eq!(
-        out.machine_config_actions,
-        vec!["delete 99-worker-generated-kubelet-1"]
-    );
+    assert_eq!(out.actions(), vec!["delete 99-worker-generated-kubelet-1"]);
     assert_eq!(
         out.object_after.finalizers,
         vec!["99-worker-generated-kubelet"]
     );
     assert!(out.object_after.conditions.is_empty());
-    inp.object["metadata"]["finalizers"] = json!([]);
+    set(&mut inp.object, &["metadata", "finalizers"], json!([]));
     let out = generate(&inp);
-    assert!(out.machine_config_actions.is_empty());
+    assert!(out.actions().is_empty());
     assert_eq!(out.error, None);
 }
 
@@ -674,15 +754,15 @@ fn several_pools_share_the_suffix_recorded_by_the_first() {
         vec![pool("infra"), pool("worker")],
     );
     for p in &mut inp.pools {
-        p["metadata"]["labels"]["custom"] = json!("yes");
+        p.metadata.labels.insert("custom".into(), "yes".into());
     }
-    inp.other_objects = vec![other];
+    inp.other_objects = typed_resources(vec![other]);
     let out = generate(&inp);
     assert_eq!(out.error, None);
     // infra (first by name) has only this resource: the plain name and suffix "". worker
     // then reads "" back and takes its plain name too.
     assert_eq!(
-        out.machine_config_actions,
+        out.actions(),
         vec![
             "create 99-infra-generated-kubelet",
             "create 99-worker-generated-kubelet"
@@ -693,7 +773,8 @@ fn several_pools_share_the_suffix_recorded_by_the_first() {
         vec!["99-infra-generated-kubelet", "99-worker-generated-kubelet"]
     );
     assert_eq!(
-        out.machine_configs[0]["metadata"]["labels"]["machineconfiguration.openshift.io/role"],
+        out.machine_configs_json()[0]["metadata"]["labels"]
+            ["machineconfiguration.openshift.io/role"],
         "infra"
     );
 }

@@ -1,5 +1,6 @@
 //! Unit tests of the cluster-config controllers: one per validation rule and merge rule.
 
+use crate::api::MachineConfigPool;
 use serde_json::{json, Value};
 
 use super::cluster_config::{ClusterConfigInput, ObjectRef};
@@ -443,12 +444,15 @@ fn a_release_image_that_does_not_parse_fails() {
 
 // --- syncs ------------------------------------------------------------------------------
 
-fn pool(name: &str, built_in: bool) -> Value {
+fn pool(name: &str, built_in: bool) -> MachineConfigPool {
     let mut labels = json!({});
     if built_in {
         labels["machineconfiguration.openshift.io/mco-built-in"] = json!("");
     }
-    json!({"metadata": {"name": name, "uid": format!("uid-{name}"), "labels": labels}})
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "uid": format!("uid-{name}"), "labels": labels}}),
+    )
+    .unwrap_or_default()
 }
 
 fn percent(text: &str) -> String {
@@ -496,10 +500,7 @@ fn registries_input() -> ClusterConfigInput {
 fn only_built_in_pools_get_a_registries_config_owned_by_the_image() {
     let out = sync(&registries_input());
     assert_eq!(out.error, None);
-    assert_eq!(
-        out.machine_config_actions,
-        ["create 99-worker-generated-registries"]
-    );
+    assert_eq!(out.actions(), ["create 99-worker-generated-registries"]);
     let mc = &out.machine_configs[0];
     assert_eq!(
         mc["metadata"]["ownerReferences"],
@@ -516,7 +517,7 @@ fn a_deprecated_name_is_migrated() {
     ];
     let out = sync(&input);
     assert_eq!(
-        out.machine_config_actions,
+        out.actions(),
         [
             "create 99-worker-generated-registries",
             "delete 99-worker-uid-worker-registries",
@@ -534,7 +535,7 @@ fn an_up_to_date_empty_config_is_not_written() {
         "spec": {"config": {"ignition": {"version": "3.5.0"}}},
     })];
     let out = sync(&input);
-    assert!(out.machine_config_actions.is_empty());
+    assert!(out.actions().is_empty());
     assert_eq!(out.unchanged, ["99-worker-generated-registries"]);
 }
 
@@ -542,7 +543,7 @@ fn an_up_to_date_empty_config_is_not_written() {
 fn without_an_image_or_cluster_version_nothing_happens() {
     let mut input = registries_input();
     input.cluster_version = None;
-    assert!(sync(&input).machine_config_actions.is_empty());
+    assert!(sync(&input).actions().is_empty());
 }
 
 #[test]
@@ -603,7 +604,7 @@ fn the_feature_sync_writes_every_pool_and_cleans_up_stale_98s() {
     let out = feature_gates::sync(&input);
     assert_eq!(out.error, None);
     assert_eq!(
-        out.machine_config_actions,
+        out.actions(),
         [
             "create 98-infra-generated-kubelet",
             "create 98-worker-generated-kubelet",

@@ -5,7 +5,10 @@ use serde_json::{json, Value};
 
 use super::crio::STORAGE_CONF_PATH;
 use super::names::MC_NAME_SUFFIX_ANNOTATION;
-use super::tests::{conditions, file_text, machine_config, pool, selecting, VERSION};
+use super::tests::{
+    conditions, file_text, machine_config, pool, selecting, set, typed_all, typed_resource,
+    typed_resources, VERSION,
+};
 use super::{generate, ign_file, FeatureGates, GenerateInput};
 
 const STORAGE: &str = "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n[storage.options]\nadditionalimagestores = []\n[storage.options.overlay]\nmountopt = \"nodev\"\n";
@@ -37,9 +40,9 @@ fn ctrcfg(name: &str, selector: Value, runtime: Value) -> Value {
 
 fn worker(runtime: Value) -> GenerateInput {
     GenerateInput {
-        object: ctrcfg("crc", selecting("worker"), runtime),
-        pools: vec![pool("worker")],
-        base_machine_configs: bases(),
+        object: typed_resource(ctrcfg("crc", selecting("worker"), runtime)),
+        pools: typed_all(vec![pool("worker")]),
+        base_machine_configs: typed_all(bases()),
         feature_gates: FeatureGates::default(),
         controller_version: VERSION.into(),
         ..GenerateInput::default()
@@ -109,7 +112,7 @@ fn validation_messages() {
 #[test]
 fn no_matching_pool() {
     let mut inp = worker(json!({"logLevel": "debug"}));
-    inp.pools = vec![pool("master")];
+    inp.pools = typed_all(vec![pool("master")]);
     let out = generate(&inp);
     let msg = "could not find any MachineConfigPool set for ContainerRuntimeConfig crc";
     assert_eq!(out.error.as_deref(), Some(msg));
@@ -128,7 +131,7 @@ fn dropins_in_order_with_their_values() {
     assert_eq!(out.error, None);
     let d = "/etc/crio/crio.conf.d/01-ctrcfg-";
     assert_eq!(
-        files(&out.machine_configs[0]),
+        files(&out.machine_configs_json()[0]),
         vec![
             (
                 format!("{d}logLevel"),
@@ -152,7 +155,7 @@ fn dropins_in_order_with_their_values() {
     let mut inp = worker(json!({"additionalArtifactStores": [{"path": "/a"}, {"path": "/b"}]}));
     inp.feature_gates.enabled = vec!["AdditionalStorageConfig".into()];
     assert_eq!(
-        files(&generate(&inp).machine_configs[0]),
+        files(&generate(&inp).machine_configs_json()[0]),
         vec![(
             format!("{d}additionalArtifactStores"),
             "[crio]\n  [crio.runtime]\n    additional_artifact_stores = [\"/a\", \"/b\"]\n".into()
@@ -164,11 +167,11 @@ fn dropins_in_order_with_their_values() {
 fn nothing_to_write_gives_an_empty_config() {
     let out = generate(&worker(json!({"overlaySize": "0", "logSizeMax": "0"})));
     assert_eq!(
-        out.machine_configs[0]["spec"]["config"],
+        out.machine_configs_json()[0]["spec"]["config"],
         json!({"ignition": {"version": "3.5.0"}})
     );
     assert_eq!(
-        out.machine_config_actions,
+        out.actions(),
         vec!["create 99-worker-generated-containerruntime"]
     );
 }
@@ -178,7 +181,7 @@ fn storage_conf_overlay_size_and_stores() {
     let out = generate(&worker(
         json!({"overlaySize": "1.5Gi", "additionalLayerStores": [{"path": "/l"}]}),
     ));
-    let storage = file_text(&out.machine_configs[0], STORAGE_CONF_PATH).unwrap_or_default();
+    let storage = file_text(&out.machine_configs_json()[0], STORAGE_CONF_PATH).unwrap_or_default();
     assert!(storage.contains("size = \"1536Mi\""), "{storage}");
     // Layer stores need the gate.
     assert!(!storage.contains("additionallayerstores"), "{storage}");
@@ -187,7 +190,7 @@ fn storage_conf_overlay_size_and_stores() {
     );
     inp.feature_gates.enabled = vec!["AdditionalStorageConfig".into()];
     let out = generate(&inp);
-    let storage = file_text(&out.machine_configs[0], STORAGE_CONF_PATH).unwrap_or_default();
+    let storage = file_text(&out.machine_configs_json()[0], STORAGE_CONF_PATH).unwrap_or_default();
     assert!(
         storage.contains("additionallayerstores = [\"/l:ref\"]"),
         "{storage}"
@@ -227,21 +230,25 @@ fn missing_template_files_fail() {
 #[test]
 fn up_to_date_returns_without_status() {
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["status"] = json!({"observedGeneration": 1, "conditions": [
-        {"type": "Success", "status": "True", "message": "Success"}]});
+    set(
+        &mut inp.object,
+        &["status"],
+        json!({"observedGeneration": 1, "conditions": [
+        {"type": "Success", "status": "True", "message": "Success"}]}),
+    );
     let mut mc = machine_config("99-worker-generated-containerruntime", vec![]);
     mc["metadata"]["annotations"] =
         json!({"machineconfiguration.openshift.io/generated-by-controller-version": VERSION});
-    inp.existing_machine_configs = vec![mc.clone()];
+    inp.existing_machine_configs = typed_all(vec![mc.clone()]);
     let out = generate(&inp);
-    assert!(out.machine_config_actions.is_empty());
+    assert!(out.actions().is_empty());
     assert_eq!(conditions(&out), vec![c("Success", "Success")]);
     // Another controller version: updated, and cleanup leaves it (it is now current).
     mc["metadata"]["annotations"] =
         json!({"machineconfiguration.openshift.io/generated-by-controller-version": "old"});
-    inp.existing_machine_configs = vec![mc];
+    inp.existing_machine_configs = typed_all(vec![mc]);
     assert_eq!(
-        generate(&inp).machine_config_actions,
+        generate(&inp).actions(),
         vec!["update 99-worker-generated-containerruntime"]
     );
 }
@@ -249,17 +256,21 @@ fn up_to_date_returns_without_status() {
 #[test]
 fn finalizers_are_kept_and_cleanup_has_no_prefix() {
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["metadata"]["finalizers"] = json!(["foreign"]);
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["foreign"]),
+    );
     let mut stale = machine_config("50-my-generated-containerruntime", vec![]);
     stale["metadata"]["annotations"] = json!({});
-    inp.existing_machine_configs = vec![stale];
+    inp.existing_machine_configs = typed_all(vec![stale]);
     let out = generate(&inp);
     assert_eq!(
         out.object_after.finalizers,
         vec!["foreign", "99-worker-generated-containerruntime"]
     );
     assert_eq!(
-        out.machine_config_actions,
+        out.actions(),
         vec![
             "create 99-worker-generated-containerruntime",
             "delete 50-my-generated-containerruntime"
@@ -270,23 +281,31 @@ fn finalizers_are_kept_and_cleanup_has_no_prefix() {
 #[test]
 fn deleted_resource_deletes_its_first_finalizer_by_name() {
     let mut inp = worker(json!({"pidsLimit": 1}));
-    inp.object["metadata"]["deletionTimestamp"] = json!("2024-01-02T00:00:00Z");
-    inp.object["metadata"]["finalizers"] = json!(["99-worker-generated-containerruntime", "x"]);
-    inp.existing_machine_configs = vec![machine_config(
+    set(
+        &mut inp.object,
+        &["metadata", "deletionTimestamp"],
+        json!("2024-01-02T00:00:00Z"),
+    );
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!(["99-worker-generated-containerruntime", "x"]),
+    );
+    inp.existing_machine_configs = typed_all(vec![machine_config(
         "99-worker-generated-containerruntime",
         vec![],
-    )];
+    )]);
     let out = generate(&inp);
     assert_eq!(out.error, None);
     assert_eq!(
-        out.machine_config_actions,
+        out.actions(),
         vec!["delete 99-worker-generated-containerruntime"]
     );
     assert_eq!(out.object_after.finalizers, vec!["x"]);
     // A finalizer naming no MachineConfig is still dropped.
     inp.existing_machine_configs.clear();
     let out = generate(&inp);
-    assert!(out.machine_config_actions.is_empty());
+    assert!(out.actions().is_empty());
     assert_eq!(out.object_after.finalizers, vec!["x"]);
 }
 
@@ -301,7 +320,7 @@ fn other(name: &str, suffix: Option<&str>, created: &str) -> Value {
 
 fn key_of(inp: &GenerateInput) -> (Option<String>, Vec<String>) {
     let out = generate(inp);
-    (out.error, out.machine_config_actions)
+    (out.error.clone(), out.actions())
 }
 
 #[test]
@@ -309,15 +328,19 @@ fn name_rule_suffixes() {
     let base = "99-worker-generated-containerruntime";
     // Own annotation wins: a number is appended, "" gives the plain name.
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["metadata"]["annotations"] = json!({MC_NAME_SUFFIX_ANNOTATION: "4"});
-    inp.other_objects = vec![other("b", Some("7"), "2023-01-01T00:00:00Z")];
+    set(
+        &mut inp.object,
+        &["metadata", "annotations"],
+        json!({MC_NAME_SUFFIX_ANNOTATION: "4"}),
+    );
+    inp.other_objects = typed_resources(vec![other("b", Some("7"), "2023-01-01T00:00:00Z")]);
     assert_eq!(key_of(&inp).1, vec![format!("create {base}-4")]);
     // A new resource next to others takes the largest suffix plus one ("" counts as 0).
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.other_objects = vec![
+    inp.other_objects = typed_resources(vec![
         other("b", Some(""), "2023-01-01T00:00:00Z"),
         other("c", Some("3"), "2023-01-01T00:00:00Z"),
-    ];
+    ]);
     assert_eq!(key_of(&inp).1, vec![format!("create {base}-4")]);
     let out = generate(&inp);
     assert_eq!(
@@ -328,7 +351,7 @@ fn name_rule_suffixes() {
         Some("4")
     );
     // The limit.
-    inp.other_objects = vec![other("b", Some("9"), "2023-01-01T00:00:00Z")];
+    inp.other_objects = typed_resources(vec![other("b", Some("9"), "2023-01-01T00:00:00Z")]);
     let out = generate(&inp);
     let err = "max number of supported ctrcfgs (10) has been reached. Please delete old ctrcfgs before retrying";
     assert_eq!(out.error.as_deref(), Some(err));
@@ -337,16 +360,16 @@ fn name_rule_suffixes() {
         vec![c("Failure", &format!("could not get ctrcfg key: {err}"))]
     );
     // A suffix that is not a number.
-    inp.other_objects = vec![other("b", Some("x1"), "2023-01-01T00:00:00Z")];
+    inp.other_objects = typed_resources(vec![other("b", Some("x1"), "2023-01-01T00:00:00Z")]);
     assert_eq!(
         key_of(&inp).0.as_deref(),
         Some("error converting x1 to int: strconv.Atoi: parsing \"x1\": invalid syntax")
     );
-    inp.other_objects = vec![other(
+    inp.other_objects = typed_resources(vec![other(
         "b",
         Some("99999999999999999999"),
         "2023-01-01T00:00:00Z",
-    )];
+    )]);
     assert_eq!(
         key_of(&inp).0.as_deref(),
         Some("error converting 99999999999999999999 to int: strconv.Atoi: parsing \"99999999999999999999\": value out of range")
@@ -357,14 +380,18 @@ fn name_rule_suffixes() {
 fn name_rule_older_resource_recovers_its_name_from_finalizers() {
     let base = "99-worker-generated-containerruntime";
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.object["metadata"]["finalizers"] = json!([
-        format!("{base}-2"),
-        format!("{base}-5"),
-        format!("{base}-x"),
-        "99-master-generated-containerruntime-8"
-    ]);
-    inp.other_objects = vec![other("newer", None, "2025-01-01T00:00:00Z")];
-    inp.existing_machine_configs = [
+    set(
+        &mut inp.object,
+        &["metadata", "finalizers"],
+        json!([
+            format!("{base}-2"),
+            format!("{base}-5"),
+            format!("{base}-x"),
+            "99-master-generated-containerruntime-8"
+        ]),
+    );
+    inp.other_objects = typed_resources(vec![other("newer", None, "2025-01-01T00:00:00Z")]);
+    inp.existing_machine_configs = typed_all([
         format!("{base}-2"),
         format!("{base}-x"),
         "99-master-generated-containerruntime-8".into(),
@@ -376,22 +403,22 @@ fn name_rule_older_resource_recovers_its_name_from_finalizers() {
             json!({"machineconfiguration.openshift.io/generated-by-controller-version": VERSION});
         mc
     })
-    .collect();
+    .collect());
     // -5 has no MachineConfig, -x is not a number nor the plain name: -2 is taken.
     assert_eq!(key_of(&inp).1, vec![format!("update {base}-2")]);
     // Not older than the others: a new suffix.
-    inp.other_objects = vec![other("newer", None, "2020-01-01T00:00:00Z")];
+    inp.other_objects = typed_resources(vec![other("newer", None, "2020-01-01T00:00:00Z")]);
     assert_eq!(key_of(&inp).1, vec![format!("create {base}-1")]);
 }
 
 #[test]
 fn name_rule_migrates_the_deprecated_name() {
     let mut inp = worker(json!({"logLevel": "info"}));
-    inp.pools[0]["metadata"]["uid"] = json!("pool-uid");
-    inp.existing_machine_configs = vec![machine_config(
+    inp.pools[0].metadata.uid = Some("pool-uid".into());
+    inp.existing_machine_configs = typed_all(vec![machine_config(
         "99-worker-pool-uid-containerruntime",
         vec![],
-    )];
+    )]);
     assert_eq!(
         key_of(&inp).1,
         vec![

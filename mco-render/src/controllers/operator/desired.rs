@@ -18,7 +18,7 @@ pub struct DesiredOptions {
 
 /// A manifest the operator cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OperatorError {
+pub enum ManifestsError {
     /// A document is not YAML (or JSON).
     #[error("{file}: document {doc}: invalid YAML: {message}")]
     Yaml {
@@ -41,11 +41,11 @@ pub enum OperatorError {
 
 /// Decodes the manifest files (name, text), in the given order, into objects. Empty
 /// documents are skipped and `List` objects are unpacked.
-pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, OperatorError> {
+pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, ManifestsError> {
     let mut out = Vec::new();
     for (file, text) in files {
         for doc in crate::manifests::yaml_documents(text) {
-            let (doc, v) = doc.map_err(|e| OperatorError::Yaml {
+            let (doc, v) = doc.map_err(|e| ManifestsError::Yaml {
                 file: file.clone(),
                 doc: e.doc,
                 message: e.message,
@@ -63,7 +63,7 @@ pub fn parse_manifests(files: &[(String, String)]) -> Result<Vec<Value>, Operato
                     || str_at(&item, "/kind").is_empty()
                     || str_at(&item, "/metadata/name").is_empty()
                 {
-                    return Err(OperatorError::NotAnObject {
+                    return Err(ManifestsError::NotAnObject {
                         file: file.clone(),
                         doc,
                     });
@@ -218,11 +218,11 @@ mod tests {
     fn rejects_bad_documents() {
         assert!(matches!(
             parse_manifests(&files(&[("a.yaml", "a: [")])),
-            Err(OperatorError::Yaml { doc: 1, .. })
+            Err(ManifestsError::Yaml { doc: 1, .. })
         ));
         assert_eq!(
             parse_manifests(&files(&[("a.yaml", "---\nkind: X\n---\nfoo: 1\n")])),
-            Err(OperatorError::NotAnObject {
+            Err(ManifestsError::NotAnObject {
                 file: "a.yaml".into(),
                 doc: 1
             })

@@ -18,11 +18,10 @@ pub use controller_config::{
     build_controller_config, os_images_from_configmap, ClusterConfigObjects, OsImages,
     OsImagesError, OS_IMAGE_URL_CONFIGMAP,
 };
-pub use desired::{desired_objects, parse_manifests, DesiredOptions, OperatorError};
+pub use desired::{desired_objects, parse_manifests, DesiredOptions, ManifestsError};
 pub use ownership::{update_for, MergePatch, Ownership};
 pub use status::{
-    compute_status, ClusterOperatorStatus, Condition, ObjectReference, OperandVersion, StatusInput,
-    SyncFailure,
+    compute_status, ClusterOperatorStatus, OperandVersion, RelatedObject, StatusInput, SyncFailure,
 };
 
 /// The namespace the MCO's workloads run in.

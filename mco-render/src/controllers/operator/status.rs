@@ -11,71 +11,71 @@
 //! `lastTransitionTime`.
 
 use super::VERSION_ANNOTATION;
-use crate::api::value_at::str_at;
+use crate::api::schema::preserve_object;
+use crate::api::{Condition, MachineConfigPool};
 use crate::gocompat::quote::go_quote;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A ClusterOperator's status.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(description = "What an operator reports.")]
 pub struct ClusterOperatorStatus {
     /// Available, Progressing, Degraded, Upgradeable (and any others written before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        with = "Option<Vec<Condition>>",
+        description = "Available, Progressing, Degraded, Upgradeable, ..."
+    )]
     pub conditions: Vec<Condition>,
     /// The versions the operands are at.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        with = "Option<Vec<OperandVersion>>",
+        description = "The versions of the operands."
+    )]
     pub versions: Vec<OperandVersion>,
     /// Objects worth gathering when debugging the operator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub related_objects: Vec<ObjectReference>,
+    #[schemars(
+        with = "Option<Vec<RelatedObject>>",
+        description = "Objects to gather when debugging the operator."
+    )]
+    pub related_objects: Vec<RelatedObject>,
     /// Operator-specific data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_object")]
     pub extension: Option<Value>,
 }
 
-/// One status condition.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// Available, Progressing, Degraded or Upgradeable.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// True, False or Unknown.
-    pub status: String,
-    /// When the status last changed (RFC 3339).
-    #[serde(default)]
-    pub last_transition_time: String,
-    /// A CamelCase reason.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    /// A human-readable message.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
-
 /// An operand and its version.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "An operand's version.")]
 pub struct OperandVersion {
     /// The operand (`operator`).
+    #[schemars(description = "The operand.")]
     pub name: String,
     /// Its version.
     pub version: String,
 }
 
 /// A reference to related objects (a resource, optionally one named object).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ObjectReference {
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "A reference to a resource or one object.")]
+pub struct RelatedObject {
     /// The API group ("" for core).
-    #[serde(default)]
     pub group: String,
     /// The plural resource.
     pub resource: String,
     /// The namespace, for one namespaced object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(with = "Option<String>", description = "The namespace.")]
     pub namespace: String,
     /// The name, for one object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(with = "Option<String>", description = "The name.")]
     pub name: String,
 }
 
@@ -109,7 +109,7 @@ pub struct StatusInput<'a> {
     /// The workloads, in apply order.
     pub workloads: &'a [Workload],
     /// The MachineConfigPools.
-    pub pools: &'a [Value],
+    pub pools: &'a [MachineConfigPool],
     /// The first sync task that failed, if one did.
     pub failure: Option<&'a SyncFailure>,
     /// The status currently written.
@@ -216,31 +216,32 @@ fn unavailable(w: &Workload) -> Option<String> {
     })
 }
 
-fn pool_condition<'a>(pool: &'a Value, type_: &str) -> Option<&'a Value> {
-    pool.pointer("/status/conditions")
-        .and_then(Value::as_array)?
+fn pool_condition<'a>(pool: &'a MachineConfigPool, type_: &str) -> Option<&'a Condition> {
+    pool.status
+        .as_ref()?
+        .conditions
         .iter()
-        .find(|c| str_at(c, "/type") == type_ && str_at(c, "/status") == "True")
+        .find(|c| c.type_ == type_ && c.is_true())
 }
 
 /// The degraded pools, each with a message naming it.
-pub fn degraded_pools(pools: &[Value]) -> Vec<String> {
+pub fn degraded_pools(pools: &[MachineConfigPool]) -> Vec<String> {
     pools
         .iter()
         .filter_map(|p| {
             let c = pool_condition(p, "Degraded")?;
-            let count = |k: &str| int_at(p, &format!("/status/{k}")).unwrap_or(0);
+            let s = p.status_or_default();
             let mut msg = format!(
                 "MachineConfigPool {} is degraded (total: {}, ready {}, updated: {}, unavailable: {}, degraded: {})",
-                str_at(p, "/metadata/name"),
-                count("machineCount"),
-                count("readyMachineCount"),
-                count("updatedMachineCount"),
-                count("unavailableMachineCount"),
-                count("degradedMachineCount"),
+                p.name(),
+                s.machine_count,
+                s.ready_machine_count,
+                s.updated_machine_count,
+                s.unavailable_machine_count,
+                s.degraded_machine_count,
             );
-            let detail = match str_at(c, "/message") {
-                "" => str_at(c, "/reason"),
+            let detail = match c.message() {
+                "" => c.reason(),
                 m => m,
             };
             if !detail.is_empty() {
@@ -258,9 +259,9 @@ pub const POOLS_TASK: &str = "RequiredPools";
 const AS_EXPECTED: &str = "AsExpected";
 
 /// The objects upstream lists for must-gather, for this project's resources.
-pub fn related_objects(namespace: &str) -> Vec<ObjectReference> {
+pub fn related_objects(namespace: &str) -> Vec<RelatedObject> {
     let mco = "machineconfiguration.openshift.io";
-    let r = |group: &str, resource: &str, name: &str| ObjectReference {
+    let r = |group: &str, resource: &str, name: &str| RelatedObject {
         group: group.to_string(),
         resource: resource.to_string(),
         namespace: String::new(),
@@ -286,13 +287,12 @@ fn show_versions(v: &[OperandVersion]) -> String {
     format!("[{}]", inner.join(" "))
 }
 
+/// A condition as the operator writes it: empty reasons and messages left out.
 fn cond(type_: &str, status: bool, reason: &str, message: String) -> Condition {
     Condition {
-        type_: type_.to_string(),
-        status: if status { "True" } else { "False" }.to_string(),
-        last_transition_time: String::new(),
-        reason: reason.to_string(),
-        message,
+        reason: (!reason.is_empty()).then(|| reason.to_string()),
+        message: (!message.is_empty()).then_some(message),
+        ..Condition::of(type_, status)
     }
 }
 
@@ -373,8 +373,7 @@ pub fn compute_status(input: &StatusInput<'_>) -> ClusterOperatorStatus {
                 format!("Working towards {v}"),
             );
             if let Some(p) = pending.first() {
-                c.message.push_str(": ");
-                c.message.push_str(p);
+                c.message = Some(format!("{}: {p}", c.message()));
             }
             c
         }
@@ -419,12 +418,12 @@ pub fn compute_status(input: &StatusInput<'_>) -> ClusterOperatorStatus {
 
     let mut conditions = Vec::new();
     for mut c in [available, progressing, degraded_cond, upgradeable] {
-        c.last_transition_time = match prev.conditions.iter().find(|p| p.type_ == c.type_) {
-            Some(p) if p.status == c.status && !p.last_transition_time.is_empty() => {
-                p.last_transition_time.clone()
+        c.last_transition_time = Some(match prev.conditions.iter().find(|p| p.type_ == c.type_) {
+            Some(p) if p.status == c.status && !p.last_transition_time().is_empty() => {
+                p.last_transition_time().to_string()
             }
             _ => input.now.to_string(),
-        };
+        });
         conditions.push(c);
     }
     let ours = ["Available", "Progressing", "Degraded", "Upgradeable"];

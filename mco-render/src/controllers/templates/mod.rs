@@ -365,17 +365,11 @@ fn machine_config_for_name(
                 api_version: API_VERSION.to_string(),
                 kind: "ControllerConfig".to_string(),
                 name: cc.metadata.name.clone(),
-                uid: cc
-                    .metadata
-                    .extra
-                    .get("uid")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+                uid: cc.metadata.uid.clone().unwrap_or_default(),
                 controller: Some(true),
                 block_owner_deletion: Some(true),
             }],
-            extra: BTreeMap::new(),
+            ..ObjectMeta::default()
         },
         spec: MachineConfigSpec {
             config: Some(config.into_value()),

@@ -46,18 +46,21 @@ fn rolled_out() -> Vec<Workload> {
     ]
 }
 
-fn pool(name: &str, degraded: bool, updating: bool) -> Value {
-    json!({"metadata": {"name": name}, "status": {"machineCount": 3, "readyMachineCount": 2,
+fn pool(name: &str, degraded: bool, updating: bool) -> MachineConfigPool {
+    serde_json::from_value(
+        json!({"metadata": {"name": name}, "status": {"machineCount": 3, "readyMachineCount": 2,
         "updatedMachineCount": 2, "unavailableMachineCount": 1, "degradedMachineCount": 1,
         "conditions": [
             {"type": "Degraded", "status": if degraded {"True"} else {"False"},
              "message": "Node w-1 is reporting: boom"},
-            {"type": "Updating", "status": if updating {"True"} else {"False"}}]}})
+            {"type": "Updating", "status": if updating {"True"} else {"False"}}]}}),
+    )
+    .expect("pool fixture")
 }
 
 fn input<'a>(
     workloads: &'a [Workload],
-    pools: &'a [Value],
+    pools: &'a [MachineConfigPool],
     failure: Option<&'a SyncFailure>,
     previous: Option<&'a ClusterOperatorStatus>,
 ) -> StatusInput<'a> {
@@ -91,14 +94,11 @@ fn rolled_out_reports_available_and_the_version() {
         }]
     );
     let a = get(&s, "Available");
-    assert_eq!(
-        (a.status.as_str(), a.reason.as_str()),
-        ("True", "AsExpected")
-    );
-    assert_eq!(a.message, "Cluster has deployed [{operator 4.99.0}]");
+    assert_eq!((a.status.as_str(), a.reason()), ("True", "AsExpected"));
+    assert_eq!(a.message(), "Cluster has deployed [{operator 4.99.0}]");
     let p = get(&s, "Progressing");
     assert_eq!(
-        (p.status.as_str(), p.message.as_str()),
+        (p.status.as_str(), p.message()),
         ("False", "Cluster version is 4.99.0")
     );
     assert_eq!(get(&s, "Degraded").status, "False");
@@ -127,13 +127,13 @@ fn rolling_out_reports_progressing_without_a_version() {
     let p = get(&s, "Progressing");
     assert_eq!(p.status, "True");
     assert!(
-        p.message.starts_with("Working towards 4.99.0"),
+        p.message().starts_with("Working towards 4.99.0"),
         "{}",
-        p.message
+        p.message()
     );
     let a = get(&s, "Available");
     assert_eq!(
-        (a.status.as_str(), a.reason.as_str()),
+        (a.status.as_str(), a.reason()),
         ("False", "MachineConfigControllerNotAvailable")
     );
     assert_eq!(get(&s, "Degraded").status, "False");
@@ -182,10 +182,10 @@ fn new_version_keeps_the_old_one_while_working_towards_it() {
     assert_eq!(s.versions, old);
     assert_eq!(get(&s, "Progressing").status, "True");
     assert!(get(&s, "Progressing")
-        .message
+        .message()
         .starts_with("Working towards 4.99.0"));
     assert_eq!(
-        get(&s, "Available").message,
+        get(&s, "Available").message(),
         "Cluster has deployed [{operator 4.98.0}]"
     );
     let done = compute_status(&input(&w, &[], None, Some(&prev)));
@@ -199,27 +199,24 @@ fn degraded_pool_is_degraded_not_unavailable() {
     let s = compute_status(&input(&w, &pools, None, None));
     let d = get(&s, "Degraded");
     assert_eq!(
-        (d.status.as_str(), d.reason.as_str()),
+        (d.status.as_str(), d.reason()),
         ("True", "RequiredPoolsFailed")
     );
     assert!(
-        d.message
+        d.message()
             .starts_with("Unable to apply 4.99.0: MachineConfigPool worker is degraded"),
         "{}",
-        d.message
+        d.message()
     );
-    assert!(d.message.contains("boom"));
-    assert!(!d.message.contains("master"));
+    assert!(d.message().contains("boom"));
+    assert!(!d.message().contains("master"));
     assert_eq!(get(&s, "Available").status, "True");
     let u = get(&s, "Upgradeable");
-    assert_eq!(
-        (u.status.as_str(), u.reason.as_str()),
-        ("False", "DegradedPool")
-    );
+    assert_eq!((u.status.as_str(), u.reason()), ("False", "DegradedPool"));
     assert!(s.versions.is_empty());
     let p = get(&s, "Progressing");
     assert_eq!(
-        (p.status.as_str(), p.message.as_str()),
+        (p.status.as_str(), p.message()),
         ("True", "Unable to apply 4.99.0")
     );
 }
@@ -231,11 +228,11 @@ fn degraded_at_the_version_says_resync() {
     let pools = [pool("worker", true, false)];
     let s = compute_status(&input(&w, &pools, None, Some(&prev)));
     assert!(get(&s, "Degraded")
-        .message
+        .message()
         .starts_with("Failed to resync 4.99.0 because: MachineConfigPool worker"));
     let p = get(&s, "Progressing");
     assert_eq!(
-        (p.status.as_str(), p.message.as_str()),
+        (p.status.as_str(), p.message()),
         ("False", "Error while reconciling 4.99.0")
     );
     assert_eq!(s.versions, prev.versions);
@@ -247,10 +244,7 @@ fn updating_pool_is_not_upgradeable() {
     let pools = [pool("worker", false, true)];
     let s = compute_status(&input(&w, &pools, None, None));
     let u = get(&s, "Upgradeable");
-    assert_eq!(
-        (u.status.as_str(), u.reason.as_str()),
-        ("False", "PoolUpdating")
-    );
+    assert_eq!((u.status.as_str(), u.reason()), ("False", "PoolUpdating"));
     assert_eq!(get(&s, "Degraded").status, "False");
 }
 
@@ -264,13 +258,13 @@ fn failed_task_makes_unavailable_and_degraded() {
     let s = compute_status(&input(&w, &[], Some(&f), None));
     let a = get(&s, "Available");
     assert_eq!(
-        (a.status.as_str(), a.reason.as_str()),
+        (a.status.as_str(), a.reason()),
         ("False", "MachineConfigServerFailed")
     );
-    assert_eq!(a.message, "Cluster not available for []: forbidden");
+    assert_eq!(a.message(), "Cluster not available for []: forbidden");
     let d = get(&s, "Degraded");
-    assert_eq!(d.reason, "MachineConfigServerFailed");
-    assert_eq!(d.message, "Unable to apply 4.99.0: forbidden");
+    assert_eq!(d.reason(), "MachineConfigServerFailed");
+    assert_eq!(d.message(), "Unable to apply 4.99.0: forbidden");
 }
 
 #[test]
@@ -283,15 +277,15 @@ fn transition_time_kept_when_status_unchanged() {
     later.pools = &pools;
     let s = compute_status(&later);
     assert_eq!(
-        get(&s, "Available").last_transition_time,
+        get(&s, "Available").last_transition_time(),
         "2026-01-01T00:00:00Z"
     );
     assert_eq!(
-        get(&s, "Degraded").last_transition_time,
+        get(&s, "Degraded").last_transition_time(),
         "2026-02-02T00:00:00Z"
     );
     assert_eq!(
-        get(&s, "Upgradeable").last_transition_time,
+        get(&s, "Upgradeable").last_transition_time(),
         "2026-02-02T00:00:00Z"
     );
 }
@@ -349,7 +343,7 @@ fn arb_previous() -> impl Strategy<Value = Option<ClusterOperatorStatus>> {
             conditions: vec![Condition {
                 type_: "Available".into(),
                 status: if avail { "True" } else { "False" }.into(),
-                last_transition_time: "2025-01-01T00:00:00Z".into(),
+                last_transition_time: Some("2025-01-01T00:00:00Z".into()),
                 ..Default::default()
             }],
             versions: if versioned {
@@ -373,7 +367,7 @@ proptest! {
         fail in any::<bool>(),
         previous in arb_previous(),
     ) {
-        let pools: Vec<Value> = pool_flags.iter().enumerate()
+        let pools: Vec<MachineConfigPool> = pool_flags.iter().enumerate()
             .map(|(i, (d, u))| pool(&format!("p{i}"), *d, *u)).collect();
         let failure = SyncFailure { task: "MachineConfigDaemon".into(), message: "x".into() };
         let inp = input(&workloads, &pools, fail.then_some(&failure), previous.as_ref());

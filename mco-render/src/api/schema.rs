@@ -1,4 +1,5 @@
-//! Schema helpers for fields whose shape the API server must not prune or check.
+//! JSON Schema helpers for fields whose shape the API server must not prune or check (the
+//! CustomResourceDefinitions are generated from these types' schemas).
 
 use schemars::{json_schema, Schema, SchemaGenerator};
 

@@ -1,31 +1,38 @@
 //! The resources users write to tune nodes: KubeletConfig and ContainerRuntimeConfig. The
-//! controller turns each into a generated MachineConfig per pool it selects.
+//! controllers in [`crate::controllers::generate`] turn each into a generated MachineConfig
+//! per pool it selects.
 
-// Several printer columns share a `type_`; clippy reads the derive's arguments as repeated
-// attributes.
-#![allow(clippy::duplicated_attributes)]
-
+use super::condition::Condition;
+use super::meta::ObjectMeta;
 use super::schema::{int_or_string, preserve_object};
-use super::types::{Condition, LabelSelector};
-use kube::CustomResource;
+use super::selector::LabelSelector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// A KubeletConfig object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletConfig {
+    /// `machineconfiguration.openshift.io/v1`.
+    #[serde(default)]
+    pub api_version: String,
+    /// `KubeletConfig`.
+    #[serde(default)]
+    pub kind: String,
+    /// Metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The settings.
+    #[serde(default)]
+    pub spec: KubeletConfigSpec,
+    /// What the controller reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<CustomResourceStatus>,
+}
+
 /// A KubeletConfig: kubelet settings merged into the kubelet configuration of the pools it
 /// selects.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-#[kube(
-    group = "machineconfiguration.openshift.io",
-    version = "v1",
-    kind = "KubeletConfig",
-    plural = "kubeletconfigs",
-    status = "CustomResourceStatus",
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
-)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KubeletConfigSpec {
     /// Automatic sizing of the node's reserved resources.
@@ -47,7 +54,7 @@ pub struct KubeletConfigSpec {
 }
 
 /// A TLS security profile, as in `config.openshift.io/v1`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct TlsSecurityProfile {
     /// Old, Intermediate, Modern or Custom.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -70,7 +77,7 @@ pub struct TlsSecurityProfile {
 }
 
 /// The settings of a custom TLS profile.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomTlsProfile {
     /// Cipher names (OpenSSL or IANA).
@@ -85,21 +92,29 @@ pub struct CustomTlsProfile {
     pub min_tls_version: Option<String>,
 }
 
+/// A ContainerRuntimeConfig object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerRuntimeConfig {
+    /// `machineconfiguration.openshift.io/v1`.
+    #[serde(default)]
+    pub api_version: String,
+    /// `ContainerRuntimeConfig`.
+    #[serde(default)]
+    pub kind: String,
+    /// Metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The settings.
+    #[serde(default)]
+    pub spec: ContainerRuntimeConfigSpec,
+    /// What the controller reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<CustomResourceStatus>,
+}
+
 /// A ContainerRuntimeConfig: CRI-O and storage settings for the pools it selects.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-#[kube(
-    group = "machineconfiguration.openshift.io",
-    version = "v1",
-    kind = "ContainerRuntimeConfig",
-    plural = "containerruntimeconfigs",
-    shortname = "ctrcfg",
-    status = "CustomResourceStatus",
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
-)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRuntimeConfigSpec {
     /// Which pools the settings apply to.
@@ -111,7 +126,7 @@ pub struct ContainerRuntimeConfigSpec {
 }
 
 /// CRI-O and container storage settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRuntimeConfiguration {
     /// The most processes a container may run.
@@ -143,14 +158,14 @@ pub struct ContainerRuntimeConfiguration {
 }
 
 /// One additional store.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct StorePath {
     /// Its absolute path.
     pub path: String,
 }
 
 /// The status of a KubeletConfig or ContainerRuntimeConfig.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomResourceStatus {
     /// The generation the controller last synced.
@@ -159,4 +174,80 @@ pub struct CustomResourceStatus {
     /// What the syncs reported, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+}
+
+/// A KubeletConfig or a ContainerRuntimeConfig: a resource the generating controllers turn
+/// into MachineConfigs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CustomResource {
+    /// A KubeletConfig.
+    Kubelet(KubeletConfig),
+    /// A ContainerRuntimeConfig.
+    ContainerRuntime(ContainerRuntimeConfig),
+}
+
+impl Default for CustomResource {
+    fn default() -> Self {
+        CustomResource::Kubelet(KubeletConfig::default())
+    }
+}
+
+impl CustomResource {
+    /// Decodes a KubeletConfig or ContainerRuntimeConfig by its `kind`; `None` for other
+    /// kinds.
+    pub fn from_json(v: serde_json::Value) -> Option<Result<Self, serde_json::Error>> {
+        match v.get("kind").and_then(serde_json::Value::as_str) {
+            Some("KubeletConfig") => Some(serde_json::from_value(v).map(CustomResource::Kubelet)),
+            Some("ContainerRuntimeConfig") => {
+                Some(serde_json::from_value(v).map(CustomResource::ContainerRuntime))
+            }
+            _ => None,
+        }
+    }
+
+    /// The resource as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let v = match self {
+            CustomResource::Kubelet(k) => serde_json::to_value(k),
+            CustomResource::ContainerRuntime(c) => serde_json::to_value(c),
+        };
+        v.unwrap_or(serde_json::Value::Null)
+    }
+
+    /// `KubeletConfig` or `ContainerRuntimeConfig`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CustomResource::Kubelet(_) => "KubeletConfig",
+            CustomResource::ContainerRuntime(_) => "ContainerRuntimeConfig",
+        }
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            CustomResource::Kubelet(k) => &k.metadata,
+            CustomResource::ContainerRuntime(c) => &c.metadata,
+        }
+    }
+
+    /// The metadata, to change.
+    pub fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            CustomResource::Kubelet(k) => &mut k.metadata,
+            CustomResource::ContainerRuntime(c) => &mut c.metadata,
+        }
+    }
+
+    /// The status, if any.
+    pub fn status(&self) -> Option<&CustomResourceStatus> {
+        match self {
+            CustomResource::Kubelet(k) => k.status.as_ref(),
+            CustomResource::ContainerRuntime(c) => c.status.as_ref(),
+        }
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.metadata().name
+    }
 }
