@@ -9,6 +9,7 @@
 //! `Init` event before each retry, which turned an absent API into a request a second.
 
 use futures::StreamExt;
+pub use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource};
@@ -71,19 +72,37 @@ fn is_absent(e: &watcher::Error) -> bool {
     }
 }
 
-/// Watches `api` into a store, calling `on_change` after each change is in the store.
-/// `what` names the kind in logs.
+/// Watches `api` into a store, calling `on_change` after each change is in the store (with
+/// the store, to read the rest of the kind). `what` names the kind in logs.
 pub fn reflect<K, F>(
     api: Api<K>,
     config: watcher::Config,
     what: &'static str,
-    mut on_change: F,
+    on_change: F,
 ) -> Reflector<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    F: FnMut(Change<'_, K>) + Send + 'static,
+    F: FnMut(Change<'_, K>, &Store<K>) + Send + 'static,
 {
-    let (store, mut writer) = reflector::store::<K>();
+    reflect_with(api, config, (), what, on_change)
+}
+
+/// [`reflect`] for kinds with a dynamic type (the MCO kinds, `kube::core::Object`s).
+pub fn reflect_with<K, F>(
+    api: Api<K>,
+    config: watcher::Config,
+    dyntype: K::DynamicType,
+    what: &'static str,
+    mut on_change: F,
+) -> Reflector<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync,
+    F: FnMut(Change<'_, K>, &Store<K>) + Send + 'static,
+{
+    let mut writer = reflector::store::Writer::<K>::new(dyntype);
+    let store = writer.as_reader();
+    let reader = store.clone();
     let task = tokio::spawn(async move {
         let mut stream = watcher(api, config).boxed();
         let mut attempt = 0u32;
@@ -104,7 +123,7 @@ where
                         tracing::info!("{what}: now served");
                         reported_absent = false;
                     }
-                    on_change(change);
+                    on_change(change, &reader);
                 }
                 Err(e) => {
                     let absent = is_absent(&e);

@@ -12,7 +12,7 @@
 
 mod support;
 
-use mco_k8s::controller::cluster::Cluster;
+use mco_k8s::controller::pool_sync::Cluster;
 use mco_k8s::operator::kinds::kind_info;
 use mco_k8s::operator::{embedded, Operator, Options};
 use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, STATE};

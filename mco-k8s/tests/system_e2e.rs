@@ -118,7 +118,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         resync: Duration::from_secs(1),
         ..Options::default()
     };
-    let client = server.client();
+    let client = server.client_as("machine-config-controller");
     let ctrl = tokio::spawn(async move {
         let _ = controller::run(client, opts).await;
     });
@@ -205,6 +205,23 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         assert_eq!(count("PATCH nodes"), 7, "{w}: {by_agent:#?}");
         assert_eq!(count("GET machineconfigs"), 1, "{w}");
         assert_eq!(count("LIST nodes"), 1, "{w}");
+    }
+    // The controller listed each kind once, when its watch started, and read its caches
+    // from then on; it lists a node's pods per drain, as kubectl drain does.
+    for kind in [
+        "machineconfigs",
+        "machineconfigpools",
+        "controllerconfigs",
+        "nodes",
+    ] {
+        let lists = by_agent
+            .get(&(
+                "machine-config-controller".to_string(),
+                format!("LIST {kind}"),
+            ))
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(lists, 1, "LIST {kind}: {by_agent:#?}");
     }
     ctrl.abort();
     for a in agents {

@@ -9,7 +9,7 @@
 //! terminate, and with a doubling backoff while evictions are refused. Passes that come
 //! earlier (any watched change) leave a drain alone until its retry is due.
 
-use super::cluster::SyncError;
+use super::pool_sync::SyncError;
 use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
 use kube::api::{EvictParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -259,11 +259,15 @@ impl Drainer {
         Ok(())
     }
 
-    /// Handles every node's pending request (drains whose retry is not due yet wait).
-    pub async fn sync(&mut self, nodes: &[Node]) -> Result<(), SyncError> {
-        self.ongoing
-            .retain(|name, _| nodes.iter().any(|n| n.name() == name));
-        for n in nodes {
+    /// Forgets the drains of nodes that no longer exist.
+    pub fn retain_nodes(&mut self, exists: impl Fn(&str) -> bool) {
+        self.ongoing.retain(|name, _| exists(name));
+    }
+
+    /// Handles the pending request of each of `nodes` (drains whose retry is not due yet
+    /// wait).
+    pub async fn sync(&mut self, nodes: &[&Node]) -> Result<(), SyncError> {
+        for n in nodes.iter().copied() {
             match drain_action(n) {
                 DrainAction::None => {
                     self.ongoing.remove(n.name());

@@ -1,29 +1,41 @@
-//! The machine-config-controller: watches the cluster, calls the pure decisions in
-//! `mco_render::controllers`, and carries out their writes with kube-rs.
+//! The machine-config-controller: watch caches of the MCO kinds and Nodes, a work queue of
+//! pools, and per-pool reconciles that call the pure decisions in `mco_render::controllers`
+//! and carry out their writes with kube-rs ([`pool_sync`]).
 //!
-//! One pass syncs every pool: render (create the rendered MachineConfig, point the pool at
-//! it, RenderDegraded), roll out (desiredConfig annotations within maxUnavailable), pool
-//! status, drain requests, and garbage collection of unused rendered configs. Passes run on
-//! any watched change, debounced, on a resync timer, and when a drain in progress is due for
-//! its next attempt.
+//! Built the kube-runtime way: one watch per kind keeps a store ([`crate::reflect`]); each
+//! change enqueues the pools it affects (a Node its own pool, a pool itself, a MachineConfig
+//! or the ControllerConfig every pool, a rendered config its pool); kube-runtime's applier
+//! runs the reconciles (one at a time per pool, deduplicated, debounced) and requeues each
+//! after the resync, sooner while a drain waits. After start-up the controller LISTs only
+//! when a watch must re-list.
 //!
 //! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
 //! template controller (with a templates folder) and the KubeletConfig and
 //! ContainerRuntimeConfig controllers.
 
-pub mod cluster;
 pub mod drain;
 pub mod generators;
+pub mod pool_sync;
 pub mod resources;
 pub mod templates;
 pub mod writes;
 
 use crate::crd;
-use cluster::{Cluster, SyncError};
+use crate::objects::{self, Model, Stored};
+use crate::reflect::{reflect, reflect_with, Change, ObjectRef, Reflector};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::controller::{Action, Config as ApplierConfig};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool, Node};
+use mco_render::controllers::backoff::Backoff;
+use mco_render::controllers::node_pool::primary_pool;
+use pool_sync::{decode_node, Cluster, SyncError, View, CONTROLLER_CONFIG_NAME};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -105,39 +117,278 @@ fn watch_all(client: &Client, resources: &[ApiResource], tx: &mpsc::Sender<()>) 
         .collect()
 }
 
+/// The stored pool kind and its queue key.
+type PoolObject = Stored<MachineConfigPool>;
+
+/// What the reconciles share: the caches, the writer, per-pool failure counts.
+struct Context {
+    mcs: Store<Stored<MachineConfig>>,
+    pools: Store<PoolObject>,
+    ccs: Store<Stored<ControllerConfig>>,
+    nodes: Store<KubeNode>,
+    cluster: tokio::sync::Mutex<Cluster>,
+    failures: Mutex<BTreeMap<String, u32>>,
+    resync: Duration,
+}
+
+impl Context {
+    /// The cluster as the caches hold it now.
+    fn view(&self) -> View {
+        let nodes = self
+            .nodes
+            .state()
+            .iter()
+            .filter_map(|n| match decode_node(n) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    None
+                }
+            })
+            .collect();
+        View {
+            mcs: self
+                .mcs
+                .state()
+                .iter()
+                .map(|o| MachineConfig::from_object((**o).clone()))
+                .collect(),
+            pools: self
+                .pools
+                .state()
+                .iter()
+                .map(|o| MachineConfigPool::from_object((**o).clone()))
+                .collect(),
+            cc: self
+                .ccs
+                .state()
+                .iter()
+                .map(|o| ControllerConfig::from_object((**o).clone()))
+                .find(|c| c.metadata.name == CONTROLLER_CONFIG_NAME),
+            nodes,
+        }
+    }
+}
+
+/// Sends pool keys to the work queue.
+#[derive(Clone)]
+struct Enqueue {
+    tx: futures::channel::mpsc::UnboundedSender<ObjectRef<PoolObject>>,
+    resource: ApiResource,
+}
+
+impl Enqueue {
+    fn pool(&self, name: &str) {
+        let _ = self
+            .tx
+            .unbounded_send(ObjectRef::new_with(name, self.resource.clone()));
+    }
+
+    fn all(&self, pools: &Store<PoolObject>) {
+        for p in pools.state() {
+            if let Some(name) = &p.metadata.name {
+                self.pool(name);
+            }
+        }
+    }
+}
+
 /// Runs the controller until the process stops. Dropping the future (aborting its task)
 /// stops the controller's watches too.
 pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
-    let (tx, mut rx) = mpsc::channel::<()>(1);
-    let mut watchers = watch_all(
-        &client,
-        &[
-            crd::MACHINE_CONFIG.api_resource(),
-            crd::MACHINE_CONFIG_POOL.api_resource(),
-            crd::CONTROLLER_CONFIG.api_resource(),
-        ],
-        &tx,
+    let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<PoolObject>>();
+    let pool_ar = crd::MACHINE_CONFIG_POOL.api_resource();
+    let enqueue = Enqueue {
+        tx,
+        resource: pool_ar.clone(),
+    };
+    let cfg = watcher::Config::default;
+
+    // Pools first: the other kinds' callbacks read the pool cache to know which to enqueue.
+    let pool_store: Arc<OnceLock<Store<PoolObject>>> = Arc::new(OnceLock::new());
+    let q = enqueue.clone();
+    let pools: Reflector<PoolObject> = reflect_with(
+        objects::api::<MachineConfigPool>(&client),
+        cfg(),
+        pool_ar,
+        "MachineConfigPools",
+        move |change, store| match change {
+            Change::Applied(p) | Change::Deleted(p) => {
+                if let Some(name) = &p.metadata.name {
+                    q.pool(name);
+                }
+            }
+            Change::Relisted => q.all(store),
+        },
     );
-    watchers.push(watch_into(
-        Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
-        tx.clone(),
-    ));
-    let mut cluster = Cluster::new(client, opts.clone());
-    loop {
-        // A change, the resync, or a drain's own retry, whichever comes first.
-        let wait = cluster
-            .next_drain_retry()
-            .map_or(opts.resync, |d| d.min(opts.resync));
-        let _ = tokio::time::timeout(wait, rx.recv()).await;
-        // Debounce: let a burst of changes settle into one pass.
-        tokio::time::sleep(opts.debounce).await;
-        while rx.try_recv().is_ok() {}
-        if let Err(e) = cluster.sync_all().await {
-            tracing::warn!("sync failed: {e}");
-            let _ = tx.try_send(());
+    let _ = pool_store.set(pools.store().clone());
+
+    let every_pool = |what: &'static str| {
+        let q = enqueue.clone();
+        let pools = pool_store.clone();
+        move |_: Change<'_, _>, _: &Store<_>| {
+            if let Some(p) = pools.get() {
+                tracing::trace!("{what} changed");
+                q.all(p);
+            }
         }
-        if watchers.iter().all(|w| w.0.is_finished()) {
+    };
+    let q = enqueue.clone();
+    let pools_for_mcs = pool_store.clone();
+    let mcs: Reflector<Stored<MachineConfig>> = reflect_with(
+        objects::api::<MachineConfig>(&client),
+        cfg(),
+        crd::MACHINE_CONFIG.api_resource(),
+        "MachineConfigs",
+        move |change, _| {
+            let Some(pools) = pools_for_mcs.get() else {
+                return;
+            };
+            // A rendered config concerns its own pool; any other MachineConfig may be
+            // selected by any pool.
+            let rendered = match &change {
+                Change::Applied(m) | Change::Deleted(m) => m
+                    .metadata
+                    .name
+                    .as_deref()
+                    .and_then(|n| n.strip_prefix("rendered-"))
+                    .map(str::to_string),
+                Change::Relisted => None,
+            };
+            match rendered {
+                Some(rest) => {
+                    for p in pools.state() {
+                        let name = p.metadata.name.clone().unwrap_or_default();
+                        if rest.starts_with(&format!("{name}-")) {
+                            q.pool(&name);
+                        }
+                    }
+                }
+                None => q.all(pools),
+            }
+        },
+    );
+    let ccs: Reflector<Stored<ControllerConfig>> = reflect_with(
+        objects::api::<ControllerConfig>(&client),
+        cfg(),
+        crd::CONTROLLER_CONFIG.api_resource(),
+        "ControllerConfigs",
+        every_pool("ControllerConfig"),
+    );
+    // A Node concerns the pool it belongs to now and the one it belonged to before.
+    let q = enqueue.clone();
+    let pools_for_nodes = pool_store.clone();
+    let mut node_pool: BTreeMap<String, String> = BTreeMap::new();
+    let nodes: Reflector<KubeNode> = reflect(
+        Api::all(client.clone()),
+        cfg(),
+        "Nodes",
+        move |change, _| {
+            let Some(pools) = pools_for_nodes.get() else {
+                return;
+            };
+            let node = match change {
+                Change::Applied(n) | Change::Deleted(n) => n,
+                Change::Relisted => return q.all(pools),
+            };
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let core: Vec<MachineConfigPool> = pools
+                .state()
+                .iter()
+                .map(|p| MachineConfigPool::from_object((**p).clone()))
+                .collect();
+            let now = decode_node(node).ok().and_then(|n: Node| {
+                primary_pool(&n, &core)
+                    .ok()
+                    .flatten()
+                    .map(|p| p.name().to_string())
+            });
+            let before = match &now {
+                Some(p) => node_pool.insert(name, p.clone()),
+                None => node_pool.remove(&name),
+            };
+            for p in now.iter().chain(before.iter()) {
+                q.pool(p);
+            }
+            if now.is_none() && before.is_none() {
+                // Not in any pool yet (e.g. no role label): the pools still count it.
+                q.all(pools);
+            }
+        },
+    );
+
+    for (what, ready) in [
+        ("pools", pools.store().wait_until_ready().await),
+        ("machineconfigs", mcs.store().wait_until_ready().await),
+        ("controllerconfigs", ccs.store().wait_until_ready().await),
+        ("nodes", nodes.store().wait_until_ready().await),
+    ] {
+        if ready.is_err() {
+            tracing::warn!("{what} cache stopped before it was ready");
             return Ok(());
         }
     }
+
+    let ctx = Arc::new(Context {
+        mcs: mcs.store().clone(),
+        pools: pools.store().clone(),
+        ccs: ccs.store().clone(),
+        nodes: nodes.store().clone(),
+        cluster: tokio::sync::Mutex::new(Cluster::new(client, opts.clone())),
+        failures: Mutex::new(BTreeMap::new()),
+        resync: opts.resync,
+    });
+    let queue = rx.map(Ok::<_, std::convert::Infallible>);
+    let applier = kube::runtime::applier(
+        |pool: Arc<PoolObject>, ctx: Arc<Context>| Box::pin(reconcile(pool, ctx)),
+        error_policy,
+        ctx,
+        pools.store().clone(),
+        queue,
+        ApplierConfig::default().debounce(opts.debounce),
+    );
+    let mut applier = std::pin::pin!(applier);
+    while let Some(result) = applier.next().await {
+        if let Err(e) = result {
+            tracing::debug!("reconcile: {e}");
+        }
+    }
+    drop((mcs, ccs, nodes, pools));
+    Ok(())
+}
+
+/// One pool's reconcile, from the caches.
+async fn reconcile(pool: Arc<PoolObject>, ctx: Arc<Context>) -> Result<Action, SyncError> {
+    let name = pool.metadata.name.clone().unwrap_or_default();
+    let mut view = ctx.view();
+    let mut cluster = ctx.cluster.lock().await;
+    cluster.sync_pool(&mut view, &name).await?;
+    cluster.forget_vanished_drains(&view);
+    let wait = cluster
+        .next_drain_retry()
+        .map_or(ctx.resync, |d| d.min(ctx.resync));
+    if let Ok(mut f) = ctx.failures.lock() {
+        f.remove(&name);
+    }
+    Ok(Action::requeue(wait.max(Duration::from_millis(10))))
+}
+
+/// A failed reconcile is retried on a growing delay of its own pool.
+fn error_policy(pool: Arc<PoolObject>, error: &SyncError, ctx: Arc<Context>) -> Action {
+    let name = pool.metadata.name.clone().unwrap_or_default();
+    let attempt = ctx
+        .failures
+        .lock()
+        .map(|mut f| {
+            let a = f.entry(name.clone()).or_insert(0);
+            *a = a.saturating_add(1);
+            *a - 1
+        })
+        .unwrap_or(0);
+    let delay = Backoff::TRANSIENT.delay(attempt);
+    tracing::warn!(
+        pool = name.as_str(),
+        "sync failed: {error}; retrying in {delay:?}"
+    );
+    Action::requeue(delay)
 }

@@ -9,7 +9,7 @@
 //! Every write is skipped when the stored object already matches; a write that conflicts is
 //! left to the next pass.
 
-use super::cluster::now_rfc3339;
+use super::pool_sync::now_rfc3339;
 use super::writes::{
     config_resource, ensure, get_optional, is_absent, is_conflict, map_patch, WriteError, Written,
 };

@@ -3,7 +3,7 @@
 //! `mco_render::controllers::templates` renders from the ControllerConfig and a folder of templates, owned
 //! by the ControllerConfig.
 
-use super::cluster::CONTROLLER_CONFIG_NAME;
+use super::pool_sync::CONTROLLER_CONFIG_NAME;
 use super::resources::CLUSTER;
 use super::writes::{config_resource, ensure, get_optional, is_absent, WriteError, Written};
 use crate::objects::{self, Model, Stored};

@@ -3,7 +3,7 @@
 //! served state only; the caches rebuild it when a watched object changes.
 
 use super::served_state::{BuildOptions, ClusterObjects, ServedState};
-use crate::controller::cluster::CONTROLLER_CONFIG_NAME;
+use crate::controller::pool_sync::CONTROLLER_CONFIG_NAME;
 use crate::objects::{self, Model, Stored};
 use futures::StreamExt;
 use kube::api::ApiResource;

@@ -248,7 +248,7 @@ impl Operator {
         let previous: Option<ClusterOperatorStatus> = live
             .get("status")
             .and_then(|s| serde_json::from_value(s.clone()).ok());
-        let now = crate::controller::cluster::now_rfc3339();
+        let now = crate::controller::pool_sync::now_rfc3339();
         let status = compute_status(&StatusInput {
             version: &self.opts.version,
             namespace: NAMESPACE,

@@ -781,7 +781,7 @@ impl Store {
         set_meta(
             &mut obj,
             "creationTimestamp",
-            json!(mco_k8s::controller::cluster::now_rfc3339()),
+            json!(mco_k8s::controller::pool_sync::now_rfc3339()),
         );
         set_meta(&mut obj, "generation", json!(1));
         if def.is_custom() && def.status {
@@ -978,7 +978,7 @@ impl Store {
         set_meta(
             &mut pod,
             "deletionTimestamp",
-            json!(mco_k8s::controller::cluster::rfc3339(ends)),
+            json!(mco_k8s::controller::pool_sync::rfc3339(ends)),
         );
         set_meta(&mut pod, "deletionGracePeriodSeconds", json!(grace));
         if !already {

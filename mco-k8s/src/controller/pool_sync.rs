@@ -1,4 +1,7 @@
-//! One sync pass over the cluster: read everything, decide with the pure functions, write.
+//! One pool's sync: render, roll out, status, drains and garbage collection, decided by the
+//! pure functions over a [`View`] of the cluster and carried out with kube-rs. The running
+//! controller ([`super::run`]) takes its views from watch caches; [`Cluster::sync_all`]
+//! lists the cluster once, for one-shot passes (tests, tools).
 
 use super::drain::Drainer;
 use super::Options;
@@ -40,7 +43,7 @@ pub enum SyncError {
 
 /// A Node in the core's model (Nodes are Kubernetes' objects, reduced by the core to the
 /// fields the controllers read).
-fn decode_node(node: &KubeNode) -> Result<Node, SyncError> {
+pub fn decode_node(node: &KubeNode) -> Result<Node, SyncError> {
     let err = |source| SyncError::Decode {
         kind: "Node",
         name: node.metadata.name.clone().unwrap_or_default(),
@@ -81,6 +84,20 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
     )
 }
 
+/// The objects a pool's sync reads: every MachineConfig, pool and Node, and the
+/// ControllerConfig.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// Every MachineConfig.
+    pub mcs: Vec<MachineConfig>,
+    /// Every pool.
+    pub pools: Vec<MachineConfigPool>,
+    /// The `machine-config-controller` ControllerConfig.
+    pub cc: Option<ControllerConfig>,
+    /// Every Node.
+    pub nodes: Vec<Node>,
+}
+
 /// The controller's handle on the cluster.
 pub struct Cluster {
     mcs: Api<Stored<MachineConfig>>,
@@ -104,17 +121,8 @@ impl Cluster {
         }
     }
 
-    async fn read(
-        &self,
-    ) -> Result<
-        (
-            Vec<MachineConfig>,
-            Vec<MachineConfigPool>,
-            Option<ControllerConfig>,
-            Vec<Node>,
-        ),
-        SyncError,
-    > {
+    /// The cluster as listed now (five LISTs; the running controller reads caches instead).
+    pub async fn list_view(&self) -> Result<View, SyncError> {
         let lp = ListParams::default();
         let mcs = self.mcs.list(&lp).await?;
         let mcs = mcs.into_iter().map(MachineConfig::from_object).collect();
@@ -134,7 +142,18 @@ impl Cluster {
         for o in self.nodes.list(&lp).await? {
             nodes.push(decode_node(&o)?);
         }
-        Ok((mcs, pools, cc, nodes))
+        Ok(View {
+            mcs,
+            pools,
+            cc,
+            nodes,
+        })
+    }
+
+    /// Forgets the drains of nodes `view` no longer holds.
+    pub fn forget_vanished_drains(&mut self, view: &View) {
+        self.drainer
+            .retain_nodes(|n| view.nodes.iter().any(|m| m.name() == n));
     }
 
     /// How long until a drain in progress wants another pass (see [`Drainer::next_retry`]).
@@ -209,86 +228,99 @@ impl Cluster {
         Ok(())
     }
 
-    /// One full pass: render, roll out, status, drains, garbage collection.
+    /// One full pass over a listed view: every pool synced, drains of vanished nodes
+    /// forgotten.
     pub async fn sync_all(&mut self) -> Result<(), SyncError> {
-        let (mut mcs, mut pools, cc, mut nodes) = self.read().await?;
+        let mut view = self.list_view().await?;
+        let names: Vec<String> = view.pools.iter().map(|p| p.name().to_string()).collect();
+        for name in names {
+            self.sync_pool(&mut view, &name).await?;
+        }
+        self.drainer
+            .retain_nodes(|n| view.nodes.iter().any(|m| m.name() == n));
+        Ok(())
+    }
+
+    /// Syncs the pool `name`: render (create the rendered MachineConfig, point the pool at it,
+    /// RenderDegraded), roll out (desiredConfig within maxUnavailable), status, the drains its
+    /// nodes ask for, and garbage collection of its unused rendered configs. The writes are
+    /// applied to `view` as later decisions see them. Requests: only the writes.
+    pub async fn sync_pool(&mut self, view: &mut View, name: &str) -> Result<(), SyncError> {
         let now = now_rfc3339();
         let merge = PatchParams::default();
+        let Some(index) = view.pools.iter().position(|p| p.name() == name) else {
+            return Ok(());
+        };
+        let mut pool = view.pools[index].clone();
 
         // Render.
-        for pool in pools.iter_mut() {
-            let rs = sync_pool(pool, &mcs, cc.as_ref(), &self.opts.render, &now);
-            if let Some(e) = &rs.error {
-                tracing::warn!(pool = pool.name(), "{e}");
-            }
-            let name = pool.name().to_string();
-            for write in rs.writes(&name) {
-                self.execute(write, &mut mcs, Some(pool)).await?;
-            }
+        let rs = sync_pool(&pool, &view.mcs, view.cc.as_ref(), &self.opts.render, &now);
+        if let Some(e) = &rs.error {
+            tracing::warn!(pool = name, "{e}");
+        }
+        for write in rs.writes(name) {
+            self.execute(write, &mut view.mcs, Some(&mut pool)).await?;
         }
 
-        // Roll out and compute status.
-        let pool_list = pools.clone();
-        for pool in pools.iter_mut() {
-            let (mine, errors) = nodes_for_pool(pool, &pool_list, &nodes);
-            for (n, e) in errors {
-                tracing::warn!(node = n.name(), "{e}");
-            }
-            let names: Vec<String> = mine.iter().map(|n| n.name().to_string()).collect();
-            let refs: Vec<&Node> = mine;
-            let defer = if pool.name() == MASTER {
-                std::env::var("NODE_NAME").ok()
-            } else {
-                None
-            };
-            match plan_rollout(pool, &refs, defer.as_deref()) {
-                Err(e) => tracing::warn!(pool = pool.name(), "{e}"),
-                Ok(plan) => {
-                    for name in &plan.update {
-                        let patch =
-                            json!({"metadata": {"annotations": {DESIRED_CONFIG: plan.target}}});
-                        self.nodes
-                            .patch(name, &merge, &Patch::Merge(&patch))
-                            .await?;
-                        if let Some(n) = nodes.iter_mut().find(|n| n.name() == name) {
-                            n.metadata
-                                .annotations
-                                .insert(DESIRED_CONFIG.into(), plan.target.clone());
-                        }
-                    }
-                    if !plan.update.is_empty() {
-                        tracing::info!(
-                            pool = pool.name(),
-                            "targeted {:?} to {}",
-                            plan.update,
-                            plan.target
-                        );
+        // Roll out.
+        let (mine, errors) = nodes_for_pool(&pool, &view.pools, &view.nodes);
+        for (n, e) in errors {
+            tracing::warn!(node = n.name(), "{e}");
+        }
+        let members: Vec<String> = mine.iter().map(|n| n.name().to_string()).collect();
+        let defer = if name == MASTER {
+            std::env::var("NODE_NAME").ok()
+        } else {
+            None
+        };
+        match plan_rollout(&pool, &mine, defer.as_deref()) {
+            Err(e) => tracing::warn!(pool = name, "{e}"),
+            Ok(plan) => {
+                for node in &plan.update {
+                    let patch = json!({"metadata": {"annotations": {DESIRED_CONFIG: plan.target}}});
+                    self.nodes
+                        .patch(node, &merge, &Patch::Merge(&patch))
+                        .await?;
+                    if let Some(n) = view.nodes.iter_mut().find(|n| n.name() == node) {
+                        n.metadata
+                            .annotations
+                            .insert(DESIRED_CONFIG.into(), plan.target.clone());
                     }
                 }
-            }
-            let refs: Vec<&Node> = nodes
-                .iter()
-                .filter(|n| names.iter().any(|m| m == n.name()))
-                .collect();
-            let status = calculate_status(pool, &refs, &now);
-            if pool.status.as_ref() != Some(&status) {
-                let write = Write::PatchPoolStatus {
-                    pool: pool.name().to_string(),
-                    status,
-                };
-                self.execute(write, &mut mcs, Some(pool)).await?;
+                if !plan.update.is_empty() {
+                    tracing::info!(pool = name, "targeted {:?} to {}", plan.update, plan.target);
+                }
             }
         }
 
-        // Drains the agents ask for.
-        self.drainer.sync(&nodes).await?;
+        // Status.
+        let mine: Vec<&Node> = view
+            .nodes
+            .iter()
+            .filter(|n| members.iter().any(|m| m == n.name()))
+            .collect();
+        let status = calculate_status(&pool, &mine, &now);
+        if pool.status.as_ref() != Some(&status) {
+            let write = Write::PatchPoolStatus {
+                pool: name.to_string(),
+                status,
+            };
+            self.execute(write, &mut view.mcs, Some(&mut pool)).await?;
+        }
 
-        // Garbage collection of unused rendered configs.
+        // Drains the agents of its nodes ask for.
+        self.drainer.sync(&mine).await?;
+
+        // Garbage collection of its unused rendered configs.
         if let Some(keep) = self.opts.gc_keep {
-            for write in garbage_writes(&mcs, &pools, &nodes, keep) {
-                self.execute(write, &mut mcs, None).await?;
+            let prefix = format!("rendered-{name}-");
+            for write in garbage_writes(&view.mcs, &view.pools, &view.nodes, keep) {
+                if matches!(&write, Write::DeleteMachineConfig(n) if n.starts_with(&prefix)) {
+                    self.execute(write, &mut view.mcs, None).await?;
+                }
             }
         }
+        view.pools[index] = pool;
         Ok(())
     }
 }
