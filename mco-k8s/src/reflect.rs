@@ -149,3 +149,50 @@ where
     });
     Reflector { store, task }
 }
+
+/// Which changes of a watched kind wake a loop that re-reads what it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Every change.
+    Every,
+    /// Creations, deletions and spec changes (a new `metadata.generation`), not status
+    /// updates: a pool's status moves with every node update.
+    SpecChanges,
+    /// Every change except to rendered MachineConfigs (`rendered-*`), which only the render
+    /// controller writes and reads.
+    NotRendered,
+}
+
+/// Watches `api` (objects of `resource`) and sends a wake-up into `tx` on the changes `wake`
+/// names (a full channel already holds one).
+pub fn wake_on(
+    api: Api<kube::api::DynamicObject>,
+    config: watcher::Config,
+    resource: kube::api::ApiResource,
+    what: &'static str,
+    wake: Wake,
+    tx: tokio::sync::mpsc::Sender<()>,
+) -> Reflector<kube::api::DynamicObject> {
+    let mut generations: std::collections::BTreeMap<String, Option<i64>> = Default::default();
+    reflect_with(api, config, resource, what, move |change, _| {
+        let relevant = match (&change, wake) {
+            (_, Wake::Every) | (Change::Relisted, _) => true,
+            (Change::Applied(o) | Change::Deleted(o), Wake::NotRendered) => !o
+                .metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("rendered-")),
+            (Change::Deleted(o), Wake::SpecChanges) => {
+                generations.remove(o.metadata.name.as_deref().unwrap_or(""));
+                true
+            }
+            (Change::Applied(o), Wake::SpecChanges) => {
+                let name = o.metadata.name.clone().unwrap_or_default();
+                generations.insert(name, o.metadata.generation) != Some(o.metadata.generation)
+            }
+        };
+        if relevant {
+            let _ = tx.try_send(());
+        }
+    })
+}

@@ -2,14 +2,16 @@
 //! render and rollout controller ([`super::run`]): the template controller (when a templates
 //! folder is given) and the KubeletConfig and ContainerRuntimeConfig controllers. Each pass
 //! runs the templates first, so the custom resources read fresh role MachineConfigs. Passes
-//! run on any watched change, debounced, and on the resync timer.
+//! run on a change that concerns them (not a pool's status, not a rendered config), debounced,
+//! and on the resync timer.
 
 use super::resources::{config_resources, Resources};
 use super::templates::Templates;
-use super::writes::is_absent;
-use super::{watch_all, watch_into, Options};
+use super::Options;
 use crate::crd;
-use kube::api::{DynamicObject, ListParams};
+use crate::reflect::{wake_on, Wake};
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::mpsc;
 
@@ -17,25 +19,39 @@ use tokio::sync::mpsc;
 /// its task) stops its watches too.
 pub async fn run(client: Client, opts: Options) {
     let (tx, mut rx) = mpsc::channel::<()>(1);
-    let mut watchers = watch_all(
-        &client,
-        &[
-            crd::KUBELET_CONFIG.api_resource(),
-            crd::CONTAINER_RUNTIME_CONFIG.api_resource(),
-            crd::MACHINE_CONFIG.api_resource(),
-            crd::MACHINE_CONFIG_POOL.api_resource(),
-            crd::CONTROLLER_CONFIG.api_resource(),
-        ],
-        &tx,
-    );
-    // The config.openshift.io APIs may not be installed: watch only those that are (the
-    // resync timer notices ones installed later).
+    let dynamic = |ar: &ApiResource| Api::<DynamicObject>::all_with(client.clone(), ar);
+    let mut watchers = Vec::new();
+    for (kind, what, wake) in [
+        (crd::KUBELET_CONFIG, "KubeletConfigs", Wake::Every),
+        (
+            crd::CONTAINER_RUNTIME_CONFIG,
+            "ContainerRuntimeConfigs",
+            Wake::Every,
+        ),
+        (crd::MACHINE_CONFIG, "MachineConfigs", Wake::NotRendered),
+        (
+            crd::MACHINE_CONFIG_POOL,
+            "MachineConfigPools",
+            Wake::SpecChanges,
+        ),
+        (crd::CONTROLLER_CONFIG, "ControllerConfigs", Wake::Every),
+    ] {
+        let ar = kind.api_resource();
+        let cfg = watcher::Config::default();
+        watchers.push(wake_on(dynamic(&ar), cfg, ar, what, wake, tx.clone()));
+    }
+    // The config.openshift.io APIs may not be installed: their watches recheck over minutes.
     for ar in config_resources() {
-        let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
-        match api.list(&ListParams::default().limit(1)).await {
-            Err(e) if is_absent(&e) => {}
-            _ => watchers.push(watch_into(api, tx.clone())),
-        }
+        let cfg = watcher::Config::default();
+        let what = "config.openshift.io objects";
+        watchers.push(wake_on(
+            dynamic(&ar),
+            cfg,
+            ar,
+            what,
+            Wake::Every,
+            tx.clone(),
+        ));
     }
     let version = opts.render.controller_version.clone();
     let custom = Resources::new(client.clone(), &version);

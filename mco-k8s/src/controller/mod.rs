@@ -25,7 +25,7 @@ use crate::objects::{self, Model, Stored};
 use crate::reflect::{reflect, reflect_with, Change, ObjectRef, Reflector};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node as KubeNode;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::ApiResource;
 use kube::runtime::controller::{Action, Config as ApplierConfig};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -37,7 +37,6 @@ use pool_sync::{decode_node, Cluster, SyncError, View, CONTROLLER_CONFIG_NAME};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// Controller settings.
 #[derive(Debug, Clone)]
@@ -70,51 +69,6 @@ impl Default for Options {
             templates: None,
         }
     }
-}
-
-/// A spawned watch that stops when dropped, so a cancelled [`run`] leaves no watch behind.
-pub(crate) struct WatchTask(tokio::task::JoinHandle<()>);
-
-impl Drop for WatchTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl WatchTask {
-    /// Whether the watch has ended.
-    pub(crate) fn is_finished(&self) -> bool {
-        self.0.is_finished()
-    }
-}
-
-pub(crate) fn watch_into<K>(api: Api<K>, tx: mpsc::Sender<()>) -> WatchTask
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    WatchTask(tokio::spawn(async move {
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = stream.next().await {
-            if let Err(e) = &ev {
-                tracing::warn!("watch error: {e}");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            // A full channel already holds a pending trigger.
-            let _ = tx.try_send(());
-        }
-    }))
-}
-
-/// Watches of every resource in `resources` (cluster-wide, as dynamic objects), each
-/// sending triggers into `tx`.
-fn watch_all(client: &Client, resources: &[ApiResource], tx: &mpsc::Sender<()>) -> Vec<WatchTask> {
-    resources
-        .iter()
-        .map(|ar| {
-            let api = Api::<DynamicObject>::all_with(client.clone(), ar);
-            watch_into(api, tx.clone())
-        })
-        .collect()
 }
 
 /// The stored pool kind and its queue key.

@@ -14,8 +14,8 @@ pub mod embedded;
 pub mod kinds;
 
 use crate::objects::{self, Model};
+use crate::reflect::{wake_on, Wake};
 use apply::{apply, Applied};
-use futures::StreamExt;
 use kinds::kind_info;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -274,34 +274,6 @@ impl Operator {
     }
 }
 
-/// A spawned watch that stops when dropped.
-struct WatchTask(tokio::task::JoinHandle<()>);
-
-impl Drop for WatchTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-fn watch_into(api: Api<DynamicObject>, config: watcher::Config, tx: mpsc::Sender<()>) -> WatchTask {
-    WatchTask(tokio::spawn(async move {
-        let mut stream = watcher(api, config).boxed();
-        while let Some(ev) = stream.next().await {
-            match &ev {
-                // A kind the cluster does not serve (no OpenShift config objects) keeps
-                // failing: retry slowly, and do not wake the loop for it.
-                Err(e) => {
-                    tracing::debug!("watch error: {e}");
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                }
-                Ok(_) => {
-                    let _ = tx.try_send(());
-                }
-            }
-        }
-    }))
-}
-
 /// Runs the operator until the process stops: a pass at start, then one after every change
 /// to the workloads, pools, cluster config objects or the OS images ConfigMap, and every
 /// `resync`.
@@ -312,14 +284,17 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
     for kind in ["Deployment", "DaemonSet"] {
         if let Some(info) = kind_info(kind) {
             let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
-            watchers.push(watch_into(api, watcher::Config::default(), tx.clone()));
+            let cfg = watcher::Config::default();
+            let ar = info.resource.clone();
+            watchers.push(wake_on(api, cfg, ar, "workloads", Wake::Every, tx.clone()));
         }
     }
     if let Some(info) = kind_info("ConfigMap") {
         let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
         let only =
             watcher::Config::default().fields(&format!("metadata.name={OS_IMAGE_URL_CONFIGMAP}"));
-        watchers.push(watch_into(api, only, tx.clone()));
+        let ar = info.resource.clone();
+        watchers.push(wake_on(api, only, ar, "OS images", Wake::Every, tx.clone()));
     }
     for kind in [
         "MachineConfigPool",
@@ -328,9 +303,16 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
         "DNS",
         "Proxy",
     ] {
-        watchers.push(watch_into(
-            api_all(&client, kind)?,
+        let api = api_all(&client, kind)?;
+        let ar = kind_info(kind)
+            .map(|i| i.resource.clone())
+            .ok_or_else(|| OperatorError::UnknownKind(kind.to_string()))?;
+        watchers.push(wake_on(
+            api,
             watcher::Config::default(),
+            ar,
+            kind,
+            Wake::Every,
             tx.clone(),
         ));
     }

@@ -1458,7 +1458,19 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
         .await
         .map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?
         .to_bytes();
-    let t = match route(&path)? {
+    let routed = route(&path);
+    if routed.is_err() {
+        // Requests for resources the server does not serve count too (by path), as the
+        // real server's request metrics count them.
+        let what = format!("{method} {path}");
+        let mut inner = store.lock();
+        *inner.requests.entry(what.clone()).or_default() += 1;
+        *inner
+            .agent_requests
+            .entry((agent.clone(), what))
+            .or_default() += 1;
+    }
+    let t = match routed? {
         Route::Version => {
             return Ok(full(
                 StatusCode::OK,

@@ -42,6 +42,34 @@ pub fn ungranted(requests: &BTreeMap<String, u64>, rules: &[Value]) -> Vec<Strin
         let Some((method, what)) = key.split_once(' ') else {
             continue;
         };
+        // A resource the server does not serve is keyed by its path:
+        // `/apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>]` (a GET of the
+        // collection is a list).
+        if let Some(rest) = what.strip_prefix("/apis/") {
+            let parts: Vec<&str> = rest.split('?').next().unwrap_or(rest).split('/').collect();
+            let (group, tail) = (
+                parts.first().copied().unwrap_or(""),
+                &parts[2.min(parts.len())..],
+            );
+            let tail = match tail {
+                ["namespaces", _, rest @ ..] => rest,
+                t => t,
+            };
+            let plural = tail.first().copied().unwrap_or("");
+            let verb = match (method, tail.len()) {
+                ("GET", 1) => "list",
+                _ => verb_of(method),
+            };
+            let allowed = rules.iter().any(|r| {
+                has(&r["apiGroups"], group)
+                    && has(&r["resources"], plural)
+                    && has(&r["verbs"], verb)
+            });
+            if !allowed {
+                missing.push(format!("{verb} {plural} (group {group:?})"));
+            }
+            continue;
+        }
         let plural = what.split('/').next().unwrap_or(what);
         let group = match (plural, what) {
             ("pods", "pods/eviction") => "",
