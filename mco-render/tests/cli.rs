@@ -122,3 +122,25 @@ fn missing_path_is_a_usage_error() {
     assert_eq!(code, 2);
     assert!(err.contains("does/not/exist"), "{err}");
 }
+
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // A reader that takes one byte and goes away (`mco-render render | head -c 1`).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mco-render"))
+        .args(["render", "examples/cluster", "examples/cluster", "-o", "json"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run mco-render");
+    drop(child.stdout.take());
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let status = child.wait().expect("wait");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(status.code().is_some(), "killed by a signal: {status:?}");
+}

@@ -17,6 +17,33 @@ use mco_render::serve;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// `print!` to standard output; a reader that went away (`mco-render render | head`) ends
+/// the program quietly, as it would a C tool, instead of a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        write_stdout(&format!($($arg)*))
+    };
+}
+
+/// `println!` through [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        write_stdout(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing the output: {e}");
+        std::process::exit(2);
+    }
+}
+
 /// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
 /// reaches a cluster.
 #[derive(Parser)]
@@ -397,14 +424,14 @@ fn cmd_render(
                     rendered.iter().map(|(_, r)| &r.machine_config).collect();
                 to_json(&all)?
             };
-            println!("{text}");
+            outln!("{text}");
         }
         Format::Yaml => {
             for (i, (_, r)) in rendered.iter().enumerate() {
                 if i > 0 {
-                    println!("---");
+                    outln!("---");
                 }
-                print!("{}", to_yaml(&r.machine_config)?);
+                out!("{}", to_yaml(&r.machine_config)?);
             }
         }
     }
@@ -472,7 +499,7 @@ fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
             lines: out,
         });
     }
-    println!("{summary}");
+    outln!("{summary}");
     Ok(())
 }
 
@@ -503,7 +530,7 @@ fn cmd_ignition(
         code: 1,
         lines: vec![format!("error: {e}")],
     })?;
-    println!("{}", to_json(&served)?);
+    outln!("{}", to_json(&served)?);
     Ok(())
 }
 
@@ -567,10 +594,10 @@ fn cmd_diff(
     let plan = plan::compute(&old_in, &new_in, mc.as_ref());
     let report = plan::report::PlanReport::new(&plan, &old_in, &new_in);
     match output {
-        DiffFormat::Json => println!("{}", to_json(&report)?),
+        DiffFormat::Json => outln!("{}", to_json(&report)?),
         DiffFormat::Text => {
-            println!("{} -> {}", old_in.name, new_in.name);
-            print!("{}", report.details());
+            outln!("{} -> {}", old_in.name, new_in.name);
+            out!("{}", report.details());
             if !report.reconcilable {
                 return Err(Failure {
                     code: 1,
@@ -663,13 +690,13 @@ fn cmd_generate(
     last.reverse();
     let generated = last;
     match output {
-        Format::Json => println!("{}", to_json(&generated)?),
+        Format::Json => outln!("{}", to_json(&generated)?),
         Format::Yaml => {
             for (i, mc) in generated.iter().enumerate() {
                 if i > 0 {
-                    println!("---");
+                    outln!("---");
                 }
-                print!("{}", to_yaml(mc)?);
+                out!("{}", to_yaml(mc)?);
             }
         }
     }
@@ -700,13 +727,13 @@ fn cmd_templates(
         lines: vec![format!("error: {}: {e}", dir.display())],
     })?;
     match output {
-        Format::Json => println!("{}", to_json(&mcs)?),
+        Format::Json => outln!("{}", to_json(&mcs)?),
         Format::Yaml => {
             for (i, mc) in mcs.iter().enumerate() {
                 if i > 0 {
-                    println!("---");
+                    outln!("---");
                 }
-                print!("{}", to_yaml(mc)?);
+                out!("{}", to_yaml(mc)?);
             }
         }
     }
