@@ -2,6 +2,7 @@
 
 pub mod controller;
 pub mod crd;
+pub mod events;
 pub mod kubeclient;
 pub mod leader;
 pub mod mcs;

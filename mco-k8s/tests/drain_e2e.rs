@@ -211,6 +211,17 @@ async fn a_blocked_drain_shows_in_the_pool_and_is_retried_on_its_own() {
         report,
         "failed to drain node worker-0: 1 pod(s) could not be evicted (disruption budget or timeout): apps/web-0"
     );
+    // A Warning Event on the node says so too.
+    let event = eventually("a FailedToDrain event", || {
+        server
+            .store
+            .list("events")
+            .into_iter()
+            .find(|e| e["reason"] == "FailedToDrain" && e["regarding"]["name"] == "worker-0")
+    })
+    .await;
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["note"], report.as_str());
     // The pool says so: Degraded, naming the node and the pod, while still Updating.
     let degraded = eventually("the pool degraded", || {
         worker_condition(&server, "Degraded").filter(|c| c["status"] == "True")

@@ -223,6 +223,29 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             .unwrap_or(0);
         assert_eq!(lists, 1, "LIST {kind}: {by_agent:#?}");
     }
+    // The update's steps are Events on the nodes and the pool, under upstream's reasons.
+    let events = server.store.list("events");
+    let reasons = |kind: &str, name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["regarding"]["kind"] == kind && e["regarding"]["name"] == name)
+            .filter_map(|e| e["reason"].as_str().map(str::to_string))
+            .collect()
+    };
+    for w in ["worker-0", "worker-1"] {
+        let got = reasons("Node", w);
+        for want in ["SetDesiredConfig", "Cordon", "Drain", "Reboot", "NodeDone"] {
+            assert!(
+                got.iter().any(|r| r == want),
+                "{w}: {want} missing from {got:?}"
+            );
+        }
+    }
+    let pool_events = reasons("MachineConfigPool", "worker");
+    assert!(
+        pool_events.iter().any(|r| r == "RenderedConfigGenerated"),
+        "{pool_events:?}"
+    );
     ctrl.abort();
     for a in agents {
         a.abort();

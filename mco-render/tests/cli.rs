@@ -129,7 +129,13 @@ fn a_closed_output_pipe_ends_quietly() {
     use std::process::{Command, Stdio};
     // A reader that takes one byte and goes away (`mco-render render | head -c 1`).
     let mut child = Command::new(env!("CARGO_BIN_EXE_mco-render"))
-        .args(["render", "examples/cluster", "examples/cluster", "-o", "json"])
+        .args([
+            "render",
+            "examples/cluster",
+            "examples/cluster",
+            "-o",
+            "json",
+        ])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -181,6 +181,7 @@ pub struct Drainer {
     ongoing: BTreeMap<String, Ongoing>,
     timeout: Duration,
     retry: DrainRetry,
+    events: crate::events::Events,
 }
 
 impl Drainer {
@@ -188,6 +189,7 @@ impl Drainer {
     /// as `retry` says.
     pub fn new(client: Client, timeout: Duration, retry: DrainRetry) -> Self {
         Drainer {
+            events: crate::events::Events::new(client.clone(), "machine-config-controller"),
             api: DrainApi {
                 nodes: Api::all(client.clone()),
                 client,
@@ -251,10 +253,13 @@ impl Drainer {
         d.next = Instant::now() + delay;
         let report = drain_failure_annotation(n, &step, timed_out);
         if report.as_deref() != n.annotation(DRAIN_FAILURE) {
+            self.api.set_failure(n.name(), report.as_deref()).await?;
             if let Some(r) = &report {
                 tracing::error!(node = n.name(), "{r}");
+                self.events
+                    .on_node(n.name(), true, "FailedToDrain", r.clone())
+                    .await;
             }
-            self.api.set_failure(n.name(), report.as_deref()).await?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use crate::objects::{self, Model, Stored};
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use mco_render::api::machine_config::{GENERATED_BY_ANNOTATION, RELEASE_IMAGE_VERSION_ANNOTATION};
 use mco_render::api::node::DESIRED_CONFIG;
 use mco_render::api::Node;
 use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
@@ -105,6 +106,7 @@ pub struct Cluster {
     ccs: Api<Stored<ControllerConfig>>,
     nodes: Api<KubeNode>,
     drainer: Drainer,
+    events: crate::events::Events,
     opts: Options,
 }
 
@@ -116,6 +118,7 @@ impl Cluster {
             pools: objects::api::<MachineConfigPool>(&client),
             ccs: objects::api::<ControllerConfig>(&client),
             nodes: Api::all(client.clone()),
+            events: crate::events::Events::new(client.clone(), "machine-config-controller"),
             drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry),
             opts,
         }
@@ -187,6 +190,24 @@ impl Cluster {
                     ),
                 };
                 match res {
+                    Ok(_) if done == "created" && name.starts_with("rendered-") => {
+                        tracing::info!("{done} {name}");
+                        if let Some(p) = pool.as_deref() {
+                            let note = format!(
+                                "{name} successfully generated (release version: {}, controller version: {})",
+                                mc.metadata.annotations.get(RELEASE_IMAGE_VERSION_ANNOTATION).map_or("", String::as_str),
+                                mc.metadata.annotations.get(GENERATED_BY_ANNOTATION).map_or("", String::as_str),
+                            );
+                            self.events
+                                .on_pool(
+                                    p.name(),
+                                    p.metadata.uid.as_deref(),
+                                    "RenderedConfigGenerated",
+                                    note,
+                                )
+                                .await;
+                        }
+                    }
                     Ok(_) => tracing::info!("{done} {name}"),
                     Err(kube::Error::Api(s)) if s.code == 409 => {}
                     Err(e) => return Err(e.into()),
@@ -281,6 +302,14 @@ impl Cluster {
                     self.nodes
                         .patch(node, &merge, &Patch::Merge(&patch))
                         .await?;
+                    self.events
+                        .on_node(
+                            node,
+                            false,
+                            "SetDesiredConfig",
+                            format!("Targeted node {node} to {}", plan.target),
+                        )
+                        .await;
                     if let Some(n) = view.nodes.iter_mut().find(|n| n.name() == node) {
                         n.metadata
                             .annotations

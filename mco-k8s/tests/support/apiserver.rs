@@ -134,6 +134,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
     ResourceDef {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
         group: "coordination.k8s.io",
         version: "v1",
         plural: "leases",

@@ -152,6 +152,8 @@ pub struct Agent<H: Host> {
     /// The resourceVersion of the node as our last write left it: watch events before its
     /// echo show the node before that write, and are not synced on.
     written: Option<String>,
+    /// Records the Events of the steps on the Node.
+    recorder: kube::runtime::events::Recorder,
 }
 
 /// Converts a Kubernetes object to this project's model through JSON.
@@ -186,7 +188,17 @@ impl<H: Host> Agent<H> {
         Agent {
             nodes: Api::all(client.clone()),
             mcs: Api::all_with(client.clone(), &machine_config_resource()),
-            machine_configurations: Api::all_with(client, &machine_configuration_resource()),
+            machine_configurations: Api::all_with(
+                client.clone(),
+                &machine_configuration_resource(),
+            ),
+            recorder: kube::runtime::events::Recorder::new(
+                client,
+                kube::runtime::events::Reporter {
+                    controller: "machine-config-daemon".into(),
+                    instance: Some(opts.node_name.clone()),
+                },
+            ),
             policies: None,
             root,
             host,
@@ -237,7 +249,36 @@ impl<H: Host> Agent<H> {
             )
             .await?;
         self.written = updated.metadata.resource_version.clone();
+        self.record(step, &updated).await;
         convert(&format!("Node {}", self.opts.node_name), &updated)
+    }
+
+    /// Records the step's Events on the Node; a failure to record is only logged.
+    async fn record(&self, step: &Step, node: &KubeNode) {
+        use kube::runtime::events::{Event, EventType};
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: node.metadata.name.clone(),
+            uid: node.metadata.uid.clone(),
+            ..Default::default()
+        };
+        for e in super::step_events(step, &self.opts.node_name) {
+            let event = Event {
+                type_: if e.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: e.reason.into(),
+                note: Some(e.note),
+                action: e.reason.into(),
+                secondary: None,
+            };
+            if let Err(err) = self.recorder.publish(&event, &reference).await {
+                tracing::debug!("event {} not recorded: {err}", e.reason);
+            }
+        }
     }
 
     /// What the host runs: the config on disk, else the one the node's `currentConfig` names.

@@ -96,6 +96,47 @@ pub enum Step {
     },
 }
 
+/// An Event the agent records on its Node for a step it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEvent {
+    /// A Warning rather than a Normal event.
+    pub warning: bool,
+    /// The machine-readable reason (upstream's where upstream records one).
+    pub reason: &'static str,
+    /// The note for people.
+    pub note: String,
+}
+
+/// The Events a step records, as upstream's daemon records them: Cordon and Drain when it asks
+/// for the drain, Reboot before rebooting, NodeDone when done, and Warnings for failures.
+pub fn step_events(step: &Step, node: &str) -> Vec<NodeEvent> {
+    let normal = |reason, note: String| NodeEvent {
+        warning: false,
+        reason,
+        note,
+    };
+    match step {
+        Step::RequestDrain { .. } => vec![
+            normal("Cordon", "Cordoned node to apply update".into()),
+            normal("Drain", "Draining node to update config.".into()),
+        ],
+        Step::Reboot { config } => vec![normal(
+            "Reboot",
+            format!("Node will reboot into config {config}"),
+        )],
+        Step::Done { current } => vec![normal(
+            "NodeDone",
+            format!("Setting node {node}, currentConfig {current} to Done"),
+        )],
+        Step::Degraded { reason } | Step::Unreconcilable { reason } => vec![NodeEvent {
+            warning: true,
+            reason: "NodeDegraded",
+            note: reason.clone(),
+        }],
+        _ => Vec::new(),
+    }
+}
+
 /// Caps a reason at upstream's limit (2000 characters).
 pub fn cap_reason(reason: &str) -> String {
     reason.chars().take(MAX_REASON).collect()
