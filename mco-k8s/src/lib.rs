@@ -6,6 +6,7 @@ pub mod events;
 pub mod kubeclient;
 pub mod leader;
 pub mod mcs;
+pub mod metrics;
 pub mod objects;
 pub mod operator;
 pub mod reflect;

@@ -201,7 +201,9 @@ async fn a_blocked_drain_shows_in_the_pool_and_is_retried_on_its_own() {
     seed(&server, "drain-b");
     server.store.block_eviction("apps", "web-0", u32::MAX);
     // Blocked past its (zero) timeout from the first attempt.
-    let ctrl = start_controller(&server, options(Duration::ZERO));
+    let opts = options(Duration::ZERO);
+    let metrics = opts.metrics.clone();
+    let ctrl = start_controller(&server, opts);
 
     let report = eventually("the drain failure report", || {
         annotation(&server, DRAIN_FAILURE)
@@ -221,6 +223,9 @@ async fn a_blocked_drain_shows_in_the_pool_and_is_retried_on_its_own() {
     })
     .await;
     assert_eq!(event["type"], "Warning");
+    assert!(metrics
+        .render()
+        .contains("mcc_drain_err{node=\"worker-0\"} 1"));
     assert_eq!(event["note"], report.as_str());
     // The pool says so: Degraded, naming the node and the pod, while still Updating.
     let degraded = eventually("the pool degraded", || {
@@ -252,6 +257,9 @@ async fn a_blocked_drain_shows_in_the_pool_and_is_retried_on_its_own() {
     .await;
     assert!(server.store.get("pods", "apps", "web-0").is_none());
     assert_eq!(annotation(&server, DRAIN_FAILURE), None);
+    assert!(metrics
+        .render()
+        .contains("mcc_drain_err{node=\"worker-0\"} 0"));
     assert_eq!(
         server.store.evictions(),
         [("apps".to_string(), "web-0".to_string())]

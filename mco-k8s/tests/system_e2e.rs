@@ -118,6 +118,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         resync: Duration::from_secs(1),
         ..Options::default()
     };
+    let metrics = opts.metrics.clone();
     let client = server.client_as("machine-config-controller");
     let ctrl = tokio::spawn(async move {
         let _ = controller::run(client, opts).await;
@@ -222,6 +223,16 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             .copied()
             .unwrap_or(0);
         assert_eq!(lists, 1, "LIST {kind}: {by_agent:#?}");
+    }
+    // The controller's metrics count the pool's machines under upstream's names.
+    let text = metrics.render();
+    for line in [
+        "mco_machine_count{pool=\"worker\"} 2",
+        "mco_updated_machine_count{pool=\"worker\"} 2",
+        "mco_degraded_machine_count{pool=\"worker\"} 0",
+        "mco_machine_count{pool=\"master\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from {text}");
     }
     // The update's steps are Events on the nodes and the pool, under upstream's reasons.
     let events = server.store.list("events");

@@ -36,6 +36,9 @@ struct Cli {
     /// `01-<role>-container-runtime` rendered from it and the ControllerConfig. Off without it.
     #[arg(long)]
     templates: Option<std::path::PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9001).
+    #[arg(long)]
+    metrics_listen: Option<String>,
     #[command(flatten)]
     leader: LeaderArgs,
 }
@@ -63,7 +66,23 @@ async fn main() -> ExitCode {
         drain_timeout: Duration::from_secs(cli.drain_timeout_seconds),
         drain_retry: Default::default(),
         templates,
+        metrics: mco_k8s::metrics::ControllerMetrics::new(),
     };
+    if let Some(addr) = &cli.metrics_listen {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                let metrics = opts.metrics.clone();
+                tokio::spawn(mco_k8s::metrics::serve(
+                    l,
+                    std::sync::Arc::new(move || metrics.render()),
+                ));
+            }
+            Err(e) => {
+                eprintln!("machine-config-controller: --metrics-listen {addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let client = match mco_k8s::kubeclient::connect(
         cli.kubeconfig.as_deref(),
         &mco_k8s::kubeclient::user_agent("machine-config-controller", None),

@@ -182,14 +182,25 @@ pub struct Drainer {
     timeout: Duration,
     retry: DrainRetry,
     events: crate::events::Events,
+    metrics: Option<std::sync::Arc<crate::metrics::ControllerMetrics>>,
 }
 
 impl Drainer {
+    /// Keeps `mcc_drain_err` in `metrics` current.
+    pub fn with_metrics(
+        mut self,
+        metrics: std::sync::Arc<crate::metrics::ControllerMetrics>,
+    ) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// A drainer reporting a drain failed after `timeout`, looking again at drains not done
     /// as `retry` says.
     pub fn new(client: Client, timeout: Duration, retry: DrainRetry) -> Self {
         Drainer {
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
+            metrics: None,
             api: DrainApi {
                 nodes: Api::all(client.clone()),
                 client,
@@ -233,6 +244,9 @@ impl Drainer {
         if step == DrainStep::Done {
             self.ongoing.remove(n.name());
             self.api.mark_applied(n.name(), &request).await?;
+            if let Some(m) = &self.metrics {
+                m.set_drain_failed(n.name(), false);
+            }
             tracing::info!(node = n.name(), "drained ({request})");
             return Ok(());
         }
@@ -254,6 +268,9 @@ impl Drainer {
         let report = drain_failure_annotation(n, &step, timed_out);
         if report.as_deref() != n.annotation(DRAIN_FAILURE) {
             self.api.set_failure(n.name(), report.as_deref()).await?;
+            if let Some(m) = &self.metrics {
+                m.set_drain_failed(n.name(), report.is_some());
+            }
             if let Some(r) = &report {
                 tracing::error!(node = n.name(), "{r}");
                 self.events

@@ -55,6 +55,8 @@ pub struct Options {
     pub drain_retry: mco_render::controllers::drain::DrainRetry,
     /// Role templates for the template controller; `None` turns it off.
     pub templates: Option<mco_render::controllers::templates::TemplateTree>,
+    /// The metrics the controller keeps current (pool machine counts, drain errors).
+    pub metrics: std::sync::Arc<crate::metrics::ControllerMetrics>,
 }
 
 impl Default for Options {
@@ -67,6 +69,7 @@ impl Default for Options {
             drain_timeout: Duration::from_secs(600),
             drain_retry: Default::default(),
             templates: None,
+            metrics: crate::metrics::ControllerMetrics::new(),
         }
     }
 }

@@ -119,7 +119,8 @@ impl Cluster {
             ccs: objects::api::<ControllerConfig>(&client),
             nodes: Api::all(client.clone()),
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
-            drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry),
+            drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry)
+                .with_metrics(opts.metrics.clone()),
             opts,
         }
     }
@@ -329,6 +330,15 @@ impl Cluster {
             .filter(|n| members.iter().any(|m| m == n.name()))
             .collect();
         let status = calculate_status(&pool, &mine, &now);
+        self.opts.metrics.set_pool(
+            name,
+            crate::metrics::PoolCounts {
+                machines: status.machine_count.into(),
+                updated: status.updated_machine_count.into(),
+                degraded: status.degraded_machine_count.into(),
+                unavailable: status.unavailable_machine_count.into(),
+            },
+        );
         if pool.status.as_ref() != Some(&status) {
             let write = Write::PatchPoolStatus {
                 pool: name.to_string(),
