@@ -88,6 +88,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     ];
     let mut roots = Vec::new();
     let mut agents = Vec::new();
+    let mut agent_metrics = Vec::new();
     for (name, role, mc) in machines {
         let n: KubeNode = serde_json::from_value(json!({
             "metadata": {"name": name, "labels": {role: "", "kubernetes.io/os": "linux"},
@@ -102,6 +103,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         opts.retry_after = Duration::from_secs(1);
         // The recording host does not go down on reboot: the agent carries on, as after a boot.
         opts.continue_after_reboot = true;
+        agent_metrics.push((name, opts.metrics.clone()));
         let agent = Agent::new(
             server.client_as(&format!("machine-config-daemon ({name})")),
             root,
@@ -119,6 +121,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         ..Options::default()
     };
     let metrics = opts.metrics.clone();
+    let agent_metrics = agent_metrics;
     let client = server.client_as("machine-config-controller");
     let ctrl = tokio::spawn(async move {
         let _ = controller::run(client, opts).await;
@@ -233,6 +236,18 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         "mco_machine_count{pool=\"master\"} 1",
     ] {
         assert!(text.contains(line), "{line} missing from {text}");
+    }
+    // Each worker agent's metrics show it Done on the new config.
+    for (name, m) in &agent_metrics {
+        if name.starts_with("worker") {
+            let text = m.render();
+            assert!(
+                text.contains("mcd_state{state=\"Done\",reason=\"\"} 1"),
+                "{name}: {text}"
+            );
+            let update = format!("mcd_update_state{{config=\"{target}\",err=\"\"}} 1");
+            assert!(text.contains(&update), "{name}: {text}");
+        }
     }
     // The update's steps are Events on the nodes and the pool, under upstream's reasons.
     let events = server.store.list("events");

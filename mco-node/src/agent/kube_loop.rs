@@ -104,6 +104,8 @@ pub struct AgentOptions {
     pub resync: Duration,
     /// Keep running after asking the host to reboot (for hosts that only print commands).
     pub continue_after_reboot: bool,
+    /// The metrics the agent keeps current.
+    pub metrics: std::sync::Arc<super::metrics::AgentMetrics>,
 }
 
 impl AgentOptions {
@@ -116,6 +118,7 @@ impl AgentOptions {
             retry_after: Duration::from_secs(30),
             resync: Duration::from_secs(60),
             continue_after_reboot: false,
+            metrics: super::metrics::AgentMetrics::new(),
         }
     }
 }
@@ -250,6 +253,24 @@ impl<H: Host> Agent<H> {
             .await?;
         self.written = updated.metadata.resource_version.clone();
         self.record(step, &updated).await;
+        let annotations = updated.metadata.annotations.as_ref();
+        let get = |k: &str| {
+            annotations
+                .and_then(|a| a.get(k))
+                .map_or("", String::as_str)
+        };
+        let m = &self.opts.metrics;
+        m.set_state(
+            get(mco_render::api::node::STATE),
+            get(mco_render::api::node::REASON),
+        );
+        match step {
+            Step::Done { current } => m.set_update(current, ""),
+            Step::Degraded { reason } | Step::Unreconcilable { reason } => {
+                m.set_update(get(mco_render::api::node::DESIRED_CONFIG), reason)
+            }
+            _ => {}
+        }
         convert(&format!("Node {}", self.opts.node_name), &updated)
     }
 
@@ -341,6 +362,7 @@ impl<H: Host> Agent<H> {
                             tracing::info!(config = %want, "rebooting");
                             if let Err(e) = self.host.reboot() {
                                 tracing::error!("reboot failed: {e}");
+                                self.opts.metrics.reboot_failed();
                                 let failed = Step::Degraded {
                                     reason: "reboot command failed, something is seriously wrong"
                                         .into(),

@@ -9,6 +9,7 @@
 //! the agent resumes correctly after a restart or a reboot at any step.
 
 pub mod kube_loop;
+pub mod metrics;
 
 use std::collections::BTreeMap;
 

@@ -117,6 +117,9 @@ enum Cmd {
         /// service account).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
+        /// Serve Prometheus metrics at http://ADDR/metrics (upstream: 127.0.0.1:8797).
+        #[arg(long)]
+        metrics_listen: Option<String>,
     },
 }
 
@@ -238,6 +241,7 @@ fn cluster(
     retry_seconds: u64,
     drain_timeout: u64,
     kubeconfig: Option<PathBuf>,
+    metrics_listen: Option<String>,
 ) -> Result<ExitCode, String> {
     use mco_node::agent::kube_loop::{Agent, AgentOptions};
     let node_name = node_name
@@ -257,6 +261,12 @@ fn cluster(
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
+        if let Some(addr) = &metrics_listen {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+            tokio::spawn(opts.metrics.clone().serve(listener));
+        }
         let client = mco_node::agent::kube_loop::connect(kubeconfig.as_deref(), &node_name)
             .await
             .map_err(|e| format!("cannot reach the API server: {e}"))?;
@@ -276,7 +286,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             retry_seconds,
             drain_timeout,
             kubeconfig,
-        } => cluster(&common, node_name, retry_seconds, drain_timeout, kubeconfig),
+            metrics_listen,
+        } => cluster(
+            &common,
+            node_name,
+            retry_seconds,
+            drain_timeout,
+            kubeconfig,
+            metrics_listen,
+        ),
         Cmd::OnceFrom {
             file,
             common,

@@ -1,0 +1,124 @@
+//! The agent's Prometheus metrics under upstream's names: `mcd_state` (1 for the node's
+//! state and reason), `mcd_update_state` (1 for the last completed update's config, or its
+//! error) and `mcd_reboots_failed_total`, served at `/metrics` with `--metrics-listen`.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+
+type Labels = Vec<(String, String)>;
+
+/// The agent's metrics.
+#[derive(Debug, Default)]
+pub struct AgentMetrics {
+    registry: Registry,
+    state: Family<Labels, Gauge>,
+    update: Family<Labels, Gauge>,
+    reboots_failed: Counter,
+}
+
+impl AgentMetrics {
+    /// The metrics, registered.
+    pub fn new() -> Arc<Self> {
+        let mut m = AgentMetrics::default();
+        let reg = &mut m.registry;
+        reg.register(
+            "mcd_state",
+            "state of daemon on specified node",
+            m.state.clone(),
+        );
+        reg.register(
+            "mcd_update_state",
+            "completed update config or error",
+            m.update.clone(),
+        );
+        reg.register(
+            "mcd_reboots_failed",
+            "Total number of reboots that failed.",
+            m.reboots_failed.clone(),
+        );
+        Arc::new(m)
+    }
+
+    /// The node's state and reason now (the previous pair is dropped, as upstream does).
+    pub fn set_state(&self, state: &str, reason: &str) {
+        self.state.clear();
+        let l = vec![
+            ("state".into(), state.into()),
+            ("reason".into(), reason.into()),
+        ];
+        self.state.get_or_create(&l).set(1);
+    }
+
+    /// The last completed update (`err` empty) or failed one.
+    pub fn set_update(&self, config: &str, err: &str) {
+        self.update.clear();
+        let l = vec![("config".into(), config.into()), ("err".into(), err.into())];
+        self.update.get_or_create(&l).set(1);
+    }
+
+    /// Counts a reboot that failed.
+    pub fn reboot_failed(&self) {
+        self.reboots_failed.inc();
+    }
+
+    /// The exposition text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Serves `/metrics` on `listener` until the task is dropped.
+    pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener) {
+        use hyper::service::service_fn;
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let me = self.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let found = req.uri().path() == "/metrics";
+                    let body = if found { me.render() } else { String::new() };
+                    async move {
+                        hyper::Response::builder()
+                            .status(if found { 200 } else { 404 })
+                            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+                    }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, svc)
+                    .await;
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_state_at_a_time_under_upstreams_names() {
+        let m = AgentMetrics::new();
+        m.set_state("Working", "");
+        m.set_state("Done", "");
+        m.set_update("rendered-worker-1", "");
+        m.reboot_failed();
+        let text = m.render();
+        assert!(
+            text.contains("mcd_state{state=\"Done\",reason=\"\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("state=\"Working\""), "{text}");
+        assert!(text.contains("mcd_update_state{config=\"rendered-worker-1\",err=\"\"} 1"));
+        assert!(text.contains("mcd_reboots_failed_total 1"));
+    }
+}
