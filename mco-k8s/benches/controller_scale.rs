@@ -1,0 +1,347 @@
+//! Scale simulation of the machine-config-controller: the real binary against the in-process
+//! API server, a worker pool of N Nodes (default 100 and 1,000) with 200 MachineConfigs and
+//! maxUnavailable 10%, and light simulated agents that acknowledge updates (desired config,
+//! drain request, uncordon request, Done). After the controller has adopted the cluster, one
+//! new MachineConfig rolls out to every worker; the figures are for that rollout:
+//! the controller's API requests per node update by verb, its CPU time and peak RSS.
+//!
+//! Bounded: each size stops after `MCO_SCALE_LIMIT_SECS` (default 600 s). Sizes from
+//! `MCO_SCALE_NODES` (comma-separated, default `100,1000`).
+//!
+//! `cargo bench -p mco-k8s --bench controller_scale`
+
+#[path = "../tests/support/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod support;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::watcher;
+use mco_render::api::node::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+};
+use mco_render::RenderOptions;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::apiserver::{resource, ApiServer, Kubelet};
+use support::cluster::{expected_rendered, seed_examples};
+
+const CONTROLLER: &str = "machine-config-controller";
+const MACHINE_CONFIGS: usize = 200;
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// User plus system CPU time of a process, from /proc (Linux).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 (1-based), 11 and 12 after the command.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// Peak resident memory of a process in MiB, from /proc (Linux).
+fn peak_rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+fn controller_requests(server: &ApiServer) -> BTreeMap<String, u64> {
+    server
+        .store
+        .request_counts_by_agent()
+        .into_iter()
+        .filter(|((agent, _), _)| agent.starts_with(CONTROLLER))
+        .map(|((_, what), n)| (what, n))
+        .collect()
+}
+
+async fn annotate(api: &Api<KubeNode>, name: &str, pairs: &[(&str, &str)]) {
+    let ann: serde_json::Map<String, Value> =
+        pairs.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
+    let patch = json!({"metadata": {"annotations": ann}});
+    let _ = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+}
+
+async fn wait_applied(api: &Api<KubeNode>, name: &str, want: &str) {
+    loop {
+        if let Ok(n) = api.get(name).await {
+            let ann = n.metadata.annotations.unwrap_or_default();
+            if ann.get(LAST_APPLIED_DRAIN).map(String::as_str) == Some(want) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One agent's update: Working and a drain request, the drain, the uncordon, Done.
+async fn update(
+    api: Api<KubeNode>,
+    name: String,
+    desired: String,
+    busy: Arc<Mutex<BTreeSet<String>>>,
+) {
+    let drain = format!("drain-{desired}");
+    annotate(&api, &name, &[(STATE, "Working"), (DESIRED_DRAIN, &drain)]).await;
+    wait_applied(&api, &name, &drain).await;
+    let uncordon = format!("uncordon-{desired}");
+    annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
+    wait_applied(&api, &name, &uncordon).await;
+    annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
+    if let Ok(mut b) = busy.lock() {
+        b.remove(&name);
+    }
+}
+
+/// The simulated agents: one watch over all Nodes, a task per node being updated.
+fn start_agents(server: &ApiServer) -> tokio::task::JoinHandle<()> {
+    let api: Api<KubeNode> = Api::all(server.client_as("sim-agents"));
+    tokio::spawn(async move {
+        let busy = Arc::new(Mutex::new(BTreeSet::new()));
+        let mut events = watcher(api.clone(), watcher::Config::default()).boxed();
+        while let Some(ev) = events.next().await {
+            let node = match ev {
+                Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
+                _ => continue,
+            };
+            let ann = node.metadata.annotations.clone().unwrap_or_default();
+            let desired = ann.get(DESIRED_CONFIG).cloned().unwrap_or_default();
+            if desired.is_empty() || ann.get(CURRENT_CONFIG) == Some(&desired) {
+                continue;
+            }
+            let name = node.metadata.name.clone().unwrap_or_default();
+            if !busy
+                .lock()
+                .map(|mut b| b.insert(name.clone()))
+                .unwrap_or(false)
+            {
+                continue;
+            }
+            tokio::spawn(update(api.clone(), name, desired, busy.clone()));
+        }
+    })
+}
+
+fn worker_mc(i: usize) -> Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": format!("50-worker-scale-{i:03}"),
+                     "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": format!("/etc/scale/file-{i}.conf"), "mode": 420,
+             "contents": {"source": format!("data:,setting-{i}%3Dvalue%0A")}}]}}}
+    })
+}
+
+async fn until(limit: Instant, what: &str, check: impl Fn() -> bool) -> bool {
+    while !check() {
+        if Instant::now() > limit {
+            eprintln!("timed out waiting for {what}");
+            if let Ok(p) = std::env::var("MCO_SCALE_DEBUG") {
+                eprintln!("{p}");
+            }
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
+}
+
+fn pool_on(server: &ApiServer, config: &str, count: usize) -> bool {
+    server
+        .store
+        .get("machineconfigpools", "", "worker")
+        .is_some_and(|p| {
+            p["status"]["updatedMachineCount"] == count
+                && p["status"]["configuration"]["name"] == config
+        })
+}
+
+async fn run(nodes: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let server = ApiServer::start().await.expect("API server");
+    server.store.set_kubelet(Kubelet::Speedup(1000));
+    seed_examples(&server);
+    let mcs = resource("machineconfigs").expect("served");
+    for i in 0..MACHINE_CONFIGS {
+        let _ = server.store.create(mcs, "", worker_mc(i));
+    }
+    let pools = resource("machineconfigpools").expect("served");
+    let _ = server.store.write(pools, "", "worker", false, |p| {
+        let mut p = p.clone();
+        p["spec"]["maxUnavailable"] = json!("10%");
+        Ok(p)
+    });
+    let opts = RenderOptions::default();
+    let worker = expected_rendered(&server, "worker", &opts)
+        .name()
+        .to_string();
+    let master = expected_rendered(&server, "master", &opts)
+        .name()
+        .to_string();
+    let node_def = resource("nodes").expect("served");
+    for i in 0..nodes + 3 {
+        let (name, role, config) = if i < 3 {
+            (
+                format!("master-{i}"),
+                "node-role.kubernetes.io/master",
+                &master,
+            )
+        } else {
+            (
+                format!("worker-{:04}", i - 3),
+                "node-role.kubernetes.io/worker",
+                &worker,
+            )
+        };
+        let n = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {role: "", "kubernetes.io/os": "linux"},
+                         "annotations": {CURRENT_CONFIG: config, DESIRED_CONFIG: config, STATE: "Done"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+        });
+        let _ = server.store.create(node_def, "", n);
+    }
+    let agents = start_agents(&server);
+    let dir = std::env::temp_dir().join(format!("mco-scale-{}-{nodes}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let child = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"))
+        .args(["--kubeconfig"])
+        .arg(&kubeconfig)
+        .args([
+            "--leader-elect=false",
+            "--resync-seconds",
+            "3600",
+            "--debounce-ms",
+            "50",
+        ])
+        .arg("--keep-rendered=-1")
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::File::create(dir.join("controller.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        )
+        .spawn()
+        .expect("start the controller");
+    let ctrl = Process(child);
+    let pid = ctrl.0.id();
+
+    // The controller adopts the cluster.
+    if !until(deadline, "adoption", || pool_on(&server, &worker, nodes)).await {
+        let log = std::fs::read_to_string(dir.join("controller.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(10).collect();
+        eprintln!(
+            "controller log (last lines, newest first):\n{}",
+            tail.join("\n")
+        );
+        eprintln!(
+            "pool: {}",
+            server
+                .store
+                .get("machineconfigpools", "", "worker")
+                .map(|p| p["status"].to_string())
+                .unwrap_or_default()
+        );
+        agents.abort();
+        return;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = controller_requests(&server);
+    let cpu_before = cpu_time(pid);
+    let started = Instant::now();
+
+    // One new MachineConfig rolls out to every worker.
+    let _ = server.store.create(mcs, "", worker_mc(MACHINE_CONFIGS));
+    let target = expected_rendered(&server, "worker", &opts)
+        .name()
+        .to_string();
+    if !until(deadline, "the rollout", || pool_on(&server, &target, nodes)).await {
+        agents.abort();
+        return;
+    }
+    let wall = started.elapsed();
+    let after = controller_requests(&server);
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    let rss = peak_rss_mib(pid);
+    let mut by_verb: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0;
+    for (what, n) in &after {
+        let d = n - before.get(what).copied().unwrap_or(0);
+        if d > 0 {
+            by_verb.insert(what.clone(), d);
+            total += d;
+        }
+    }
+    println!(
+        "{nodes} workers, {MACHINE_CONFIGS} MachineConfigs: rollout {:.1} s, controller CPU {:.2} s ({:.2} ms/node update), peak RSS {rss:.1} MiB",
+        wall.as_secs_f64(),
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1000.0 / nodes as f64
+    );
+    println!(
+        "  controller requests: {total} ({:.2} per node update)",
+        total as f64 / nodes as f64
+    );
+    for (what, d) in &by_verb {
+        println!(
+            "    {what:<40} {d:>7} ({:.2}/node)",
+            *d as f64 / nodes as f64
+        );
+    }
+    agents.abort();
+    drop(ctrl);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run only a tiny
+    // size there.
+    let benching = std::env::args().any(|a| a == "--bench");
+    let sizes: Vec<usize> = std::env::var("MCO_SCALE_NODES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| if benching { vec![100, 1000] } else { vec![10] });
+    let limit = Duration::from_secs(
+        std::env::var("MCO_SCALE_LIMIT_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(600),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for n in sizes {
+        rt.block_on(run(n, limit));
+    }
+}
