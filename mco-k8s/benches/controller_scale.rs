@@ -11,7 +11,7 @@
 //! `cargo bench -p mco-k8s --bench controller_scale`
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod support;
 
 use futures::StreamExt;
@@ -183,6 +183,8 @@ fn pool_on(server: &ApiServer, config: &str, count: usize) -> bool {
         })
 }
 
+// The test server's error type is what its store closures return.
+#[allow(clippy::result_large_err)]
 async fn run(nodes: usize, limit: Duration) {
     let deadline = Instant::now() + limit;
     let server = ApiServer::start().await.expect("API server");
