@@ -149,7 +149,7 @@ pub fn lint_machine_config(mc: &MachineConfig) -> Vec<LintFinding> {
                         Lint::DecimalMode,
                         format!("spec.config.storage.{key}[{i}].mode"),
                         format!(
-                            "mode {mode} is {mode:#o} ({}); if {meant:#o} was meant, write 0{mode} in YAML or {meant} in JSON",
+                            "mode {mode} is {mode:#o} ({}); if {meant:#o} was meant, write {meant}",
                             bits(mode),
                         ),
                     );
@@ -342,7 +342,7 @@ mod tests {
             got,
             vec![(
                 Lint::DecimalMode,
-                "99-worker-x: spec.config.storage.files[0].mode: mode 644 is 0o1204 (sticky, -w----r--); if 0o644 was meant, write 0644 in YAML or 420 in JSON".to_string()
+                "99-worker-x: spec.config.storage.files[0].mode: mode 644 is 0o1204 (sticky, -w----r--); if 0o644 was meant, write 420".to_string()
             )]
         );
         // 420 is 0o644 spelled in decimal: fine. 493 has a 9; 416 is 0o640.
