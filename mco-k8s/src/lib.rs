@@ -7,3 +7,4 @@ pub mod leader;
 pub mod mcs;
 pub mod operator;
 pub mod reflect;
+pub mod webhook;

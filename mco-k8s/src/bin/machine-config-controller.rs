@@ -38,6 +38,8 @@ struct Cli {
     templates: Option<std::path::PathBuf>,
     #[command(flatten)]
     leader: LeaderArgs,
+    #[command(flatten)]
+    webhook: mco_k8s::webhook::WebhookArgs,
 }
 
 #[tokio::main]
@@ -74,6 +76,15 @@ async fn main() -> ExitCode {
         Err(e) => {
             eprintln!("machine-config-controller: {e}");
             return ExitCode::FAILURE;
+        }
+    };
+    // The admission webhook serves on every replica, leader or not; without its certificate
+    // the controller runs on (the webhook configuration's failurePolicy is Ignore).
+    let _webhook = match cli.webhook.start(&client, opts.render.clone()).await {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("machine-config-controller: webhook not started: {e}");
+            None
         }
     };
     // The render/rollout loop and the generating controllers run side by side, only while
