@@ -1,5 +1,8 @@
 //! The admission webhook over HTTPS on 127.0.0.1: real AdmissionReview bodies against the
-//! example cluster dump, a rustls client trusting a self-signed certificate.
+//! example cluster dump and against watch caches of the in-process API server, a rustls
+//! client trusting a self-signed certificate; and the webhook configuration in manifests/.
+
+mod support;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -97,9 +100,7 @@ fn review_body(uid: &str, file: &str) -> Vec<u8> {
 #[tokio::test]
 async fn https_admission_reviews() {
     tokio::time::timeout(TEST_LIMIT, async {
-        let dir = std::env::temp_dir().join(format!("webhook-it-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let (cert, key, der) = self_signed(&dir);
+        let (dir, cert, key, der) = temp_certs("fixed");
         let m = mco_render::load::read_manifests(&[PathBuf::from(CLUSTER)]).expect("cluster");
         let view = Arc::new(ClusterView::new(m, mco_render::RenderOptions::default()));
         let srv = webhook::start(
@@ -157,4 +158,260 @@ async fn https_admission_reviews() {
     })
     .await
     .expect("test finished in time");
+}
+
+fn temp_certs(name: &str) -> (PathBuf, PathBuf, PathBuf, Vec<u8>) {
+    let dir = std::env::temp_dir().join(format!("webhook-it-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (cert, key, der) = self_signed(&dir);
+    (dir, cert, key, der)
+}
+
+/// Cluster mode: the view comes from watches of the in-process API server, and follows a
+/// change to the cluster without any request of the webhook's own.
+#[tokio::test]
+async fn reviews_against_the_watch_caches() {
+    use kube::api::{ApiResource, DynamicObject, PostParams};
+    tokio::time::timeout(TEST_LIMIT, async {
+        let server = support::apiserver::ApiServer::start()
+            .await
+            .expect("apiserver");
+        let client = server.client();
+        let m = mco_render::load::read_manifests(&[PathBuf::from(CLUSTER)]).expect("cluster");
+        for (_, p) in &m.pools {
+            let ar = ApiResource::erase::<mco_k8s::crd::MachineConfigPool>(&());
+            let obj: DynamicObject =
+                serde_json::from_value(serde_json::to_value(p).expect("pool")).expect("pool");
+            kube::Api::<DynamicObject>::all_with(client.clone(), &ar)
+                .create(&PostParams::default(), &obj)
+                .await
+                .expect("create pool");
+        }
+        let mcs = kube::Api::<DynamicObject>::all_with(
+            client.clone(),
+            &ApiResource::erase::<mco_k8s::crd::MachineConfig>(&()),
+        );
+        for (_, mc) in &m.machine_configs {
+            let obj: DynamicObject =
+                serde_json::from_value(serde_json::to_value(mc).expect("mc")).expect("mc");
+            mcs.create(&PostParams::default(), &obj)
+                .await
+                .expect("create mc");
+        }
+        let (dir, cert, key, der) = temp_certs("cluster");
+        let caches = mco_k8s::webhook::cache::WebhookCache::start(
+            &client,
+            mco_render::RenderOptions::default(),
+        );
+        for _ in 0..200 {
+            if caches.filled() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(caches.filled(), "caches fill");
+        let srv = webhook::start(
+            Config {
+                listen: "127.0.0.1:0".parse().expect("addr"),
+                cert,
+                key,
+                review: ReviewOptions::default(),
+                poll_interval: Duration::from_millis(100),
+            },
+            caches,
+        )
+        .await
+        .expect("webhook starts");
+        let tls = client_trusting(&der);
+        // The API server's status is not written by its status subresource here: the pool
+        // counts come from the objects as created.
+        let (status, body) = post(
+            srv.addr,
+            &tls,
+            "POST",
+            "/validate",
+            review_body("c-1", "99-worker-policy.yaml"),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let v: Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["response"]["allowed"], true, "{v}");
+        let warnings = v["response"]["warnings"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(warnings.len(), 1, "{v}");
+        let w = warnings[0].as_str().unwrap_or("");
+        assert!(
+            w.starts_with("pool worker: ")
+                && w.ends_with("reload crio.service, no drain, no reboot"),
+            "{w}"
+        );
+
+        // The same file already in the cluster: nothing changes, nothing to say.
+        let text = std::fs::read_to_string(Path::new(CHANGES).join("99-worker-policy.yaml"))
+            .expect("read");
+        let obj: DynamicObject = serde_yaml_ng::from_str(&text).expect("yaml");
+        mcs.create(&PostParams::default(), &obj)
+            .await
+            .expect("create");
+        let mut quiet = false;
+        for _ in 0..100 {
+            let (_, body) = post(
+                srv.addr,
+                &tls,
+                "POST",
+                "/validate",
+                review_body("c-2", "99-worker-policy.yaml"),
+            )
+            .await;
+            let v: Value = serde_json::from_slice(&body).expect("json");
+            if v["response"].get("warnings").is_none() {
+                quiet = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(quiet, "the view follows the cluster");
+        let counts = server.store.request_counts();
+        srv.stop().await;
+        // Only the watches' LIST and WATCH requests, none per review.
+        for (req, _) in counts
+            .iter()
+            .filter(|(r, _)| r.contains("machineconfig") || r.contains("controllerconfig"))
+        {
+            assert!(
+                req.starts_with("LIST ") || req.starts_with("WATCH ") || req.starts_with("POST "),
+                "{req}: {counts:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+const MANIFESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests");
+
+/// The webhook configuration is well-formed for the API server (every field known to
+/// admissionregistration.k8s.io/v1: a typed round trip keeps it whole), says what the issue
+/// asks, points at the Service in front of the controller's webhook port, and the in-process
+/// API server stores it.
+#[tokio::test]
+async fn the_manifests_webhook_configuration() {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    use k8s_openapi::api::core::v1::Service;
+    let docs = support::yaml_docs(&Path::new(MANIFESTS).join("09-webhook.yaml"));
+    let find = |kind: &str| -> Value {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("{kind}"))
+    };
+    let vwc_json = find("ValidatingWebhookConfiguration");
+    let vwc: ValidatingWebhookConfiguration =
+        serde_json::from_value(vwc_json.clone()).expect("typed webhook configuration");
+    assert_eq!(
+        serde_json::to_value(&vwc).expect("json"),
+        vwc_json,
+        "unknown or misspelled fields"
+    );
+    let svc_json = find("Service");
+    let svc: Service = serde_json::from_value(svc_json.clone()).expect("typed service");
+    assert_eq!(serde_json::to_value(&svc).expect("json"), svc_json);
+
+    assert_eq!(
+        vwc.metadata.name.as_deref(),
+        Some(mco_render::admission::WEBHOOK_CONFIGURATION)
+    );
+    let hooks = vwc.webhooks.clone().unwrap_or_default();
+    assert_eq!(hooks.len(), 1);
+    let h = &hooks[0];
+    assert_eq!(h.failure_policy.as_deref(), Some("Ignore"));
+    assert_eq!(h.side_effects, "None");
+    assert_eq!(h.timeout_seconds, Some(5));
+    assert_eq!(h.admission_review_versions, vec!["v1".to_string()]);
+    let rules = h.rules.clone().unwrap_or_default();
+    let resources: Vec<String> = rules
+        .iter()
+        .flat_map(|r| r.resources.clone().unwrap_or_default())
+        .collect();
+    for r in [
+        "machineconfigs",
+        "kubeletconfigs",
+        "containerruntimeconfigs",
+        "machineconfigpools",
+    ] {
+        assert!(resources.iter().any(|x| x == r), "{r}");
+    }
+    for r in &rules {
+        assert_eq!(
+            r.operations.clone().unwrap_or_default(),
+            vec!["CREATE".to_string(), "UPDATE".to_string()]
+        );
+    }
+    let target = h.client_config.service.clone().expect("service reference");
+    assert_eq!(Some(target.name.clone()), svc.metadata.name.clone());
+    assert_eq!(
+        target.namespace,
+        svc.metadata.namespace.clone().unwrap_or_default()
+    );
+    assert_eq!(target.path.as_deref(), Some("/validate"));
+    let ports = svc.spec.clone().and_then(|s| s.ports).unwrap_or_default();
+    assert!(ports.iter().any(|p| Some(p.port) == target.port));
+
+    // The controller Deployment listens where the Service sends, with the Secret mounted.
+    let ctl = support::yaml_docs(&Path::new(MANIFESTS).join("03-controller.yaml"));
+    let c = &ctl[0]["spec"]["template"]["spec"];
+    let cmd: Vec<&str> = c["containers"][0]["command"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let listen = cmd
+        .iter()
+        .position(|a| *a == "--webhook-listen")
+        .map(|i| cmd[i + 1])
+        .expect("--webhook-listen");
+    assert!(listen.ends_with(":9443"), "{listen}");
+    assert_eq!(
+        c["containers"][0]["ports"][0],
+        json!({"name": "webhook", "containerPort": 9443})
+    );
+    assert_eq!(svc_json["spec"]["ports"][0]["targetPort"], "webhook");
+    assert_eq!(
+        c["volumes"][0]["secret"]["secretName"],
+        mco_render::admission::WEBHOOK_TLS_SECRET
+    );
+
+    let server = support::apiserver::ApiServer::start()
+        .await
+        .expect("apiserver");
+    let api: kube::Api<ValidatingWebhookConfiguration> = kube::Api::all(server.client());
+    api.create(&Default::default(), &vwc).await.expect("stored");
+    let back = api
+        .get("machine-config-validation")
+        .await
+        .expect("read back");
+    assert_eq!(back.webhooks, vwc.webhooks);
+}
+
+/// The operator copies a cert-manager Secret's ca.crt into caBundle.
+#[test]
+fn ca_bundle_from_the_secret() {
+    let docs = support::yaml_docs(&Path::new(MANIFESTS).join("09-webhook.yaml"));
+    let mut vwc = docs
+        .iter()
+        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
+        .cloned()
+        .expect("vwc");
+    assert!(mco_render::admission::set_ca_bundle(&mut vwc, "Q0E="));
+    assert_eq!(vwc["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=");
+    let mut svc = docs
+        .iter()
+        .find(|d| d["kind"] == "Service")
+        .cloned()
+        .expect("svc");
+    assert!(!mco_render::admission::set_ca_bundle(&mut svc, "Q0E="));
 }

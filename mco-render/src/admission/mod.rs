@@ -38,6 +38,31 @@ use std::time::Duration;
 /// [`ReviewOptions::node_duration`]) is always what the estimate uses.
 pub const DEFAULT_NODE_DURATION: Duration = Duration::from_secs(5 * 60);
 
+/// The Secret holding the webhook's serving certificate (`tls.crt`, `tls.key`, and with
+/// cert-manager `ca.crt`), in the operator's namespace.
+pub const WEBHOOK_TLS_SECRET: &str = "machine-config-controller-webhook-tls";
+
+/// The ValidatingWebhookConfiguration in `manifests/`.
+pub const WEBHOOK_CONFIGURATION: &str = "machine-config-validation";
+
+/// Sets `caBundle` (base64 PEM, as a Secret's `data["ca.crt"]` already is) on every webhook of
+/// our ValidatingWebhookConfiguration; other objects are left alone. Returns whether `obj` is
+/// that configuration.
+pub fn set_ca_bundle(obj: &mut Value, ca_bundle: &str) -> bool {
+    if str_at(obj, "/kind") != "ValidatingWebhookConfiguration"
+        || str_at(obj, "/metadata/name") != WEBHOOK_CONFIGURATION
+    {
+        return false;
+    }
+    let hooks = obj.get_mut("webhooks").and_then(Value::as_array_mut);
+    for h in hooks.into_iter().flatten() {
+        if let Some(cc) = h.get_mut("clientConfig").and_then(Value::as_object_mut) {
+            cc.insert("caBundle".into(), Value::String(ca_bundle.to_string()));
+        }
+    }
+    true
+}
+
 /// The operation under review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
