@@ -78,15 +78,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // The admission webhook serves on every replica, leader or not; without its certificate
-    // the controller runs on (the webhook configuration's failurePolicy is Ignore).
-    let _webhook = match cli.webhook.start(&client, opts.render.clone()).await {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("machine-config-controller: webhook not started: {e}");
-            None
-        }
-    };
+    // The admission webhook serves on every replica, leader or not, once its certificate
+    // is there (the webhook configuration's failurePolicy is Ignore meanwhile).
+    let _webhook = cli.webhook.spawn(&client, opts.render.clone());
     // The render/rollout loop and the generating controllers run side by side, only while
     // this replica holds the controller's Lease; the process ends when either stops.
     let settings = cli.leader.settings("machine-config-controller");

@@ -277,16 +277,16 @@ pub struct WebhookArgs {
 }
 
 impl WebhookArgs {
-    /// Starts the webhook on the cluster's caches when `--webhook-listen` is set. Runs on
-    /// every replica, leader or not.
-    pub async fn start(
+    /// Runs the webhook on the cluster's caches when `--webhook-listen` is set, on every
+    /// replica, leader or not. The caches start at once; serving waits until the certificate
+    /// files load (the Secret is mounted optional: it may appear later). The task ends only if
+    /// the port cannot be bound.
+    pub fn spawn(
         &self,
         client: &kube::Client,
         render: mco_render::RenderOptions,
-    ) -> Result<Option<Running>, StartError> {
-        let Some(listen) = self.webhook_listen else {
-            return Ok(None);
-        };
+    ) -> Option<JoinHandle<()>> {
+        let listen = self.webhook_listen?;
         let cfg = Config {
             listen,
             cert: self.webhook_cert.clone(),
@@ -297,6 +297,19 @@ impl WebhookArgs {
             poll_interval: Duration::from_secs(10),
         };
         let caches = cache::WebhookCache::start(client, render);
-        start(cfg, caches).await.map(Some)
+        Some(tokio::spawn(async move {
+            let mut reported = false;
+            while let Err(e) = tls::load_certified_key(&cfg.cert, &cfg.key) {
+                if !reported {
+                    tracing::warn!(error = %e, "webhook: no usable certificate yet; checking every 10 s");
+                    reported = true;
+                }
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+            match start(cfg, caches).await {
+                Ok(running) => running.wait().await,
+                Err(e) => tracing::error!(error = %e, "webhook not started"),
+            }
+        }))
     }
 }
