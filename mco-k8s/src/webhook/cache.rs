@@ -65,9 +65,9 @@ where
     )
 }
 
-fn values<K: serde::Serialize>(store: &Store<K>) -> Vec<serde_json::Value>
+fn values<K>(store: &Store<K>) -> Vec<serde_json::Value>
 where
-    K: kube::Resource<DynamicType = ()> + Clone,
+    K: kube::Resource<DynamicType = ()> + Clone + serde::Serialize,
 {
     store
         .state()
