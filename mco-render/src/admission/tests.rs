@@ -427,3 +427,122 @@ fn estimates() {
         serde_json::from_value(pool("w", 0, Some(json!("x")))).unwrap_or_default();
     assert_eq!(estimate(&bad, 10, five), None);
 }
+
+/// A cluster whose worker pool carries the pool label KubeletConfigs select, with the
+/// template's kubelet MachineConfig.
+fn kubelet_view() -> ClusterView {
+    let mut p = pool("worker", 10, None);
+    p["metadata"]["labels"] =
+        json!({"pools.operator.machineconfiguration.openshift.io/worker": ""});
+    let template = mc(
+        "01-worker-kubelet",
+        "worker",
+        json!({"config": config(json!([file(
+            "/etc/kubernetes/kubelet.conf",
+            "kind%3A%20KubeletConfiguration%0AapiVersion%3A%20kubelet.config.k8s.io%2Fv1beta1%0AmaxPods%3A%20110%0A"
+        )]))}),
+    );
+    let mut m = Manifests::default();
+    let text = serde_json::to_string(&vec![p, template]).unwrap_or_default();
+    assert!(m.add_file("cluster.json", &text).is_ok());
+    ClusterView::new(m, RenderOptions::default())
+}
+
+fn kubelet_config(spec: Value) -> Value {
+    let mut spec = spec;
+    spec["machineConfigPoolSelector"] =
+        json!({"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}});
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "KubeletConfig",
+        "metadata": {"name": "max-pods"},
+        "spec": spec,
+    })
+}
+
+#[test]
+fn a_kubelet_config_is_generated_and_planned() {
+    let f = create(
+        &kubelet_config(json!({"kubeletConfig": {"maxPods": 250}})),
+        &kubelet_view(),
+    );
+    assert!(f.allowed(), "{f:?}");
+    assert_eq!(
+        messages(&f.warnings),
+        ["pool worker: 10 nodes will drain and reboot (/etc/kubernetes/kubelet.conf changed); about 50 min at maxUnavailable 1"]
+    );
+}
+
+#[test]
+fn a_kubelet_config_that_cannot_generate_is_rejected() {
+    let f = create(
+        &kubelet_config(json!({"kubeletConfig": {"cgroupDriver": "cgroupfs"}})),
+        &kubelet_view(),
+    );
+    assert_eq!(f.errors.len(), 1, "{f:?}");
+    assert_eq!(f.errors[0].kind, FindingKind::Generate);
+    assert!(
+        f.errors[0].message.starts_with(
+            "KubeletConfig max-pods: KubeletConfiguration: cgroupDriver is not allowed to be set"
+        ),
+        "{}",
+        f.errors[0].message
+    );
+}
+
+#[test]
+fn unpausing_a_pool_rolls_out_what_its_nodes_lack() {
+    // The nodes run the rendered config of the cluster as it is; the pool was paused while a
+    // kernel argument arrived.
+    let base = view();
+    let Some(Ok(current)) = base.base(0, &ControllerConfigSpec::default()).cloned() else {
+        panic!("master renders");
+    };
+    assert!(current.name.starts_with("rendered-master-"));
+    let rendered = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": "rendered-master-old"},
+        "spec": {"config": config(json!([]))},
+    });
+    let mut paused = pool("master", 3, None);
+    paused["spec"]["paused"] = json!(true);
+    paused["status"]["configuration"] = json!({"name": "rendered-master-old"});
+    let mut objects = vec![paused.clone(), rendered];
+    objects.push(mc(
+        "00-master",
+        "master",
+        json!({"config": config(json!([file("/etc/motd", "m")]))}),
+    ));
+    let mut m = Manifests::default();
+    assert!(m
+        .add_file(
+            "c.json",
+            &serde_json::to_string(&objects).unwrap_or_default()
+        )
+        .is_ok());
+    let cluster = ClusterView::new(m, RenderOptions::default());
+    let mut unpaused = paused.clone();
+    unpaused["spec"]["paused"] = json!(false);
+    let f = review(
+        &unpaused,
+        Operation::Update,
+        Some(&paused),
+        &cluster,
+        &ReviewOptions::default(),
+    );
+    assert!(f.allowed(), "{f:?}");
+    assert_eq!(
+        messages(&f.warnings),
+        ["pool master: 3 nodes will drain and reboot (/etc/motd changed); about 15 min at maxUnavailable 1"]
+    );
+    // Pausing again changes nothing on the nodes.
+    let f = review(
+        &paused,
+        Operation::Update,
+        Some(&unpaused),
+        &cluster,
+        &ReviewOptions::default(),
+    );
+    assert_eq!(f, Findings::default());
+}
