@@ -415,3 +415,59 @@ fn ca_bundle_from_the_secret() {
         .expect("svc");
     assert!(!mco_render::admission::set_ca_bundle(&mut svc, "Q0E="));
 }
+
+/// The operator applies the webhook's Service and configuration, and fills caBundle from the
+/// cert-manager Secret's ca.crt once the Secret is there (without it, caBundle stays unset:
+/// OpenShift's service CA injects it).
+#[tokio::test]
+async fn the_operator_fills_the_ca_bundle_from_the_secret() {
+    use mco_k8s::operator::{embedded, Operator, Options};
+    tokio::time::timeout(TEST_LIMIT, async {
+        let server = support::apiserver::ApiServer::start().await.expect("apiserver");
+        let op = Operator::new(
+            server.client(),
+            Options {
+                manifests: embedded::manifests(),
+                image: "quay.io/test/mco-rs:1".into(),
+                version: "0.1.0".into(),
+                resync: Duration::from_secs(1),
+                debounce: Duration::from_millis(20),
+            },
+        )
+        .expect("operator");
+        op.sync_once().await.expect("first pass");
+        let vwc_def = support::apiserver::resource("validatingwebhookconfigurations").expect("def");
+        let get = || {
+            server
+                .store
+                .get("validatingwebhookconfigurations", "", mco_render::admission::WEBHOOK_CONFIGURATION)
+                .expect("the operator applied the webhook configuration")
+        };
+        assert!(get()["webhooks"][0]["clientConfig"].get("caBundle").is_none());
+        assert!(server.store.get("services", "openshift-machine-config-operator", "machine-config-controller").is_some());
+
+        let secret = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": mco_render::admission::WEBHOOK_TLS_SECRET, "namespace": "openshift-machine-config-operator"},
+            "type": "kubernetes.io/tls",
+            "data": {"tls.crt": "Y2VydA==", "tls.key": "a2V5", "ca.crt": "Q0EgUEVN"},
+        });
+        let secrets = support::apiserver::resource("secrets").expect("def");
+        server
+            .store
+            .create(secrets, "openshift-machine-config-operator", secret)
+            .expect("secret");
+        op.sync_once().await.expect("second pass");
+        assert_eq!(get()["webhooks"][0]["clientConfig"]["caBundle"], "Q0EgUEVN");
+        assert_eq!(vwc_def.group, "admissionregistration.k8s.io");
+
+        let missing = support::rbac::ungranted(
+            &server.store.request_counts(),
+            &support::rbac::cluster_role_rules("machine-config-operator"),
+        );
+        assert!(missing.is_empty(), "the operator's ClusterRole lacks {missing:?}");
+    })
+    .await
+    .expect("test finished in time");
+}
