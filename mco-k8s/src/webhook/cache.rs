@@ -4,18 +4,24 @@
 //! [`ClusterView`] (whose pool renders are then computed once and shared by the reviews that
 //! follow). No request makes an API call.
 //!
+//! The MachineConfiguration `cluster` (`operator.openshift.io/v1`, the node disruption
+//! policies the plans use) is watched too; on clusters without that API the watch retries with
+//! a growing delay and plans use the default policies.
+//!
 //! Not watched: the FeatureGate, APIServer and Node `cluster` objects (a reviewed
-//! KubeletConfig is generated without them) and the MachineConfiguration `cluster` (plans use
-//! the default node disruption policies).
+//! KubeletConfig is generated without them).
 
 use super::ViewSource;
 use crate::controller::cluster::CONTROLLER_CONFIG_NAME;
 use crate::crd;
 use crate::reflect::{reflect, Reflector};
+use futures::StreamExt;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::admission::ClusterView;
+use mco_render::controllers::backoff::Backoff;
 use mco_render::manifests::Manifests;
 use mco_render::RenderOptions;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +34,8 @@ pub struct WebhookCache {
     controller_configs: Reflector<crd::ControllerConfig>,
     kubelet_configs: Reflector<crd::KubeletConfig>,
     runtime_configs: Reflector<crd::ContainerRuntimeConfig>,
+    policies: Arc<Mutex<Option<serde_json::Value>>>,
+    policies_task: tokio::task::JoinHandle<()>,
     stale: Arc<AtomicBool>,
     ready: Arc<AtomicBool>,
     current: Mutex<Option<Arc<ClusterView>>>,
@@ -101,7 +109,15 @@ impl WebhookCache {
                 flag.store(true, Ordering::Release);
             }
         });
+        let policies = Arc::new(Mutex::new(None));
+        let policies_task = tokio::spawn(watch_policies(
+            client.clone(),
+            policies.clone(),
+            stale.clone(),
+        ));
         WebhookCache {
+            policies,
+            policies_task,
             machine_configs,
             pools,
             controller_configs,
@@ -138,6 +154,10 @@ impl WebhookCache {
         {
             add(v);
         }
+        let policies = self.policies.lock().map(|p| p.clone()).unwrap_or_default();
+        if let Some(v) = policies {
+            add(v);
+        }
         for v in values(self.controller_configs.store()) {
             if v.pointer("/metadata/name")
                 .and_then(serde_json::Value::as_str)
@@ -147,6 +167,65 @@ impl WebhookCache {
             }
         }
         m
+    }
+}
+
+impl Drop for WebhookCache {
+    fn drop(&mut self) {
+        self.policies_task.abort();
+    }
+}
+
+/// The `operator.openshift.io/v1` MachineConfiguration resource.
+fn machine_configuration_resource() -> ApiResource {
+    ApiResource {
+        group: "operator.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "operator.openshift.io/v1".into(),
+        kind: "MachineConfiguration".into(),
+        plural: "machineconfigurations".into(),
+    }
+}
+
+/// Keeps the MachineConfiguration `cluster` in `slot`, marking the view stale on each change.
+async fn watch_policies(
+    client: Client,
+    slot: Arc<Mutex<Option<serde_json::Value>>>,
+    stale: Arc<AtomicBool>,
+) {
+    let api = Api::<DynamicObject>::all_with(client, &machine_configuration_resource());
+    let cfg = watcher::Config::default().fields("metadata.name=cluster");
+    let mut stream = watcher(api, cfg).boxed();
+    let mut attempt = 0u32;
+    while let Some(ev) = stream.next().await {
+        let value = match ev {
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                serde_json::to_value(&o).ok()
+            }
+            Ok(watcher::Event::Delete(_)) => None,
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
+            Err(e) => {
+                let absent = matches!(
+                    &e,
+                    watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404
+                );
+                let policy = if absent {
+                    Backoff::ABSENT_API
+                } else {
+                    Backoff::TRANSIENT
+                };
+                let delay = policy.delay(attempt);
+                attempt = attempt.saturating_add(1);
+                tracing::debug!("webhook: MachineConfiguration watch: {e}; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+        };
+        attempt = 0;
+        if let Ok(mut s) = slot.lock() {
+            *s = value;
+        }
+        stale.store(true, Ordering::Release);
     }
 }
 

@@ -546,3 +546,45 @@ fn unpausing_a_pool_rolls_out_what_its_nodes_lack() {
     );
     assert_eq!(f, Findings::default());
 }
+
+#[test]
+fn the_clusters_node_disruption_policies_shape_the_plan() {
+    let mut objects = vec![pool("master", 3, None)];
+    objects.push(mc(
+        "00-master",
+        "master",
+        json!({"config": config(json!([file("/etc/motd", "m")]))}),
+    ));
+    objects.push(json!({
+        "apiVersion": "operator.openshift.io/v1",
+        "kind": "MachineConfiguration",
+        "metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {"files": [
+            {"path": "/etc/motd", "actions": [{"type": "Restart", "restart": {"serviceName": "motd.service"}}]},
+        ]}},
+    }));
+    let mut m = Manifests::default();
+    assert!(m
+        .add_file(
+            "c.json",
+            &serde_json::to_string(&objects).unwrap_or_default()
+        )
+        .is_ok());
+    let cluster = ClusterView::new(m, RenderOptions::default());
+    let obj = mc(
+        "00-master",
+        "master",
+        json!({"config": config(json!([file("/etc/motd", "n")]))}),
+    );
+    let f = review(
+        &obj,
+        Operation::Update,
+        None,
+        &cluster,
+        &ReviewOptions::default(),
+    );
+    assert_eq!(
+        messages(&f.warnings),
+        ["pool master: 3 nodes restart motd.service, no drain, no reboot"]
+    );
+}
