@@ -277,12 +277,13 @@ pub fn check_machine_config(mc: &MachineConfig) -> (Vec<String>, Vec<String>) {
 
 /// What the object under review changes.
 enum Change {
-    /// The MachineConfigs after the change, and the labels of those that changed (both
-    /// versions).
+    /// The MachineConfigs after the change, and those that changed (both versions: the pools
+    /// selecting either are affected).
     Configs {
         after: Vec<MachineConfig>,
         changed: Vec<MachineConfig>,
-        /// Whether the view's version of the object differs from the old object given.
+        /// The MachineConfigs before the change when the stored object given differs from the
+        /// view's (a cache behind the API server): the view's cached renders are not used.
         stale: Option<Vec<MachineConfig>>,
     },
     /// A pool replaced.
