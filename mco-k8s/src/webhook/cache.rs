@@ -1,8 +1,8 @@
 //! The webhook's view of the cluster: one watch per kind ([`crate::reflect`]) keeps the
 //! MachineConfigs, pools, the ControllerConfig, KubeletConfigs and ContainerRuntimeConfigs.
-//! A change marks the view stale; the next review decodes the stores into a new
-//! [`ClusterView`] (whose pool renders are then computed once and shared by the reviews that
-//! follow). No request makes an API call.
+//! A change marks the view stale; a background task rebuilds it once the changes settle
+//! (decoding the stores into a [`ClusterView`] and rendering each pool once), and reviews read
+//! the last one built. No request makes an API call.
 //!
 //! The MachineConfiguration `cluster` (`operator.openshift.io/v1`, the node disruption
 //! policies the plans use) is watched too; on clusters without that API the watch retries with
@@ -27,18 +27,35 @@ use mco_render::RenderOptions;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// How long changes settle before the view is rebuilt in the background.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The stores' readers (cheap to clone), and the MachineConfiguration slot.
+#[derive(Clone)]
+struct Stores {
+    machine_configs: Store<crd::MachineConfig>,
+    pools: Store<crd::MachineConfigPool>,
+    controller_configs: Store<crd::ControllerConfig>,
+    kubelet_configs: Store<crd::KubeletConfig>,
+    runtime_configs: Store<crd::ContainerRuntimeConfig>,
+    policies: Arc<Mutex<Option<serde_json::Value>>>,
+}
+
 /// The watch caches and the last view built from them.
 pub struct WebhookCache {
-    machine_configs: Reflector<crd::MachineConfig>,
-    pools: Reflector<crd::MachineConfigPool>,
-    controller_configs: Reflector<crd::ControllerConfig>,
-    kubelet_configs: Reflector<crd::KubeletConfig>,
-    runtime_configs: Reflector<crd::ContainerRuntimeConfig>,
-    policies: Arc<Mutex<Option<serde_json::Value>>>,
-    policies_task: tokio::task::JoinHandle<()>,
+    // Held for their watch tasks (stopped on drop).
+    _reflectors: (
+        Reflector<crd::MachineConfig>,
+        Reflector<crd::MachineConfigPool>,
+        Reflector<crd::ControllerConfig>,
+        Reflector<crd::KubeletConfig>,
+        Reflector<crd::ContainerRuntimeConfig>,
+    ),
+    stores: Stores,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
     stale: Arc<AtomicBool>,
     ready: Arc<AtomicBool>,
-    current: Mutex<Option<Arc<ClusterView>>>,
+    current: Arc<Mutex<Option<Arc<ClusterView>>>>,
     render: RenderOptions,
 }
 
@@ -47,9 +64,9 @@ impl std::fmt::Debug for WebhookCache {
         f.debug_struct("WebhookCache")
             .field(
                 "machine_configs",
-                &self.machine_configs.store().state().len(),
+                &self.stores.machine_configs.state().len(),
             )
-            .field("pools", &self.pools.store().state().len())
+            .field("pools", &self.stores.pools.state().len())
             .finish()
     }
 }
@@ -90,42 +107,74 @@ impl WebhookCache {
     pub fn start(client: &Client, render: RenderOptions) -> Self {
         let stale = Arc::new(AtomicBool::new(true));
         let ready = Arc::new(AtomicBool::new(false));
-        let machine_configs = watch(client, "MachineConfig", &stale);
-        let pools = watch(client, "MachineConfigPool", &stale);
-        let controller_configs = watch(client, "ControllerConfig", &stale);
-        let stores = (
-            machine_configs.store().clone(),
-            pools.store().clone(),
-            controller_configs.store().clone(),
+        let reflectors = (
+            watch(client, "MachineConfig", &stale),
+            watch(client, "MachineConfigPool", &stale),
+            watch(client, "ControllerConfig", &stale),
+            watch(client, "KubeletConfig", &stale),
+            watch(client, "ContainerRuntimeConfig", &stale),
         );
-        let flag = ready.clone();
-        // Ends with the watches (the stores' writers), or once all three listed.
-        tokio::spawn(async move {
-            let listed = stores.0.wait_until_ready().await.is_ok()
-                && stores.1.wait_until_ready().await.is_ok()
-                && stores.2.wait_until_ready().await.is_ok();
-            if listed {
-                tracing::info!("webhook: cluster caches filled");
-                flag.store(true, Ordering::Release);
-            }
-        });
-        let policies = Arc::new(Mutex::new(None));
-        let policies_task = tokio::spawn(watch_policies(
+        let stores = Stores {
+            machine_configs: reflectors.0.store().clone(),
+            pools: reflectors.1.store().clone(),
+            controller_configs: reflectors.2.store().clone(),
+            kubelet_configs: reflectors.3.store().clone(),
+            runtime_configs: reflectors.4.store().clone(),
+            policies: Arc::new(Mutex::new(None)),
+        };
+        let current = Arc::new(Mutex::new(None));
+        let mut tasks = vec![tokio::spawn(watch_policies(
             client.clone(),
-            policies.clone(),
+            stores.policies.clone(),
             stale.clone(),
-        ));
+        ))];
+        // Once the MachineConfig, pool and ControllerConfig stores listed, keep a view built
+        // (and its pool renders computed) after each settled burst of changes, so reviews find
+        // it ready.
+        let (st, flag, stale2, cur, opts) = (
+            stores.clone(),
+            ready.clone(),
+            stale.clone(),
+            current.clone(),
+            render.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let listed = st.machine_configs.wait_until_ready().await.is_ok()
+                && st.pools.wait_until_ready().await.is_ok()
+                && st.controller_configs.wait_until_ready().await.is_ok();
+            if !listed {
+                return;
+            }
+            tracing::info!("webhook: cluster caches filled");
+            flag.store(true, Ordering::Release);
+            loop {
+                if stale2.swap(false, Ordering::AcqRel) {
+                    let (st, opts) = (st.clone(), opts.clone());
+                    let built = tokio::task::spawn_blocking(move || {
+                        let view = ClusterView::new(st.manifests(), opts);
+                        view.warm();
+                        view
+                    })
+                    .await;
+                    match built {
+                        Ok(view) => {
+                            if let Ok(mut c) = cur.lock() {
+                                *c = Some(Arc::new(view));
+                            }
+                        }
+                        Err(e) => tracing::error!(error = %e, "webhook: view not rebuilt"),
+                    }
+                }
+                tokio::time::sleep(SETTLE).await;
+            }
+        }));
         WebhookCache {
-            policies,
-            policies_task,
-            machine_configs,
-            pools,
-            controller_configs,
-            kubelet_configs: watch(client, "KubeletConfig", &stale),
-            runtime_configs: watch(client, "ContainerRuntimeConfig", &stale),
+            _reflectors: reflectors,
+            stores,
+            tasks,
             stale,
             ready,
-            current: Mutex::new(None),
+            current,
             render,
         }
     }
@@ -138,6 +187,12 @@ impl WebhookCache {
 
     /// Decodes the stores into manifests (objects that do not decode are skipped and logged).
     pub fn manifests(&self) -> Manifests {
+        self.stores.manifests()
+    }
+}
+
+impl Stores {
+    fn manifests(&self) -> Manifests {
         let mut m = Manifests::default();
         let mut add = |v: serde_json::Value| {
             if let Ok(text) = serde_json::to_string(&v) {
@@ -146,11 +201,11 @@ impl WebhookCache {
                 }
             }
         };
-        for v in values(self.machine_configs.store())
+        for v in values(&self.machine_configs)
             .into_iter()
-            .chain(values(self.pools.store()))
-            .chain(values(self.kubelet_configs.store()))
-            .chain(values(self.runtime_configs.store()))
+            .chain(values(&self.pools))
+            .chain(values(&self.kubelet_configs))
+            .chain(values(&self.runtime_configs))
         {
             add(v);
         }
@@ -158,7 +213,7 @@ impl WebhookCache {
         if let Some(v) = policies {
             add(v);
         }
-        for v in values(self.controller_configs.store()) {
+        for v in values(&self.controller_configs) {
             if v.pointer("/metadata/name")
                 .and_then(serde_json::Value::as_str)
                 == Some(CONTROLLER_CONFIG_NAME)
@@ -172,7 +227,9 @@ impl WebhookCache {
 
 impl Drop for WebhookCache {
     fn drop(&mut self) {
-        self.policies_task.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
     }
 }
 
@@ -230,14 +287,17 @@ async fn watch_policies(
 }
 
 impl ViewSource for WebhookCache {
+    /// The view the background task built last (at most [`SETTLE`] plus a render behind the
+    /// caches), or one built now when there is none yet.
     fn view(&self) -> Option<Arc<ClusterView>> {
         if !self.filled() {
             return None;
         }
         let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if self.stale.swap(false, Ordering::AcqRel) || cur.is_none() {
+        if cur.is_none() {
+            self.stale.store(false, Ordering::Release);
             *cur = Some(Arc::new(ClusterView::new(
-                self.manifests(),
+                self.stores.manifests(),
                 self.render.clone(),
             )));
         }
