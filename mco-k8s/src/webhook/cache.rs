@@ -41,16 +41,19 @@ struct Stores {
     policies: Arc<Mutex<Option<serde_json::Value>>>,
 }
 
+/// The watches, one per kind.
+type Reflectors = (
+    Reflector<crd::MachineConfig>,
+    Reflector<crd::MachineConfigPool>,
+    Reflector<crd::ControllerConfig>,
+    Reflector<crd::KubeletConfig>,
+    Reflector<crd::ContainerRuntimeConfig>,
+);
+
 /// The watch caches and the last view built from them.
 pub struct WebhookCache {
     // Held for their watch tasks (stopped on drop).
-    _reflectors: (
-        Reflector<crd::MachineConfig>,
-        Reflector<crd::MachineConfigPool>,
-        Reflector<crd::ControllerConfig>,
-        Reflector<crd::KubeletConfig>,
-        Reflector<crd::ContainerRuntimeConfig>,
-    ),
+    _reflectors: Reflectors,
     stores: Stores,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     stale: Arc<AtomicBool>,
@@ -287,7 +290,7 @@ async fn watch_policies(
 }
 
 impl ViewSource for WebhookCache {
-    /// The view the background task built last (at most [`SETTLE`] plus a render behind the
+    /// The view the background task built last (at most 200 ms plus a render behind the
     /// caches), or one built now when there is none yet.
     fn view(&self) -> Option<Arc<ClusterView>> {
         if !self.filled() {
