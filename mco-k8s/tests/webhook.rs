@@ -153,6 +153,24 @@ async fn https_admission_reviews() {
         let (status, _) = post(srv.addr, &tls, "POST", "/other", Vec::new()).await;
         assert_eq!(status, 404);
 
+        // The Secret is re-issued: the new certificate is served once its files change.
+        let (_, _, der2) = self_signed(&dir);
+        let tls2 = client_trusting(&der2);
+        let mut reloaded = false;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let tcp = TcpStream::connect(srv.addr).await.expect("connect");
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(tls2.clone()));
+            let name = ServerName::try_from("localhost").expect("name");
+            if connector.connect(name, tcp).await.is_ok() {
+                reloaded = true;
+                break;
+            }
+        }
+        assert!(reloaded, "the re-issued certificate is served");
+        let (status, _) = post(srv.addr, &tls2, "POST", "/validate", review_body("a-3", "99-worker-policy.yaml")).await;
+        assert_eq!(status, 200);
+
         srv.stop().await;
         let _ = std::fs::remove_dir_all(&dir);
     })
