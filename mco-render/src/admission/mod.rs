@@ -207,7 +207,7 @@ impl ClusterView {
         let (_, pool) = self.manifests.pools.get(i)?;
         let cell = self.base.get(i)?;
         Some(cell.get_or_init(|| {
-            let all: Vec<MachineConfig> = self.machine_configs().cloned().collect();
+            let all = selected(pool, self.machine_configs());
             render_input(pool, &all, cc, &self.render)
         }))
     }
@@ -217,6 +217,51 @@ impl ClusterView {
         let cc = self.controller_config();
         for i in 0..self.base.len() {
             let _ = self.base(i, &cc);
+        }
+    }
+}
+
+/// Copies of the MachineConfigs `pool` selects (all of them when its selector does not
+/// compile: the render then reports that): rendering from these gives what rendering from
+/// every MachineConfig gives, without copying the others (rendered configs are large).
+fn selected<'a>(
+    pool: &MachineConfigPool,
+    all: impl Iterator<Item = &'a MachineConfig>,
+) -> Vec<MachineConfig> {
+    let sel = pool
+        .spec
+        .machine_config_selector
+        .clone()
+        .unwrap_or_default()
+        .compile()
+        .ok();
+    all.filter(|m| sel.as_ref().is_none_or(|s| s.matches(&m.metadata.labels)))
+        .cloned()
+        .collect()
+}
+
+/// A set of MachineConfigs: the cluster's with one replaced, or a set of its own.
+enum Set {
+    /// The cluster's, with `name` replaced by `with`.
+    Replace {
+        name: String,
+        with: Box<MachineConfig>,
+    },
+    /// Its own.
+    Own(Vec<MachineConfig>),
+}
+
+impl Set {
+    fn selected(&self, cluster: &ClusterView, pool: &MachineConfigPool) -> Vec<MachineConfig> {
+        match self {
+            Set::Replace { name, with } => selected(
+                pool,
+                cluster
+                    .machine_configs()
+                    .filter(|m| m.name() != name)
+                    .chain(std::iter::once(with.as_ref())),
+            ),
+            Set::Own(v) => selected(pool, v.iter()),
         }
     }
 }
@@ -280,11 +325,11 @@ enum Change {
     /// The MachineConfigs after the change, and those that changed (both versions: the pools
     /// selecting either are affected).
     Configs {
-        after: Vec<MachineConfig>,
+        after: Set,
         changed: Vec<MachineConfig>,
         /// The MachineConfigs before the change when the stored object given differs from the
         /// view's (a cache behind the API server): the view's cached renders are not used.
-        stale: Option<Vec<MachineConfig>>,
+        stale: Option<Set>,
     },
     /// A pool replaced.
     Pool {
@@ -337,13 +382,19 @@ pub fn review(
             let old: Option<MachineConfig> = old_object.and_then(|v| decode(v).ok());
             let in_view = cluster.machine_config(&name).cloned();
             let stale = match (&old, &in_view) {
-                (Some(o), v) if Some(o) != v.as_ref() => Some(replaced(cluster, &name, Some(o))),
+                (Some(o), v) if Some(o) != v.as_ref() => Some(Set::Replace {
+                    name: name.clone(),
+                    with: Box::new(o.clone()),
+                }),
                 _ => None,
             };
             let mut changed = vec![mc.clone()];
-            changed.extend(old.or(in_view));
+            changed.extend(old.clone().or(in_view));
             Change::Configs {
-                after: replaced(cluster, &name, Some(&mc)),
+                after: Set::Replace {
+                    name: name.clone(),
+                    with: Box::new(mc),
+                },
                 changed,
                 stale,
             }
@@ -391,7 +442,7 @@ pub fn review(
                 }
             }
             Change::Configs {
-                after,
+                after: Set::Own(after),
                 changed,
                 stale: None,
             }
@@ -444,18 +495,24 @@ pub fn review(
                 let fresh;
                 let before = match stale {
                     Some(s) => {
-                        fresh = render_input(pool, s, &cc, &cluster.render);
+                        fresh =
+                            render_input(pool, &s.selected(cluster, pool), &cc, &cluster.render);
                         Some(&fresh)
                     }
                     None => cluster.base(i, &cc),
                 };
-                let after = render_input(pool, after, &cc, &cluster.render);
+                let after =
+                    render_input(pool, &after.selected(cluster, pool), &cc, &cluster.render);
                 judge(&mut out, &name, pool, before, &after, cluster, opts);
             }
         }
         Change::Pool { new, old } => {
-            let all: Vec<MachineConfig> = cluster.machine_configs().cloned().collect();
-            let after = render_input(new, &all, &cc, &cluster.render);
+            let after = render_input(
+                new,
+                &selected(new, cluster.machine_configs()),
+                &cc,
+                &cluster.render,
+            );
             // Unpausing rolls out whatever the nodes do not have yet: compare with the config
             // the pool's nodes are on.
             let unpaused = old.as_ref().is_some_and(|o| o.spec.paused) && !new.spec.paused;
@@ -468,7 +525,12 @@ pub fn review(
                 .map(|mc| plan::input::rendered_input(mc.name(), &mc.spec).map_err(|e| vec![e]));
             let before = match (unpaused, current, old) {
                 (true, Some(c), _) => Some(c),
-                (_, _, Some(o)) => Some(render_input(o, &all, &cc, &cluster.render)),
+                (_, _, Some(o)) => Some(render_input(
+                    o,
+                    &selected(o, cluster.machine_configs()),
+                    &cc,
+                    &cluster.render,
+                )),
                 _ => None,
             };
             match before {
@@ -481,17 +543,6 @@ pub fn review(
         out.warn(FindingKind::Lint(l.lint), l.message);
     }
     out
-}
-
-/// The cluster's MachineConfigs with `name` replaced by `with` (or removed).
-fn replaced(cluster: &ClusterView, name: &str, with: Option<&MachineConfig>) -> Vec<MachineConfig> {
-    let mut all: Vec<MachineConfig> = cluster
-        .machine_configs()
-        .filter(|m| m.name() != name)
-        .cloned()
-        .collect();
-    all.extend(with.cloned());
-    all
 }
 
 /// Turns one pool's before and after renders into findings.
