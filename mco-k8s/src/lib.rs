@@ -10,3 +10,4 @@ pub mod metrics;
 pub mod objects;
 pub mod operator;
 pub mod reflect;
+pub mod webhook;

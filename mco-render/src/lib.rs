@@ -12,6 +12,8 @@
 //!   plan (upstream's daemon update path).
 //! - [`serve`]: what the machine-config-server hands a booting machine.
 //! - [`controllers`]: every controller's decisions as pure functions returning writes.
+//! - [`admission`]: what an object would do to the cluster before it is stored: the
+//!   validating webhook's and `mco-render validate --cluster-dir`'s findings.
 //! - [`gocompat`]: the Go behaviours upstream's output depends on, each in one place.
 //! - `load` (feature `fs`, on with the default `cli`): the one place that reads manifests,
 //!   template folders and policies from disk, for the binaries.
@@ -19,6 +21,7 @@
 //! `mco-render = { default-features = false }` embeds the pure core alone: no file system, no
 //! command-line parser.
 
+pub mod admission;
 pub mod api;
 pub mod controllers;
 pub mod gocompat;

@@ -41,6 +41,8 @@ struct Cli {
     metrics_listen: Option<String>,
     #[command(flatten)]
     leader: LeaderArgs,
+    #[command(flatten)]
+    webhook: mco_k8s::webhook::WebhookArgs,
 }
 
 #[tokio::main]
@@ -95,6 +97,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The admission webhook serves on every replica, leader or not, once its certificate
+    // is there (the webhook configuration's failurePolicy is Ignore meanwhile).
+    let _webhook = cli.webhook.spawn(&client, opts.render.clone());
     // The render/rollout loop and the generating controllers run side by side, only while
     // this replica holds the controller's Lease; the process ends when either stops.
     let settings = cli.leader.settings("machine-config-controller");

@@ -42,6 +42,10 @@ pub const MANIFESTS: &[(&str, &str)] = &[
         "08-operator.yaml",
         include_str!("../../../manifests/08-operator.yaml"),
     ),
+    (
+        "09-webhook.yaml",
+        include_str!("../../../manifests/09-webhook.yaml"),
+    ),
 ];
 
 /// The embedded manifests as owned (name, text) pairs.

@@ -43,6 +43,12 @@ const TABLE: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     ("Deployment", "apps/v1", "deployments", true),
+    (
+        "ValidatingWebhookConfiguration",
+        "admissionregistration.k8s.io/v1",
+        "validatingwebhookconfigurations",
+        false,
+    ),
     ("DaemonSet", "apps/v1", "daemonsets", true),
     (
         "ControllerConfig",

@@ -172,14 +172,32 @@ impl Operator {
     /// The objects this pass applies, in order.
     pub async fn desired(&self) -> Result<Vec<Value>, OperatorError> {
         let cluster = self.cluster_config().await?;
-        Ok(desired_objects(
+        let mut objects = desired_objects(
             &self.manifests,
             &DesiredOptions {
                 image: self.opts.image.clone(),
                 version: self.opts.version.clone(),
             },
             &cluster,
-        ))
+        );
+        if let Some(ca) = self.webhook_ca().await {
+            for o in &mut objects {
+                mco_render::admission::set_ca_bundle(o, &ca);
+            }
+        }
+        Ok(objects)
+    }
+
+    /// The webhook certificate Secret's `ca.crt` (base64), when it has one (cert-manager's
+    /// do; OpenShift's service CA fills `caBundle` itself). Unreadable means none.
+    async fn webhook_ca(&self) -> Option<String> {
+        let info = kind_info("Secret")?;
+        let api = Api::namespaced_with(self.client.clone(), NAMESPACE, &info.resource);
+        let secret = get_value(&api, mco_render::admission::WEBHOOK_TLS_SECRET)
+            .await
+            .ok()??;
+        let ca = secret.pointer("/data/ca.crt")?.as_str()?;
+        (!ca.is_empty()).then(|| ca.to_string())
     }
 
     /// One pass: apply every object in order (stopping at the first failure), then read the

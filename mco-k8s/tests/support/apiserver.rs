@@ -176,6 +176,22 @@ pub const RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         group: "",
         version: "v1",
+        plural: "secrets",
+        kind: "Secret",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingwebhookconfigurations",
+        kind: "ValidatingWebhookConfiguration",
+        namespaced: false,
+        status: false,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
         plural: "configmaps",
         kind: "ConfigMap",
         namespaced: true,

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mco_ignition::SpecVersion;
+use mco_render::admission::{self, ClusterView, Operation, ReviewOptions};
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::upstream_json;
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
@@ -10,9 +11,7 @@ use mco_render::manifests::expand::{expand_manifests, template_options, ClusterO
 use mco_render::manifests::Manifests;
 use mco_render::plan::reconcile::RenderedInput;
 use mco_render::plan::{self, MachineConfiguration};
-use mco_render::render::{
-    render_pool, render_pool_owned, validate_machine_config, NameScheme, RenderOptions, Rendered,
-};
+use mco_render::render::{render_pool, render_pool_owned, NameScheme, RenderOptions, Rendered};
 use mco_render::serve;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -121,7 +120,20 @@ enum Command {
         controller_config: Vec<PathBuf>,
     },
     /// Validate every MachineConfig; print errors and warnings with file, name and JSON path.
+    ///
+    /// With --cluster-dir, review each object (MachineConfig, KubeletConfig,
+    /// ContainerRuntimeConfig, MachineConfigPool) against that cluster dump exactly as the
+    /// admission webhook does: the same errors (exit 1) and warnings.
     Validate {
+        /// A folder of the cluster's objects (pools, MachineConfigs, ControllerConfig, ...).
+        #[arg(long)]
+        cluster_dir: Option<PathBuf>,
+        /// Minutes one node takes to drain, update and reboot, for rollout estimates.
+        #[arg(long, default_value_t = 5)]
+        node_minutes: u64,
+        /// Controller version the cluster's generated configs carry.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -219,7 +231,17 @@ fn main() -> ExitCode {
             controller_version,
             controller_config,
         } => cmd_templates(&templates, &controller_config, output, &controller_version),
-        Command::Validate { paths } => cmd_validate(&paths),
+        Command::Validate {
+            cluster_dir: None,
+            paths,
+            ..
+        } => cmd_validate(&paths),
+        Command::Validate {
+            cluster_dir: Some(dir),
+            node_minutes,
+            controller_version,
+            paths,
+        } => cmd_review(&dir, &paths, node_minutes, &controller_version),
         Command::Ignition {
             spec_version,
             pool,
@@ -450,36 +472,14 @@ fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
     let mut warnings = 0;
     let mut lines = Vec::new();
     for (file, mc) in &m.machine_configs {
-        match validate_machine_config(mc) {
-            Ok(_) => {}
-            Err(es) => {
-                for e in es {
-                    for l in e.describe().lines() {
-                        errors += 1;
-                        lines.push(format!("error: {file}: {l}"));
-                    }
-                }
-            }
+        let (errs, warns) = admission::check_machine_config(mc);
+        for l in errs {
+            errors += 1;
+            lines.push(format!("error: {file}: {l}"));
         }
-        if let Some(raw) = mc.ignition() {
-            if let Ok(p) = mco_ignition::parse::parse_value(raw) {
-                for w in p.report.warnings() {
-                    warnings += 1;
-                    let path = w
-                        .path
-                        .as_ref()
-                        .map(|p| {
-                            p.prefixed(&mco_ignition::JsonPath::parse_dotted("spec.config"))
-                                .to_bracketed()
-                        })
-                        .unwrap_or_default();
-                    lines.push(format!(
-                        "warning: {file}: {}: {path}: {}",
-                        mc.name(),
-                        w.message
-                    ));
-                }
-            }
+        for l in warns {
+            warnings += 1;
+            lines.push(format!("warning: {file}: {l}"));
         }
     }
     for l in &lines {
@@ -504,6 +504,125 @@ fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
     }
     outln!("{summary}");
     Ok(())
+}
+
+/// The objects of `paths` as the API server would hand them to the webhook.
+fn objects_under_review(m: &Manifests) -> Vec<serde_json::Value> {
+    let with_kind = |mut v: serde_json::Value, kind: &str| {
+        if let Some(o) = v.as_object_mut() {
+            o.insert("kind".into(), kind.into());
+        }
+        v
+    };
+    let mut out = Vec::new();
+    for (_, mc) in &m.machine_configs {
+        out.extend(
+            serde_json::to_value(mc)
+                .ok()
+                .map(|v| with_kind(v, "MachineConfig")),
+        );
+    }
+    for (_, p) in &m.pools {
+        out.extend(
+            serde_json::to_value(p)
+                .ok()
+                .map(|v| with_kind(v, "MachineConfigPool")),
+        );
+    }
+    for (_, v) in &m.others {
+        if matches!(
+            v.get("kind").and_then(serde_json::Value::as_str),
+            Some("KubeletConfig" | "ContainerRuntimeConfig")
+        ) {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+/// The stored version of `object` in the cluster, if any (as JSON).
+fn stored(cluster: &ClusterView, object: &serde_json::Value) -> Option<serde_json::Value> {
+    let kind = object.get("kind").and_then(serde_json::Value::as_str)?;
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)?;
+    let m = cluster.manifests();
+    match kind {
+        "MachineConfig" => m
+            .machine_configs
+            .iter()
+            .find(|(_, x)| x.name() == name)
+            .and_then(|(_, x)| serde_json::to_value(x).ok()),
+        "MachineConfigPool" => m
+            .pools
+            .iter()
+            .find(|(_, x)| x.name() == name)
+            .and_then(|(_, x)| serde_json::to_value(x).ok()),
+        _ => m
+            .others
+            .iter()
+            .map(|(_, v)| v)
+            .find(|v| {
+                v.get("kind").and_then(serde_json::Value::as_str) == Some(kind)
+                    && v.pointer("/metadata/name")
+                        .and_then(serde_json::Value::as_str)
+                        == Some(name)
+            })
+            .cloned(),
+    }
+}
+
+fn cmd_review(
+    dir: &Path,
+    paths: &[PathBuf],
+    node_minutes: u64,
+    controller_version: &str,
+) -> Result<(), Failure> {
+    let cluster = ClusterView::new(
+        load(&[dir.to_path_buf()])?,
+        RenderOptions {
+            controller_version: controller_version.to_string(),
+            ..RenderOptions::default()
+        },
+    );
+    let objects = objects_under_review(&load(paths)?);
+    if objects.is_empty() {
+        return Err(Failure::input(
+            "no MachineConfig, KubeletConfig, ContainerRuntimeConfig or MachineConfigPool found",
+        ));
+    }
+    let opts = ReviewOptions {
+        node_duration: std::time::Duration::from_secs(node_minutes.saturating_mul(60)),
+    };
+    let (mut errors, mut warnings) = (Vec::new(), 0);
+    for object in &objects {
+        let old = stored(&cluster, object);
+        let op = if old.is_some() {
+            Operation::Update
+        } else {
+            Operation::Create
+        };
+        let f = admission::review(object, op, old.as_ref(), &cluster, &opts);
+        for w in &f.warnings {
+            warnings += 1;
+            eprintln!("warning: {}", w.message);
+        }
+        errors.extend(f.errors.iter().map(|e| format!("error: {}", e.message)));
+    }
+    let summary = format!(
+        "{} objects reviewed: {} errors, {warnings} warnings",
+        objects.len(),
+        errors.len()
+    );
+    if errors.is_empty() {
+        println!("{summary}");
+        return Ok(());
+    }
+    errors.push(summary);
+    Err(Failure {
+        code: 1,
+        lines: errors,
+    })
 }
 
 fn cmd_ignition(
