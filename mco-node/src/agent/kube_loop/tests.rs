@@ -17,6 +17,7 @@ struct Fake {
     node: Value,
     machine_configs: BTreeMap<String, Value>,
     log: Vec<(String, String, Value)>,
+    events: Vec<(String, String, Value)>,
 }
 
 type Shared = Arc<Mutex<Fake>>;
@@ -154,12 +155,27 @@ fn setup() -> (Shared, tempfile::TempDir, HostRoot) {
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         log: Vec::new(),
+        events: Vec::new(),
     };
     (Arc::new(Mutex::new(fake)), dir, root)
 }
 
+/// The requests since the last call, Events left out (see [`events`]).
 fn requests(f: &Shared) -> Vec<(String, String, Value)> {
-    std::mem::take(&mut lock(f).log)
+    let log = std::mem::take(&mut lock(f).log);
+    let (events, rest): (Vec<_>, Vec<_>) = log.into_iter().partition(|r| r.1.contains("/events"));
+    lock(f).events.extend(events);
+    rest
+}
+
+/// The reasons of the Events recorded so far.
+fn events(f: &Shared) -> Vec<String> {
+    let _ = requests(f);
+    lock(f)
+        .events
+        .iter()
+        .filter_map(|e| e.2["reason"].as_str().map(str::to_string))
+        .collect()
 }
 
 fn annotation_patch(k: &str, v: &str) -> Value {
@@ -222,6 +238,7 @@ async fn rebootless_update_through_the_api() {
     );
     let n = node_of(&fake);
     assert!(n.is_node_done());
+    assert_eq!(events(&fake), vec!["NodeDone"]);
     drop(agent);
     let _ = server.await;
 }
@@ -265,6 +282,7 @@ async fn rebooting_update_asks_for_a_drain_then_reboots() {
         )]
     );
     assert_eq!(agent.host().calls, vec!["reboot".to_string()]);
+    assert_eq!(events(&fake), vec!["Cordon", "Drain", "Reboot"]);
 
     // After the reboot: clear the marker, ask for the uncordon.
     let third = agent.sync(node_of(&fake)).await;
