@@ -147,6 +147,44 @@ fn api_version_kind(o: &Option<TypeMeta>, kind: &Kind) -> (String, String) {
     }
 }
 
+/// `Model` for a kind with a status: the object's four parts map one to one.
+macro_rules! model_with_status {
+    ($($ty:ident: $spec:ty, $status:ty, $kind:expr;)*) => {$(
+        impl Model for $ty {
+            type Spec = $spec;
+            type Status = $status;
+            const KIND: Kind = $kind;
+
+            fn from_object(o: Stored<Self>) -> Self {
+                let (api_version, kind) = api_version_kind(&o.types, &Self::KIND);
+                $ty {
+                    api_version,
+                    kind,
+                    metadata: meta_from_kube(o.metadata),
+                    spec: o.spec,
+                    status: o.status,
+                }
+            }
+
+            fn into_object(self) -> Stored<Self> {
+                Object {
+                    types: types(&Self::KIND),
+                    metadata: meta_to_kube(self.metadata),
+                    spec: self.spec,
+                    status: self.status,
+                }
+            }
+        }
+    )*};
+}
+
+model_with_status! {
+    MachineConfigPool: PoolSpec, MachineConfigPoolStatus, crd::MACHINE_CONFIG_POOL;
+    ControllerConfig: ControllerConfigSpec, ControllerConfigStatus, crd::CONTROLLER_CONFIG;
+    KubeletConfig: KubeletConfigSpec, CustomResourceStatus, crd::KUBELET_CONFIG;
+    ContainerRuntimeConfig: ContainerRuntimeConfigSpec, CustomResourceStatus, crd::CONTAINER_RUNTIME_CONFIG;
+}
+
 impl Model for MachineConfig {
     type Spec = MachineConfigSpec;
     type Status = NotUsed;
@@ -168,110 +206,6 @@ impl Model for MachineConfig {
             metadata: meta_to_kube(self.metadata),
             spec: self.spec,
             status: None,
-        }
-    }
-}
-
-impl Model for MachineConfigPool {
-    type Spec = PoolSpec;
-    type Status = MachineConfigPoolStatus;
-    const KIND: Kind = crd::MACHINE_CONFIG_POOL;
-
-    fn from_object(o: Stored<Self>) -> Self {
-        let (api_version, kind) = api_version_kind(&o.types, &Self::KIND);
-        MachineConfigPool {
-            api_version,
-            kind,
-            metadata: meta_from_kube(o.metadata),
-            spec: o.spec,
-            status: o.status,
-        }
-    }
-
-    fn into_object(self) -> Stored<Self> {
-        Object {
-            types: types(&Self::KIND),
-            metadata: meta_to_kube(self.metadata),
-            spec: self.spec,
-            status: self.status,
-        }
-    }
-}
-
-impl Model for ControllerConfig {
-    type Spec = ControllerConfigSpec;
-    type Status = ControllerConfigStatus;
-    const KIND: Kind = crd::CONTROLLER_CONFIG;
-
-    fn from_object(o: Stored<Self>) -> Self {
-        let (api_version, kind) = api_version_kind(&o.types, &Self::KIND);
-        ControllerConfig {
-            api_version,
-            kind,
-            metadata: meta_from_kube(o.metadata),
-            spec: o.spec,
-            status: o.status,
-        }
-    }
-
-    fn into_object(self) -> Stored<Self> {
-        Object {
-            types: types(&Self::KIND),
-            metadata: meta_to_kube(self.metadata),
-            spec: self.spec,
-            status: self.status,
-        }
-    }
-}
-
-impl Model for KubeletConfig {
-    type Spec = KubeletConfigSpec;
-    type Status = CustomResourceStatus;
-    const KIND: Kind = crd::KUBELET_CONFIG;
-
-    fn from_object(o: Stored<Self>) -> Self {
-        let (api_version, kind) = api_version_kind(&o.types, &Self::KIND);
-        KubeletConfig {
-            api_version,
-            kind,
-            metadata: meta_from_kube(o.metadata),
-            spec: o.spec,
-            status: o.status,
-        }
-    }
-
-    fn into_object(self) -> Stored<Self> {
-        Object {
-            types: types(&Self::KIND),
-            metadata: meta_to_kube(self.metadata),
-            spec: self.spec,
-            status: self.status,
-        }
-    }
-}
-
-impl Model for ContainerRuntimeConfig {
-    type Spec = ContainerRuntimeConfigSpec;
-    type Status = CustomResourceStatus;
-    const KIND: Kind = crd::CONTAINER_RUNTIME_CONFIG;
-
-    fn from_object(o: Stored<Self>) -> Self {
-        let (api_version, kind) = api_version_kind(&o.types, &Self::KIND);
-        ContainerRuntimeConfig {
-            api_version,
-            kind,
-            metadata: meta_from_kube(o.metadata),
-            spec: o.spec,
-            status: o.status,
-        }
-    }
-
-    fn into_object(self) -> Stored<Self> {
-        Object {
-            types: types(&Self::KIND),
-            metadata: meta_to_kube(self.metadata),
-            spec: self.spec,
-            status: self.status,
         }
     }
 }

@@ -15,7 +15,6 @@ use super::ViewSource;
 use crate::controller::pool_sync::CONTROLLER_CONFIG_NAME;
 use crate::objects::{self, Model, Stored};
 use crate::reflect::{reflect_with, Reflector};
-use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -24,7 +23,6 @@ use mco_render::admission::ClusterView;
 use mco_render::api::{
     ContainerRuntimeConfig, ControllerConfig, KubeletConfig, MachineConfig, MachineConfigPool,
 };
-use mco_render::controllers::backoff::Backoff;
 use mco_render::manifests::Manifests;
 use mco_render::RenderOptions;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +55,7 @@ type Reflectors = (
 pub struct WebhookCache {
     // Held for their watch tasks (stopped on drop).
     _reflectors: Reflectors,
+    _policies: Reflector<DynamicObject>,
     stores: Stores,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     stale: Arc<AtomicBool>,
@@ -123,11 +122,8 @@ impl WebhookCache {
             policies: Arc::new(Mutex::new(None)),
         };
         let current = Arc::new(Mutex::new(None));
-        let mut tasks = vec![tokio::spawn(watch_policies(
-            client.clone(),
-            stores.policies.clone(),
-            stale.clone(),
-        ))];
+        let policies = watch_policies(client, stores.policies.clone(), stale.clone());
+        let mut tasks = Vec::new();
         // Once the MachineConfig, pool and ControllerConfig stores listed, keep a view built
         // (and its pool renders computed) after each settled burst of changes, so reviews find
         // it ready.
@@ -170,6 +166,7 @@ impl WebhookCache {
         }));
         WebhookCache {
             _reflectors: reflectors,
+            _policies: policies,
             stores,
             tasks,
             stale,
@@ -248,46 +245,26 @@ fn machine_configuration_resource() -> ApiResource {
     }
 }
 
-/// Keeps the MachineConfiguration `cluster` in `slot`, marking the view stale on each change.
-async fn watch_policies(
-    client: Client,
+/// Keeps the MachineConfiguration `cluster` in `slot`, marking the view stale on each change
+/// (an absent API is rechecked with a growing delay, see [`crate::reflect`]).
+fn watch_policies(
+    client: &Client,
     slot: Arc<Mutex<Option<serde_json::Value>>>,
     stale: Arc<AtomicBool>,
-) {
-    let api = Api::<DynamicObject>::all_with(client, &machine_configuration_resource());
+) -> Reflector<DynamicObject> {
+    let ar = machine_configuration_resource();
+    let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
     let cfg = watcher::Config::default().fields("metadata.name=cluster");
-    let mut stream = watcher(api, cfg).boxed();
-    let mut attempt = 0u32;
-    while let Some(ev) = stream.next().await {
-        let value = match ev {
-            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                serde_json::to_value(&o).ok()
-            }
-            Ok(watcher::Event::Delete(_)) => None,
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
-            Err(e) => {
-                let absent = matches!(
-                    &e,
-                    watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404
-                );
-                let policy = if absent {
-                    Backoff::ABSENT_API
-                } else {
-                    Backoff::TRANSIENT
-                };
-                let delay = policy.delay(attempt);
-                attempt = attempt.saturating_add(1);
-                tracing::debug!("webhook: MachineConfiguration watch: {e}; retrying in {delay:?}");
-                tokio::time::sleep(delay).await;
-                continue;
-            }
-        };
-        attempt = 0;
+    reflect_with(api, cfg, ar, "MachineConfiguration", move |_, store| {
+        let value = store
+            .state()
+            .first()
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok());
         if let Ok(mut s) = slot.lock() {
             *s = value;
         }
         stale.store(true, Ordering::Release);
-    }
+    })
 }
 
 impl ViewSource for WebhookCache {
