@@ -7,6 +7,7 @@ pub mod machine_config;
 pub mod meta;
 pub mod node;
 pub mod pool;
+pub mod registries_conf;
 pub mod schema;
 pub mod selector;
 pub mod value_at;

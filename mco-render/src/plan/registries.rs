@@ -24,51 +24,7 @@ pub enum RegistriesError {
     Toml(String),
 }
 
-/// A registry endpoint (mirror or primary location).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Endpoint {
-    /// `location`.
-    pub location: String,
-    /// `insecure`.
-    pub insecure: bool,
-    /// `pull-from-mirror`: `all`, `digest-only`, `tag-only` or empty.
-    pub pull_from_mirror: String,
-}
-
-/// One `[[registry]]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Registry {
-    /// `prefix`.
-    pub prefix: String,
-    /// Primary endpoint (`location`, `insecure`, `pull-from-mirror`).
-    pub endpoint: Endpoint,
-    /// `[[registry.mirror]]` entries.
-    pub mirrors: Vec<Endpoint>,
-    /// `blocked`.
-    pub blocked: bool,
-    /// `mirror-by-digest-only`.
-    pub mirror_by_digest_only: bool,
-}
-
-impl Registry {
-    /// Scope: `prefix` when set, else `location`.
-    pub fn scope(&self) -> &str {
-        if self.prefix.is_empty() {
-            &self.endpoint.location
-        } else {
-            &self.prefix
-        }
-    }
-}
-
-/// The parts of registries.conf (v2) the check reads.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RegistriesConf {
-    /// `[[registry]]` tables in order.
-    pub registries: Vec<Registry>,
-    /// `unqualified-search-registries`.
-    pub unqualified_search_registries: Vec<String>,
-}
+pub use crate::api::registries_conf::{Endpoint, RegistriesConf, Registry};
 
 const DIGEST_ONLY: &str = "digest-only";
 
@@ -163,7 +119,8 @@ pub fn parse_registries_conf(data: &[u8]) -> Result<RegistriesConf, String> {
                 mirror_by_digest_only: r.mirror_by_digest_only,
             })
             .collect(),
-        unqualified_search_registries: raw.unqualified_search_registries,
+        unqualified_search_registries: Some(raw.unqualified_search_registries),
+        ..RegistriesConf::default()
     })
 }
 
@@ -281,11 +238,9 @@ pub fn is_safe_registries_change(old: &Config, new: &Config) -> Result<bool, Reg
 
 /// The decision on parsed files.
 pub fn is_safe_change(old: &RegistriesConf, new: &RegistriesConf) -> bool {
-    let (ou, nu) = (
-        &old.unqualified_search_registries,
-        &new.unqualified_search_registries,
-    );
-    if ou.len() > nu.len() || ou.iter().zip(nu).any(|(a, b)| a != b) {
+    let search = |c: &RegistriesConf| c.unqualified_search_registries.clone().unwrap_or_default();
+    let (ou, nu) = (search(old), search(new));
+    if ou.len() > nu.len() || ou.iter().zip(&nu).any(|(a, b)| a != b) {
         return false;
     }
     let by_scope = |c: &RegistriesConf| -> HashMap<String, Registry> {
