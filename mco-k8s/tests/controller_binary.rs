@@ -27,19 +27,8 @@ impl Drop for Process {
     }
 }
 
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let run = async {
-        loop {
-            if let Some(v) = check() {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    };
-    match tokio::time::timeout(LIMIT, run).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
+async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    support::eventually_within(what, LIMIT, check).await
 }
 
 fn kubeconfig(dir: &Path, server: &ApiServer) -> PathBuf {

@@ -62,19 +62,8 @@ fn start_controller(client: Client) -> JoinHandle<()> {
 }
 
 /// Polls `check` until it returns `Some`, for at most [`LIMIT`].
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let run = async {
-        loop {
-            if let Some(v) = check() {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    match tokio::time::timeout(LIMIT, run).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
+async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    support::eventually_within(what, LIMIT, check).await
 }
 
 /// An object without what the server sets.

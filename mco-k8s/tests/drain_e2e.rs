@@ -21,19 +21,8 @@ use tokio::task::JoinHandle;
 const LIMIT: Duration = Duration::from_secs(30);
 const AGENT: &str = "machine-config-controller/drain-e2e";
 
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let run = async {
-        loop {
-            if let Some(v) = check() {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    match tokio::time::timeout(LIMIT, run).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
+async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    support::eventually_within(what, LIMIT, check).await
 }
 
 fn options(drain_timeout: Duration) -> Options {

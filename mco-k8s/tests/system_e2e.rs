@@ -56,19 +56,8 @@ fn root_on(mc: &MachineConfig) -> (tempfile::TempDir, HostRoot) {
     (dir, root)
 }
 
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let run = async {
-        loop {
-            if let Some(v) = check() {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    match tokio::time::timeout(LIMIT, run).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
+async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    support::eventually_within(what, LIMIT, check).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,3 +18,24 @@ pub fn yaml_docs(path: &std::path::Path) -> Vec<serde_json::Value> {
         .filter(|v| !v.is_null())
         .collect()
 }
+
+/// Polls `check` every 20 ms until it returns `Some`, for at most `limit`; panics naming
+/// `what` when it never does.
+pub async fn eventually_within<T>(
+    what: &str,
+    limit: std::time::Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
+    let run = async {
+        loop {
+            if let Some(v) = check() {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    match tokio::time::timeout(limit, run).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
