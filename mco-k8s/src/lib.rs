@@ -10,4 +10,5 @@ pub mod metrics;
 pub mod objects;
 pub mod operator;
 pub mod reflect;
+pub mod tasks;
 pub mod webhook;

@@ -10,6 +10,7 @@ use super::respond::{respond, Request};
 use super::served_state::{BuildOptions, ServedState};
 use super::source;
 use super::tls::{self, ReloadingCert, TlsError};
+use crate::tasks::ServerTasks;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -25,7 +26,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 /// Where the pools come from.
@@ -144,24 +144,18 @@ pub struct Running {
     pub insecure_addr: Option<SocketAddr>,
     /// The shared state and counters.
     pub shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: ServerTasks,
 }
 
 impl Running {
     /// Stops accepting, stops the reload loop and waits for the tasks to end.
     pub async fn stop(self) {
-        let _ = self.shutdown.send(true);
-        for t in self.tasks {
-            let _ = t.await;
-        }
+        self.tasks.stop().await;
     }
 
     /// Waits until the server stops (it only does on [`Running::stop`] or a fatal error).
     pub async fn wait(self) {
-        for t in self.tasks {
-            let _ = t.await;
-        }
+        self.tasks.wait().await;
     }
 }
 
@@ -319,8 +313,7 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
         secure_addr,
         insecure_addr,
         shared,
-        shutdown: tx,
-        tasks,
+        tasks: ServerTasks::new(tx, tasks),
     })
 }
 

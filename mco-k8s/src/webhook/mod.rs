@@ -10,6 +10,7 @@
 pub mod cache;
 
 use crate::mcs::tls::{self, ReloadingCert, TlsError};
+use crate::tasks::ServerTasks;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -82,24 +83,18 @@ pub enum StartError {
 pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: ServerTasks,
 }
 
 impl Running {
     /// Stops accepting and the reload loop, and waits for them.
     pub async fn stop(self) {
-        let _ = self.shutdown.send(true);
-        for t in self.tasks {
-            let _ = t.await;
-        }
+        self.tasks.stop().await;
     }
 
     /// Waits until the webhook stops.
     pub async fn wait(self) {
-        for t in self.tasks {
-            let _ = t.await;
-        }
+        self.tasks.wait().await;
     }
 }
 
@@ -134,8 +129,7 @@ pub async fn start(cfg: Config, source: impl ViewSource) -> Result<Running, Star
     ];
     Ok(Running {
         addr,
-        shutdown: tx,
-        tasks,
+        tasks: ServerTasks::new(tx, tasks),
     })
 }
 
