@@ -4,31 +4,15 @@
 //! The corpus holds upstream template content and is not part of the repository: the test
 //! reads it from the shared folder next to the workspace and skips when it is absent.
 
-use std::io::Read;
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::{corpus, load};
 use std::path::{Path, PathBuf};
 
 use mco_render::controllers::generate::cluster_config::{ClusterConfigInput, ConfigOutcome};
 use mco_render::controllers::generate::sequence::feature_gates_from_status;
 use mco_render::controllers::generate::{feature_gates, node_config, registries};
 use serde_json::{json, Map, Value};
-
-/// The corpus folder: `shared/` beside the repository (CI), or beside the worktree folder.
-fn corpus() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    ["../../shared", "../../../shared"]
-        .iter()
-        .map(|up| manifest.join(up).join("conformance/cluster-config"))
-        .find(|p| p.is_dir())
-}
-
-fn load(path: &Path) -> Value {
-    let file = std::fs::File::open(path).expect("open case");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .expect("gunzip case");
-    serde_json::from_str(&text).expect("case JSON")
-}
 
 fn input_of(case: &Value) -> ClusterConfigInput {
     let list = |k: &str| {
@@ -211,7 +195,7 @@ fn case_paths(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn cluster_config_cases() {
-    let Some(dir) = corpus() else {
+    let Some(dir) = corpus("cluster-config") else {
         eprintln!("SKIP: cluster-config corpus (shared/conformance/cluster-config) not present");
         return;
     };
@@ -414,7 +398,7 @@ const CLI_UNREACHABLE: &[&str] = &["n011-aws-node-missing+infra+storage"];
 
 #[test]
 fn cluster_config_cases_through_the_cli() {
-    let Some(dir) = corpus() else {
+    let Some(dir) = corpus("cluster-config") else {
         eprintln!("SKIP: cluster-config corpus (shared/conformance/cluster-config) not present");
         return;
     };

@@ -3,26 +3,13 @@
 //! The corpus holds upstream template content and is not part of the repository: the test
 //! reads it from the shared folder next to the workspace and skips when it is absent.
 
-use std::io::Read;
-use std::path::Path;
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::{corpus, load};
 
 use mco_render::api::CustomResource;
 use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput};
 use serde_json::Value;
-
-const CASES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/conformance/custom-resources"
-);
-
-fn load(path: &Path) -> Value {
-    let file = std::fs::File::open(path).expect("open case");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .expect("gunzip case");
-    serde_json::from_str(&text).expect("case JSON")
-}
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
@@ -165,11 +152,10 @@ fn describe_mc_diff(got: &Value, want: &Value) -> String {
 
 #[test]
 fn custom_resource_cases() {
-    let dir = Path::new(CASES);
-    if !dir.is_dir() {
-        eprintln!("skipping: {CASES} not present");
+    let Some(dir) = corpus("custom-resources") else {
+        eprintln!("SKIP: ../shared/conformance/custom-resources is not present");
         return;
-    }
+    };
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .expect("read corpus")
         .filter_map(|e| e.ok().map(|e| e.path()))

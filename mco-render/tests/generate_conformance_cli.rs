@@ -5,27 +5,12 @@
 //! The corpus holds upstream template content and is not part of the repository: the test
 //! reads it from the shared folder next to the workspace and skips when it is absent.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::{corpus, load};
+use std::path::Path;
 
 use serde_json::{json, Value};
-
-fn corpus() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    ["../../shared", "../../../shared"]
-        .iter()
-        .map(|up| manifest.join(up).join("conformance/custom-resources"))
-        .find(|p| p.is_dir())
-}
-
-fn load(path: &Path) -> Value {
-    let file = std::fs::File::open(path).expect("open case");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .expect("gunzip case");
-    serde_json::from_str(&text).expect("case JSON")
-}
 
 fn write_manifests(case: &Value, dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
@@ -117,7 +102,7 @@ fn compare(case: &Value, dir: &Path) -> Option<String> {
 
 #[test]
 fn custom_resource_cases_through_the_cli() {
-    let Some(dir) = corpus() else {
+    let Some(dir) = corpus("custom-resources") else {
         eprintln!(
             "SKIP: custom-resources corpus (shared/conformance/custom-resources) not present"
         );
