@@ -178,3 +178,78 @@ fn real_content_corpus_matches_upstream() {
     }
     assert!(failures.is_empty(), "{} real cases differ", failures.len());
 }
+
+/// Every 3.1-3.3 config served for the real-content cases passes Ignition's own validator
+/// (`ignition-validate`, Debian's `ignition` package, which `.ci/run` installs); skipped, loudly,
+/// without the tool or the corpus.
+#[test]
+fn served_real_configs_pass_ignition_validate() {
+    use std::io::Read;
+    let tool = std::process::Command::new("ignition-validate")
+        .arg("--version")
+        .output();
+    if tool.is_err() {
+        eprintln!("SKIP: ignition-validate is not installed");
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/real");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("SKIP: {} not present", dir.display());
+        return;
+    };
+    let tmp = std::env::temp_dir().join(format!("mco-ignition-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    files.sort();
+    let (mut checked, mut failures) = (0, Vec::new());
+    for f in &files {
+        let mut text = String::new();
+        let file = std::fs::File::open(f).expect("real case");
+        flate2::read::GzDecoder::new(file)
+            .read_to_string(&mut text)
+            .expect("gzip");
+        let case: Value = serde_json::from_str(&text).expect("case JSON");
+        let (Ok(pool), Ok(mcs), Ok(cc)) = (
+            serde_json::from_value::<MachineConfigPool>(case["pool"].clone()),
+            serde_json::from_value::<Vec<MachineConfig>>(case["machineConfigs"].clone()),
+            serde_json::from_value::<ControllerConfigSpec>(case["controllerConfig"].clone()),
+        ) else {
+            continue;
+        };
+        let Ok(r) = render_pool(&pool, &mcs, &cc, &RenderOptions::default()) else {
+            continue;
+        };
+        for v in [SpecVersion::V3_1, SpecVersion::V3_2, SpecVersion::V3_3] {
+            let Ok(config) = serve::convert(r.ignition(), v) else {
+                continue;
+            };
+            let path = tmp.join(format!(
+                "{}-{}.json",
+                case["name"].as_str().unwrap_or("case"),
+                v
+            ));
+            std::fs::write(&path, config.to_string()).expect("write config");
+            let out = std::process::Command::new("ignition-validate")
+                .arg(&path)
+                .output()
+                .expect("run ignition-validate");
+            checked += 1;
+            if !out.status.success() {
+                failures.push(format!(
+                    "{}: {}{}",
+                    path.display(),
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    eprintln!("ignition-validate: {checked} served configs checked");
+    assert!(checked > 0, "no served config was checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
