@@ -353,8 +353,7 @@ fn optional_config_crds_are_structural_and_open() {
         let schema = &version["schema"]["openAPIV3Schema"];
         for part in ["spec", "status"] {
             assert_eq!(
-                schema["properties"][part]["x-kubernetes-preserve-unknown-fields"],
-                true,
+                schema["properties"][part]["x-kubernetes-preserve-unknown-fields"], true,
                 "{name} {part}"
             );
         }

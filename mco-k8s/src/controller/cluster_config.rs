@@ -155,10 +155,7 @@ impl ClusterConfigs {
             base_machine_configs: as_json,
             controller_version: self.controller_version.clone(),
         };
-        let by_name = mcs
-            .into_iter()
-            .map(|m| (m.name().to_string(), m))
-            .collect();
+        let by_name = mcs.into_iter().map(|m| (m.name().to_string(), m)).collect();
         Ok((input, by_name))
     }
 
@@ -238,8 +235,10 @@ mod tests {
         let owned = json!([{"apiVersion": "config.openshift.io/v1", "kind": "Image",
             "name": "cluster", "uid": "u"}]);
         let mcs = vec![
-            mc(json!({"metadata": {"name": "99-worker-generated-registries",
-                "ownerReferences": owned}})),
+            mc(
+                json!({"metadata": {"name": "99-worker-generated-registries",
+                "ownerReferences": owned}}),
+            ),
             mc(json!({"metadata": {"name": "99-master-generated-registries"}})),
             mc(json!({"metadata": {"name": "99-worker-generated-kubelet",
                 "ownerReferences": owned}})),

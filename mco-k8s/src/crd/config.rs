@@ -70,7 +70,11 @@ config_kind!(
 /// or FeatureGate may have none).
 fn open(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     for v in &mut crd.spec.versions {
-        let Some(root) = v.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) else {
+        let Some(root) = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        else {
             continue;
         };
         root.required = None;
