@@ -324,3 +324,59 @@ fn clusteroperator_manifest_matches_the_type() {
         "manifests/00-clusteroperator-crd.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
     );
 }
+
+#[test]
+fn optional_config_crds_are_structural_and_open() {
+    let crds = mco_k8s::crd::config_crds();
+    let names: Vec<String> = crds
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap_or_default())
+        .collect();
+    for want in [
+        "images.config.openshift.io",
+        "clusterversions.config.openshift.io",
+        "imagedigestmirrorsets.config.openshift.io",
+        "imagetagmirrorsets.config.openshift.io",
+        "featuregates.config.openshift.io",
+        "apiservers.config.openshift.io",
+        "nodes.config.openshift.io",
+        "imagecontentsourcepolicies.operator.openshift.io",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    for crd in &crds {
+        let v = serde_json::to_value(crd).unwrap();
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        assert_eq!(v["spec"]["scope"], "Cluster", "{name}");
+        let version = &v["spec"]["versions"][0];
+        assert_eq!(version["subresources"]["status"], serde_json::json!({}));
+        let schema = &version["schema"]["openAPIV3Schema"];
+        for part in ["spec", "status"] {
+            assert_eq!(
+                schema["properties"][part]["x-kubernetes-preserve-unknown-fields"], true,
+                "{name} {part}"
+            );
+        }
+        let mut errs = Vec::new();
+        check(schema, &name, true, false, &mut errs);
+        assert!(errs.is_empty(), "{errs:#?}");
+    }
+}
+
+#[test]
+fn optional_config_crds_manifest_matches_the_types() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../manifests/optional/config-crds.yaml"
+    );
+    let want = mco_k8s::crd::config_crds_yaml().unwrap();
+    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
+        std::fs::create_dir_all(std::path::Path::new(path).parent().unwrap()).unwrap();
+        std::fs::write(path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        have == want,
+        "manifests/optional/config-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
+    );
+}

@@ -1,10 +1,13 @@
 //! The controllers that write MachineConfigs from other objects, run as one loop next to the
 //! render and rollout controller ([`super::run`]): the template controller (when a templates
-//! folder is given) and the KubeletConfig and ContainerRuntimeConfig controllers. Each pass
-//! runs the templates first, so the custom resources read fresh role MachineConfigs. Passes
+//! folder is given), the cluster-config controllers (registries, feature gates, the Node
+//! `cluster`: [`super::cluster_config`]) and the KubeletConfig and ContainerRuntimeConfig
+//! controllers. Each pass runs the templates first, so the others read fresh role
+//! MachineConfigs, then the cluster-config syncs, then the custom resources. Passes
 //! run on a change that concerns them (not a pool's status, not a rendered config), debounced,
 //! and on the resync timer.
 
+use super::cluster_config::{image_resources, ClusterConfigs};
 use super::resources::{config_resources, Resources};
 use super::templates::Templates;
 use super::Options;
@@ -40,8 +43,9 @@ pub async fn run(client: Client, opts: Options) {
         let cfg = watcher::Config::default();
         watchers.push(wake_on(dynamic(&ar), cfg, ar, what, wake, tx.clone()));
     }
-    // The config.openshift.io APIs may not be installed: their watches recheck over minutes.
-    for ar in config_resources() {
+    // The config.openshift.io and operator.openshift.io APIs may not be installed: their
+    // watches recheck over minutes.
+    for ar in config_resources().into_iter().chain(image_resources()) {
         let cfg = watcher::Config::default();
         let what = "config.openshift.io objects";
         watchers.push(wake_on(
@@ -55,6 +59,7 @@ pub async fn run(client: Client, opts: Options) {
     }
     let version = opts.render.controller_version.clone();
     let custom = Resources::new(client.clone(), &version);
+    let cluster = ClusterConfigs::new(client.clone(), &version);
     let templates = opts
         .templates
         .clone()
@@ -71,6 +76,13 @@ pub async fn run(client: Client, opts: Options) {
                     tracing::warn!("template sync failed: {e}");
                     again = true;
                 }
+            }
+        }
+        match cluster.sync().await {
+            Ok(r) => again |= r.retry,
+            Err(e) => {
+                tracing::warn!("cluster-config sync failed: {e}");
+                again = true;
             }
         }
         match custom.sync_all().await {

@@ -13,6 +13,7 @@
 //! template controller (with a templates folder) and the KubeletConfig and
 //! ContainerRuntimeConfig controllers.
 
+pub mod cluster_config;
 pub mod drain;
 pub mod generators;
 pub mod pool_sync;

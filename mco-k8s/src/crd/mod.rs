@@ -7,6 +7,7 @@
 //! plural, short names, printer columns and the status subresource are declared here.
 
 pub mod clusteroperator;
+pub mod config;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
@@ -23,6 +24,7 @@ use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
 pub use clusteroperator::{clusteroperator_crd, clusteroperator_crd_yaml, ClusterOperator};
+pub use config::{config_crds, config_crds_yaml};
 
 /// The API group of the MCO kinds.
 pub const GROUP: &str = "machineconfiguration.openshift.io";

@@ -334,6 +334,46 @@ pub const RESOURCES: &[ResourceDef] = &[
         namespaced: false,
         status: true,
     },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "images",
+        kind: "Image",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "clusterversions",
+        kind: "ClusterVersion",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "imagedigestmirrorsets",
+        kind: "ImageDigestMirrorSet",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "imagetagmirrorsets",
+        kind: "ImageTagMirrorSet",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "operator.openshift.io",
+        version: "v1alpha1",
+        plural: "imagecontentsourcepolicies",
+        kind: "ImageContentSourcePolicy",
+        namespaced: false,
+        status: true,
+    },
 ];
 
 /// The resource named by its plural.

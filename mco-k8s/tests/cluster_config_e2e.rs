@@ -1,0 +1,337 @@
+//! End to end: a mirror added through an ImageDigestMirrorSet goes through the whole cluster.
+//! machine-config-controller's cluster-config controller writes `99-worker-generated-registries`
+//! (equal to what `mco_render::controllers::generate::cluster_config::sync_all` gives for what
+//! the server holds), the render controller makes a new rendered config for the worker pool,
+//! and the node's plan between the old and new rendered configs neither drains nor reboots. A
+//! pass with nothing to do writes nothing; deleting the mirror set updates the MachineConfig.
+// The test API server's write closures return its Status error by value.
+#![allow(clippy::result_large_err)]
+
+mod support;
+
+use kube::api::{DeleteParams, DynamicObject, PostParams};
+use kube::{Api, Client};
+use mco_k8s::controller::cluster_config::{image_resources, ClusterConfigs};
+use mco_k8s::controller::templates::read_tree;
+use mco_k8s::controller::writes::comparable;
+use mco_k8s::controller::{self, Options};
+use mco_render::api::{MachineConfig, MachineConfigPool};
+use mco_render::controllers::generate::cluster_config::{sync_all, ClusterConfigInput};
+use mco_render::controllers::generate::upstream_json;
+use mco_render::plan::input::rendered_input;
+use mco_render::plan::{compute, ActionType};
+use serde_json::{json, Value};
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer};
+use support::yaml_docs;
+use tokio::task::JoinHandle;
+
+const LIMIT: Duration = Duration::from_secs(20);
+const REGISTRIES_MC: &str = "99-worker-generated-registries";
+const MIRROR: &str = "mirror.lab.example.net/release";
+
+fn repo(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
+}
+
+fn options() -> Options {
+    Options {
+        debounce: Duration::from_millis(20),
+        resync: Duration::from_secs(1),
+        gc_keep: None,
+        templates: Some(read_tree(&repo("templates")).unwrap()),
+        ..Options::default()
+    }
+}
+
+/// The render controller and the generating controllers, as machine-config-controller runs
+/// them.
+fn start_controller(client: Client) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let generators = controller::generators::run(client.clone(), options());
+        tokio::select! {
+            r = controller::run(client, options()) => {
+                if let Err(e) = r {
+                    panic!("controller stopped: {e}");
+                }
+            }
+            () = generators => {}
+        }
+    })
+}
+
+/// Polls `check` until it returns `Some`, for at most [`LIMIT`].
+async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let run = async {
+        loop {
+            if let Some(v) = check() {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    match tokio::time::timeout(LIMIT, run).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// Creates `obj`, then writes its status (a create leaves a custom resource's status out).
+fn seed(server: &ApiServer, plural: &str, obj: Value) {
+    let def = resource(plural).unwrap_or_else(|| panic!("{plural} not served"));
+    let status = obj.get("status").cloned();
+    let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+    server.store.create(def, "", obj).unwrap();
+    if let Some(status) = status {
+        server
+            .store
+            .write(def, "", &name, true, |o| {
+                let mut o = o.clone();
+                o["status"] = status;
+                Ok(o)
+            })
+            .unwrap();
+    }
+}
+
+/// The contents of `path` in a MachineConfig's Ignition config.
+fn file(mc: &Value, path: &str) -> Option<String> {
+    let files = mc.pointer("/spec/config/storage/files")?.as_array()?;
+    let f = files.iter().find(|f| f["path"] == path)?;
+    let source = f.pointer("/contents/source")?.as_str()?;
+    let bytes = mco_ignition::dataurl::decode_contents(
+        source,
+        f.pointer("/contents/compression").and_then(Value::as_str),
+    )
+    .ok()?;
+    Some(String::from_utf8(bytes).unwrap())
+}
+
+/// The worker pool's rendered config name and its source MachineConfig names.
+fn worker_config(server: &ApiServer) -> Option<(String, Vec<String>)> {
+    let p = server.store.get("machineconfigpools", "", "worker")?;
+    let name = p["spec"]["configuration"]["name"].as_str()?.to_string();
+    let sources = p["spec"]["configuration"]["source"]
+        .as_array()?
+        .iter()
+        .filter_map(|s| s["name"].as_str().map(str::to_string))
+        .collect();
+    Some((name, sources))
+}
+
+fn machine_config(v: Value) -> MachineConfig {
+    serde_json::from_value(v).unwrap()
+}
+
+/// Where the server differs from what the pure function wants, given everything the server
+/// holds now: the writes whose result is not stored already. (The pure function compares
+/// configs byte for byte as upstream does, so it may ask again for a MachineConfig equal to the
+/// stored one; the controller's `ensure` skips those.)
+fn pure_writes(server: &ApiServer) -> Vec<String> {
+    let list = |plural: &str| server.store.list(plural);
+    let mcs: Vec<MachineConfig> = list("machineconfigs")
+        .into_iter()
+        .map(machine_config)
+        .collect();
+    let mcs: Vec<Value> = mcs.iter().map(upstream_json).collect();
+    let input = ClusterConfigInput {
+        image: server.store.get("images", "", "cluster"),
+        cluster_version: server.store.get("clusterversions", "", "version"),
+        image_content_source_policies: list("imagecontentsourcepolicies"),
+        image_digest_mirror_sets: list("imagedigestmirrorsets"),
+        image_tag_mirror_sets: list("imagetagmirrorsets"),
+        pools: list("machineconfigpools")
+            .into_iter()
+            .map(|p| serde_json::from_value::<MachineConfigPool>(p).unwrap())
+            .collect(),
+        existing_machine_configs: mcs.clone(),
+        base_machine_configs: mcs,
+        controller_version: options().render.controller_version,
+        ..ClusterConfigInput::default()
+    };
+    let mut out = Vec::new();
+    for (_, o) in sync_all(&input) {
+        assert_eq!(o.error, None);
+        for w in &o.writes {
+            let stored = server
+                .store
+                .get("machineconfigs", "", w.target())
+                .map(machine_config);
+            let same = match (w.machine_config(), &stored) {
+                (Some(want), Some(have)) => comparable(want) == comparable(have),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                out.push(w.describe());
+            }
+        }
+    }
+    out
+}
+
+/// MachineConfig writes served so far.
+fn mc_writes(server: &ApiServer) -> u64 {
+    server
+        .store
+        .request_counts()
+        .into_iter()
+        .filter(|(k, _)| {
+            ["PUT", "PATCH", "POST", "DELETE"]
+                .iter()
+                .any(|m| k.starts_with(m))
+                && k.ends_with(" machineconfigs")
+        })
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Waits for a spell of `quiet` without any write to MachineConfigs.
+async fn settle(server: &ApiServer, quiet: Duration) {
+    let started = std::time::Instant::now();
+    let mut before = mc_writes(server);
+    loop {
+        tokio::time::sleep(quiet).await;
+        let now = mc_writes(server);
+        if now == before {
+            return;
+        }
+        assert!(started.elapsed() < LIMIT, "MachineConfig writes never stop");
+        before = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client();
+    for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
+        let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if name == "infra" {
+            continue;
+        }
+        p["metadata"]["labels"] = json!({
+            format!("pools.operator.machineconfiguration.openshift.io/{name}"): "",
+            "machineconfiguration.openshift.io/mco-built-in": "",
+        });
+        seed(&server, "machineconfigpools", p);
+    }
+    for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
+        seed(&server, "controllerconfigs", cc);
+    }
+    // The Image names an insecure registry, so registries.conf is generated from the start.
+    seed(
+        &server,
+        "images",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "Image",
+            "metadata": {"name": "cluster"},
+            "spec": {"registrySources": {"insecureRegistries": ["registry.lab.example.net:5000"]}}}),
+    );
+    seed(
+        &server,
+        "clusterversions",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"},
+            "status": {"desired": {"image": "registry.example.net/release/ocp@sha256:1111111111111111111111111111111111111111111111111111111111111111"}}}),
+    );
+    let controller = start_controller(client.clone());
+
+    // The registries MachineConfig, owned by the Image, and the worker pool rendered with it.
+    let first = eventually("the registries MachineConfig", || {
+        server.store.get("machineconfigs", "", REGISTRIES_MC)
+    })
+    .await;
+    assert_eq!(first["metadata"]["ownerReferences"][0]["kind"], "Image");
+    let conf = file(&first, "/etc/containers/registries.conf").unwrap();
+    assert!(conf.contains("registry.lab.example.net:5000"), "{conf}");
+    assert!(!conf.contains(MIRROR), "{conf}");
+    let (old_rendered, _) = eventually("the worker pool rendered with it", || {
+        worker_config(&server).filter(|(_, s)| s.iter().any(|n| n == REGISTRIES_MC))
+    })
+    .await;
+    settle(&server, Duration::from_millis(1500)).await;
+    assert_eq!(pure_writes(&server), Vec::<String>::new());
+
+    // An ImageDigestMirrorSet adds a mirror.
+    let [_, _, idms_resource, _, _] = image_resources();
+    let idms = Api::<DynamicObject>::all_with(client.clone(), &idms_resource);
+    let set: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
+        "metadata": {"name": "release-mirror"},
+        "spec": {"imageDigestMirrors": [
+            {"source": "registry.example.net/release", "mirrors": [MIRROR]}
+        ]}
+    }))
+    .unwrap();
+    idms.create(&PostParams::default(), &set).await.unwrap();
+    let with_mirror = eventually("the mirror in registries.conf", || {
+        let mc = server.store.get("machineconfigs", "", REGISTRIES_MC)?;
+        file(&mc, "/etc/containers/registries.conf")?
+            .contains(MIRROR)
+            .then_some(mc)
+    })
+    .await;
+    let conf = file(&with_mirror, "/etc/containers/registries.conf").unwrap();
+    assert!(conf.contains("registry.lab.example.net:5000"), "{conf}");
+    // A new rendered config for the worker pool includes it.
+    let (new_rendered, _) = eventually("a new rendered worker config", || {
+        worker_config(&server).filter(|(n, _)| *n != old_rendered)
+    })
+    .await;
+    let rendered = |name: &str| {
+        let mc = machine_config(server.store.get("machineconfigs", "", name).unwrap());
+        rendered_input(name, &mc.spec).unwrap()
+    };
+    let (old, new) = (rendered(&old_rendered), rendered(&new_rendered));
+    let new_mc = server
+        .store
+        .get("machineconfigs", "", &new_rendered)
+        .unwrap();
+    assert!(file(&new_mc, "/etc/containers/registries.conf")
+        .unwrap()
+        .contains(MIRROR));
+    // The node's plan: a mirror-only registries.conf change neither drains nor reboots.
+    let plan = compute(&old, &new, None);
+    assert_eq!(plan.reconcilable, Ok(()));
+    assert_eq!(
+        plan.diff.changed_files,
+        vec!["/etc/containers/registries.conf".to_string()]
+    );
+    assert_eq!(plan.drain, Ok(false), "{plan:#?}");
+    assert_eq!(plan.legacy_drain, Ok(false), "{plan:#?}");
+    assert!(
+        !plan
+            .node_disruption
+            .actions
+            .iter()
+            .any(|a| matches!(a.kind, ActionType::Reboot | ActionType::Drain)),
+        "{plan:#?}"
+    );
+    assert_ne!(plan.legacy_action, "reboot");
+
+    // Settled, the cluster is what the pure function gives, and a forced pass writes nothing.
+    settle(&server, Duration::from_millis(1500)).await;
+    assert_eq!(pure_writes(&server), Vec::<String>::new());
+    let before = mc_writes(&server);
+    let pass = ClusterConfigs::new(client.clone(), &options().render.controller_version)
+        .sync()
+        .await
+        .unwrap();
+    assert!(!pass.retry);
+    assert_eq!(mc_writes(&server), before, "a no-op pass wrote");
+
+    // Deleting the mirror set takes the mirror out again.
+    idms.delete("release-mirror", &DeleteParams::default())
+        .await
+        .unwrap();
+    let without = eventually("the mirror gone from registries.conf", || {
+        let mc = server.store.get("machineconfigs", "", REGISTRIES_MC)?;
+        (!file(&mc, "/etc/containers/registries.conf")?.contains(MIRROR)).then_some(mc)
+    })
+    .await;
+    assert_eq!(
+        file(&without, "/etc/containers/registries.conf"),
+        file(&first, "/etc/containers/registries.conf")
+    );
+    controller.abort();
+}
