@@ -270,8 +270,18 @@ pub const MACHINE_CONFIG_NODE: Kind = Kind {
     status: true,
     columns: &[
         ("PoolName", "string", ".spec.pool.name", None),
-        ("DesiredConfig", "string", ".spec.configVersion.desired", None),
-        ("CurrentConfig", "string", ".status.configVersion.current", None),
+        (
+            "DesiredConfig",
+            "string",
+            ".spec.configVersion.desired",
+            None,
+        ),
+        (
+            "CurrentConfig",
+            "string",
+            ".status.configVersion.current",
+            None,
+        ),
         condition_column!("Updated", "Updated"),
         AGE,
     ],
