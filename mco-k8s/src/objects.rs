@@ -12,8 +12,8 @@ use kube::Client;
 use mco_render::api::{
     ContainerRuntimeConfig, ContainerRuntimeConfigSpec, ControllerConfig, ControllerConfigSpec,
     ControllerConfigStatus, CustomResourceStatus, KubeletConfig, KubeletConfigSpec, MachineConfig,
-    MachineConfigPool, MachineConfigPoolStatus, MachineConfigSpec, ObjectMeta, OwnerReference,
-    PoolSpec,
+    MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPool,
+    MachineConfigPoolStatus, MachineConfigSpec, ObjectMeta, OwnerReference, PoolSpec,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -183,6 +183,7 @@ model_with_status! {
     ControllerConfig: ControllerConfigSpec, ControllerConfigStatus, crd::CONTROLLER_CONFIG;
     KubeletConfig: KubeletConfigSpec, CustomResourceStatus, crd::KUBELET_CONFIG;
     ContainerRuntimeConfig: ContainerRuntimeConfigSpec, CustomResourceStatus, crd::CONTAINER_RUNTIME_CONFIG;
+    MachineConfigNode: MachineConfigNodeSpec, MachineConfigNodeStatus, crd::MACHINE_CONFIG_NODE;
 }
 
 impl Model for MachineConfig {

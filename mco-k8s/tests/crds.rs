@@ -160,6 +160,63 @@ fn printer_columns() {
     assert_eq!(mc[1].1, ".spec.config.ignition.version");
 }
 
+/// `kubectl get mcn` shows upstream's columns; `-o wide` adds the phases (priority 1).
+#[test]
+fn machine_config_node_columns() {
+    let crd = crds()
+        .unwrap()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "MachineConfigNode")
+        .unwrap();
+    assert_eq!(crd.spec.names.short_names, Some(vec!["mcn".to_string()]));
+    let cols = crd.spec.versions[0]
+        .additional_printer_columns
+        .clone()
+        .unwrap_or_default();
+    let shown = |wide: bool| -> Vec<String> {
+        cols.iter()
+            .filter(|c| c.priority.is_some() == wide)
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    assert_eq!(
+        shown(false),
+        [
+            "PoolName",
+            "DesiredConfig",
+            "CurrentConfig",
+            "Updated",
+            "Age"
+        ]
+    );
+    assert_eq!(
+        shown(true),
+        [
+            "UpdatePrepared",
+            "UpdateExecuted",
+            "UpdatePostActionComplete",
+            "UpdateComplete",
+            "Resumed",
+            "UpdatedFilesAndOS",
+            "CordonedNode",
+            "DrainedNode",
+            "RebootedNode",
+            "UncordonedNode"
+        ]
+    );
+    let path = |name: &str| {
+        cols.iter()
+            .find(|c| c.name == name)
+            .map(|c| c.json_path.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(path("CurrentConfig"), ".status.configVersion.current");
+    assert_eq!(
+        path("UpdatedFilesAndOS"),
+        ".status.conditions[?(@.type==\"AppliedFilesAndOS\")].status"
+    );
+}
+
 #[test]
 fn scope_names_and_subresources() {
     for crd in crds().unwrap() {

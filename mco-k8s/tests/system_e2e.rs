@@ -256,6 +256,90 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             );
         }
     }
+    // Each worker's MachineConfigNode: owned by its Node, on the new config, its conditions
+    // the record of upstream's sequence (every phase the update went through reset to False
+    // by `Updated` True, its message naming the update).
+    for w in ["worker-0", "worker-1"] {
+        let mcn = server
+            .store
+            .get("machineconfignodes", "", w)
+            .unwrap_or_else(|| panic!("{w}: no MachineConfigNode"));
+        let node = server.store.get("nodes", "", w).unwrap();
+        let owner = &mcn["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], "Node", "{w}");
+        assert_eq!(owner["name"], *w, "{w}");
+        assert_eq!(owner["uid"], node["metadata"]["uid"], "{w}");
+        assert_eq!(mcn["spec"]["node"]["name"], *w, "{w}");
+        assert_eq!(mcn["spec"]["pool"]["name"], "worker", "{w}");
+        assert_eq!(
+            mcn["spec"]["configVersion"]["desired"],
+            target.as_str(),
+            "{w}"
+        );
+        assert_eq!(
+            mcn["status"]["configVersion"]["current"],
+            target.as_str(),
+            "{w}"
+        );
+        assert_eq!(
+            mcn["status"]["configVersion"]["desired"],
+            target.as_str(),
+            "{w}"
+        );
+        let conditions = mcn["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let find = |t: &str| {
+            conditions
+                .iter()
+                .find(|c| c["type"] == t)
+                .unwrap_or_else(|| panic!("{w}: no {t} in {conditions:#?}"))
+        };
+        let mut types: Vec<&str> = conditions
+            .iter()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        types.sort();
+        let mut want = mco_render::api::machine_config_node::conditions::ALL.to_vec();
+        want.sort();
+        assert_eq!(types, want, "{w}");
+        assert_eq!(find("Updated")["status"], "True", "{w}");
+        let during = format!("Action during update to {target}: ");
+        for t in [
+            "UpdatePrepared",
+            "UpdateExecuted",
+            "Cordoned",
+            "Drained",
+            "AppliedFilesAndOS",
+            "RebootedNode",
+            "Resumed",
+            "UpdateComplete",
+            "Uncordoned",
+        ] {
+            let c = find(t);
+            assert_eq!(c["status"], "False", "{w}: {t}");
+            let message = c["message"].as_str().unwrap_or("");
+            assert!(message.starts_with(&during), "{w}: {t}: {message}");
+        }
+        let degraded = find("NodeDegraded");
+        assert_eq!(degraded["status"], "False", "{w}");
+        assert_eq!(
+            degraded["message"],
+            format!("Node {w} upgrade succeeded").as_str(),
+            "{w}"
+        );
+        // The update rebooted: no rebootless post-action.
+        assert_eq!(
+            find("UpdatePostActionComplete")["reason"],
+            "NotYetOccurred",
+            "{w}"
+        );
+    }
+    assert!(server
+        .store
+        .get("machineconfignodes", "", "master-0")
+        .is_none());
     let pool_events = reasons("MachineConfigPool", "worker");
     assert!(
         pool_events.iter().any(|r| r == "RenderedConfigGenerated"),

@@ -18,7 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as KubeMeta;
 use kube::api::ApiResource;
 use mco_render::api::{
     ContainerRuntimeConfigSpec, ControllerConfigSpec, ControllerConfigStatus, CustomResourceStatus,
-    KubeletConfigSpec, MachineConfigPoolStatus, MachineConfigSpec, PoolSpec,
+    KubeletConfigSpec, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPoolStatus,
+    MachineConfigSpec, PoolSpec,
 };
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
@@ -55,6 +56,8 @@ pub struct Kind {
     pub status: bool,
     /// Printer columns.
     columns: &'static [Column],
+    /// Printer columns shown only by `kubectl get -o wide` (priority 1).
+    wide_columns: &'static [Column],
     /// The name of the spec type the CRD was first derived from (the root's description).
     spec_ident: &'static str,
     /// The spec's description.
@@ -78,13 +81,15 @@ impl Kind {
         let columns = self
             .columns
             .iter()
+            .map(|c| (c, None))
+            .chain(self.wide_columns.iter().map(|c| (c, Some(1))))
             .map(
-                |(name, type_, path, description)| CustomResourceColumnDefinition {
+                |((name, type_, path, description), priority)| CustomResourceColumnDefinition {
                     description: description.map(str::to_string),
                     format: None,
                     json_path: (*path).into(),
                     name: (*name).into(),
-                    priority: None,
+                    priority,
                     type_: (*type_).into(),
                 },
             )
@@ -147,6 +152,7 @@ pub const MACHINE_CONFIG: Kind = Kind {
         ),
         AGE,
     ],
+    wide_columns: &[],
     spec_ident: "MachineConfigSpec",
     spec_description: "A MachineConfig: one piece of a node's desired state.",
 };
@@ -203,6 +209,7 @@ pub const MACHINE_CONFIG_POOL: Kind = Kind {
         ),
         AGE,
     ],
+    wide_columns: &[],
     spec_ident: "MachineConfigPoolSpec",
     spec_description: "A MachineConfigPool: a group of nodes and the configs they get.",
 };
@@ -214,6 +221,7 @@ pub const CONTROLLER_CONFIG: Kind = Kind {
     short_names: &[],
     status: true,
     columns: &[AGE],
+    wide_columns: &[],
     spec_ident: "ControllerConfigSpec",
     spec_description: "A ControllerConfig: cluster-wide defaults the controller renders with. Fields beyond the\nimages are kept as written.",
 };
@@ -225,6 +233,7 @@ pub const KUBELET_CONFIG: Kind = Kind {
     short_names: &[],
     status: true,
     columns: &[AGE],
+    wide_columns: &[],
     spec_ident: "KubeletConfigSpec",
     spec_description: "A KubeletConfig: kubelet settings merged into the kubelet configuration of the pools it\nselects.",
 };
@@ -236,9 +245,62 @@ pub const CONTAINER_RUNTIME_CONFIG: Kind = Kind {
     short_names: &["ctrcfg"],
     status: true,
     columns: &[AGE],
+    wide_columns: &[],
     spec_ident: "ContainerRuntimeConfigSpec",
     spec_description:
         "A ContainerRuntimeConfig: CRI-O and storage settings for the pools it selects.",
+};
+
+/// A column showing the status of the condition of one type.
+macro_rules! condition_column {
+    ($name:literal, $type_:literal) => {
+        (
+            $name,
+            "string",
+            concat!(".status.conditions[?(@.type==\"", $type_, "\")].status"),
+            None,
+        )
+    };
+}
+
+/// MachineConfigNode: one per Node, where the node's update stands. Its columns are
+/// upstream's, so `kubectl get mcn` (and `-o wide`) shows what OpenShift shows.
+pub const MACHINE_CONFIG_NODE: Kind = Kind {
+    kind: "MachineConfigNode",
+    plural: "machineconfignodes",
+    short_names: &["mcn"],
+    status: true,
+    columns: &[
+        ("PoolName", "string", ".spec.pool.name", None),
+        (
+            "DesiredConfig",
+            "string",
+            ".spec.configVersion.desired",
+            None,
+        ),
+        (
+            "CurrentConfig",
+            "string",
+            ".status.configVersion.current",
+            None,
+        ),
+        condition_column!("Updated", "Updated"),
+        AGE,
+    ],
+    wide_columns: &[
+        condition_column!("UpdatePrepared", "UpdatePrepared"),
+        condition_column!("UpdateExecuted", "UpdateExecuted"),
+        condition_column!("UpdatePostActionComplete", "UpdatePostActionComplete"),
+        condition_column!("UpdateComplete", "UpdateComplete"),
+        condition_column!("Resumed", "Resumed"),
+        condition_column!("UpdatedFilesAndOS", "AppliedFilesAndOS"),
+        condition_column!("CordonedNode", "Cordoned"),
+        condition_column!("DrainedNode", "Drained"),
+        condition_column!("RebootedNode", "RebootedNode"),
+        condition_column!("UncordonedNode", "Uncordoned"),
+    ],
+    spec_ident: "MachineConfigNodeSpec",
+    spec_description: "A MachineConfigNode's spec: the node, its pool and the config it is to run.",
 };
 
 /// The root object of a kind with a status, as kube-rs's derive lays it out for the schema.
@@ -349,6 +411,10 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, serde_json::Error> {
         build(
             &CONTAINER_RUNTIME_CONFIG,
             structural_schema::<Root<ContainerRuntimeConfigSpec, CustomResourceStatus>>(),
+        )?,
+        build(
+            &MACHINE_CONFIG_NODE,
+            structural_schema::<Root<MachineConfigNodeSpec, MachineConfigNodeStatus>>(),
         )?,
     ])
 }

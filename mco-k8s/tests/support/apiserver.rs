@@ -317,6 +317,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         namespaced: false,
         status: true,
     },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "machineconfignodes",
+        kind: "MachineConfigNode",
+        namespaced: false,
+        status: true,
+    },
     // config.openshift.io Node is left out: its plural would share the store with core nodes.
     ResourceDef {
         group: "config.openshift.io",

@@ -14,6 +14,8 @@ use mco_render::api::MachineConfig;
 use mco_render::api::Node;
 use mco_render::plan::MachineConfiguration;
 
+use serde_json::json;
+
 use super::{
     after_apply, decide, drain_timeout_reason, uncordon_timeout_reason, Step, DRAIN, UNCORDON,
 };
@@ -31,6 +33,17 @@ pub fn machine_config_resource() -> ApiResource {
         api_version: "machineconfiguration.openshift.io/v1".into(),
         kind: "MachineConfig".into(),
         plural: "machineconfigs".into(),
+    }
+}
+
+/// The MachineConfigNode resource (cluster-scoped, one per Node, named after it).
+pub fn machine_config_node_resource() -> ApiResource {
+    ApiResource {
+        group: "machineconfiguration.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "machineconfiguration.openshift.io/v1".into(),
+        kind: "MachineConfigNode".into(),
+        plural: "machineconfignodes".into(),
     }
 }
 
@@ -148,6 +161,8 @@ pub struct Agent<H: Host> {
     host: H,
     opts: AgentOptions,
     machine_configurations: Api<DynamicObject>,
+    mcns: Api<DynamicObject>,
+    node_uid: Option<String>,
     policies: Option<MachineConfiguration>,
     cache: BTreeMap<String, DesiredConfig>,
     waiting: Option<(String, Instant, bool)>,
@@ -195,6 +210,8 @@ impl<H: Host> Agent<H> {
                 client.clone(),
                 &machine_configuration_resource(),
             ),
+            mcns: Api::all_with(client.clone(), &machine_config_node_resource()),
+            node_uid: None,
             recorder: kube::runtime::events::Recorder::new(
                 client,
                 kube::runtime::events::Reporter {
@@ -252,6 +269,7 @@ impl<H: Host> Agent<H> {
             )
             .await?;
         self.written = updated.metadata.resource_version.clone();
+        self.node_uid = updated.metadata.uid.clone().or(self.node_uid.take());
         self.record(step, &updated).await;
         let annotations = updated.metadata.annotations.as_ref();
         let get = |k: &str| {
@@ -271,7 +289,96 @@ impl<H: Host> Agent<H> {
             }
             _ => {}
         }
-        convert(&format!("Node {}", self.opts.node_name), &updated)
+        let node: Node = convert(&format!("Node {}", self.opts.node_name), &updated)?;
+        self.report(step, &node).await;
+        Ok(node)
+    }
+
+    /// Records `step`'s phases on the node's MachineConfigNode (created, owned by the Node,
+    /// when absent): spec and status are merge-patched, the status through its subresource.
+    /// Best effort, like the Events: a failure is logged.
+    async fn report(&mut self, step: &Step, node: &Node) {
+        let phases = super::node_conditions::step_phases(step, node);
+        if phases.is_empty() {
+            return;
+        }
+        if let Err(e) = self.write_mcn(&phases, node).await {
+            tracing::warn!(node = %self.opts.node_name, "MachineConfigNode not written: {e}");
+        }
+    }
+
+    async fn write_mcn(
+        &mut self,
+        phases: &[super::node_conditions::Phase],
+        node: &Node,
+    ) -> Result<(), AgentError> {
+        use mco_render::api::machine_config_node::{StatusConfigVersion, NOT_YET_SET};
+        use mco_render::api::MachineConfigNodeStatus;
+        let name = self.opts.node_name.clone();
+        let desired = node.desired_config().to_string();
+        let spec = json!({
+            "node": {"name": name},
+            "pool": {"name": super::node_conditions::pool_of(node)},
+            "configVersion": {"desired": desired},
+        });
+        let stored = match self.mcns.get_opt(&name).await? {
+            Some(o) => o,
+            None => {
+                if self.node_uid.is_none() {
+                    self.node_uid = self.nodes.get(&name).await?.metadata.uid;
+                }
+                let obj: DynamicObject = convert(
+                    &format!("MachineConfigNode {name}"),
+                    &json!({
+                        "apiVersion": "machineconfiguration.openshift.io/v1",
+                        "kind": "MachineConfigNode",
+                        "metadata": {"name": name, "ownerReferences": [{
+                            "apiVersion": "v1", "kind": "Node", "name": name,
+                            "uid": self.node_uid.clone().unwrap_or_default(),
+                        }]},
+                        "spec": spec,
+                    }),
+                )?;
+                self.mcns.create(&Default::default(), &obj).await?
+            }
+        };
+        if stored.data.get("spec") != Some(&spec) {
+            self.mcns
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({ "spec": spec })),
+                )
+                .await?;
+        }
+        let before: MachineConfigNodeStatus = match stored.data.get("status") {
+            Some(v) => convert(&format!("MachineConfigNode {name} status"), v)?,
+            None => MachineConfigNodeStatus::default(),
+        };
+        let mut status = before.clone();
+        let now = now_rfc3339();
+        for p in phases {
+            status.record(&p.parent, p.child.as_ref(), &desired, &now);
+        }
+        status.config_version = Some(StatusConfigVersion {
+            current: node.current_config().to_string(),
+            desired: if desired.is_empty() {
+                NOT_YET_SET.into()
+            } else {
+                desired.clone()
+            },
+        });
+        status.observed_generation = stored.metadata.generation;
+        if status != before {
+            self.mcns
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({ "status": status })),
+                )
+                .await?;
+        }
+        Ok(())
     }
 
     /// Records the step's Events on the Node; a failure to record is only logged.
@@ -354,7 +461,11 @@ impl<H: Host> Agent<H> {
                     for l in &out.log {
                         tracing::info!("{l}");
                     }
-                    match after_apply(&out) {
+                    let applied = after_apply(&out);
+                    if matches!(applied, None | Some(Step::Reboot { .. })) {
+                        self.report(&step, &node).await;
+                    }
+                    match applied {
                         None => self.retry = None,
                         Some(s @ Step::Reboot { .. }) => {
                             self.retry = None;
@@ -554,3 +665,12 @@ fn watch_policies(
 
 #[cfg(test)]
 mod tests;
+
+/// Now, as Kubernetes writes times (`YYYY-MM-DDTHH:MM:SSZ`).
+fn now_rfc3339() -> String {
+    k8s_openapi::jiff::fmt::strtime::format(
+        "%Y-%m-%dT%H:%M:%SZ",
+        k8s_openapi::jiff::Timestamp::now(),
+    )
+    .unwrap_or_default()
+}

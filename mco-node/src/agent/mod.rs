@@ -10,6 +10,7 @@
 
 pub mod kube_loop;
 pub mod metrics;
+pub mod node_conditions;
 
 use std::collections::BTreeMap;
 

@@ -1,9 +1,11 @@
-//! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig and their parts.
+//! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig, MachineConfigNode and
+//! their parts.
 
 pub mod condition;
 pub mod controller_config;
 pub mod custom;
 pub mod machine_config;
+pub mod machine_config_node;
 pub mod meta;
 pub mod node;
 pub mod pool;
@@ -19,6 +21,7 @@ pub use custom::{
     KubeletConfig, KubeletConfigSpec,
 };
 pub use machine_config::{MachineConfig, MachineConfigSpec};
+pub use machine_config_node::{MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus};
 pub use meta::{ObjectMeta, OwnerReference};
 pub use node::Node;
 pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};

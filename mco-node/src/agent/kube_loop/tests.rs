@@ -18,7 +18,13 @@ struct Fake {
     machine_configs: BTreeMap<String, Value>,
     log: Vec<(String, String, Value)>,
     events: Vec<(String, String, Value)>,
+    /// The node's MachineConfigNode.
+    mcn: Option<Value>,
+    /// The MachineConfigNode requests (see [`mcn_requests`]).
+    mcn_log: Vec<(String, String, Value)>,
 }
+
+const MCN_PATH: &str = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes";
 
 type Shared = Arc<Mutex<Fake>>;
 
@@ -51,6 +57,31 @@ fn fake_client(fake: Shared) -> (Client, tokio::task::JoinHandle<()>) {
             f.log.push((method.clone(), path.clone(), body.clone()));
             let mc_prefix = "/apis/machineconfiguration.openshift.io/v1/machineconfigs/";
             let answer = match (method.as_str(), path.as_str()) {
+                ("GET", p) if p == format!("{MCN_PATH}/w1") => match &f.mcn {
+                    Some(m) => respond(200, m),
+                    None => respond(404, &not_found("w1")),
+                },
+                ("POST", MCN_PATH) => {
+                    let mut m = body.clone();
+                    m["metadata"]["generation"] = json!(1);
+                    f.mcn = Some(m.clone());
+                    respond(201, &m)
+                }
+                ("PATCH", p) if p.starts_with(MCN_PATH) => {
+                    let key = if p.ends_with("/status") {
+                        "status"
+                    } else {
+                        "spec"
+                    };
+                    match f.mcn.as_mut() {
+                        Some(m) => {
+                            m[key] = body[key].clone();
+                            let m = m.clone();
+                            respond(200, &m)
+                        }
+                        None => respond(404, &not_found("w1")),
+                    }
+                }
                 ("GET", p) if p.starts_with(mc_prefix) => {
                     let name = &p[mc_prefix.len()..];
                     match f.machine_configs.get(name) {
@@ -98,7 +129,9 @@ fn machine_config(name: &str, files: &[(&str, &str)]) -> Value {
 }
 
 fn kube_node(annos: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w1", "annotations": annos}})
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": "w1", "uid": "uid-w1", "annotations": annos,
+                        "labels": {"node-role.kubernetes.io/worker": ""}}})
 }
 
 fn node_of(f: &Shared) -> Node {
@@ -156,16 +189,49 @@ fn setup() -> (Shared, tempfile::TempDir, HostRoot) {
             .collect(),
         log: Vec::new(),
         events: Vec::new(),
+        mcn: None,
+        mcn_log: Vec::new(),
     };
     (Arc::new(Mutex::new(fake)), dir, root)
 }
 
-/// The requests since the last call, Events left out (see [`events`]).
+/// The requests since the last call, Events and MachineConfigNode requests left out (see
+/// [`events`] and [`mcn_requests`]).
 fn requests(f: &Shared) -> Vec<(String, String, Value)> {
     let log = std::mem::take(&mut lock(f).log);
     let (events, rest): (Vec<_>, Vec<_>) = log.into_iter().partition(|r| r.1.contains("/events"));
+    let (mcns, rest): (Vec<_>, Vec<_>) = rest
+        .into_iter()
+        .partition(|r| r.1.contains("/machineconfignodes"));
     lock(f).events.extend(events);
+    lock(f).mcn_log.extend(mcns);
     rest
+}
+
+/// The MachineConfigNode requests so far (method and path).
+fn mcn_requests(f: &Shared) -> Vec<(String, String)> {
+    let _ = requests(f);
+    lock(f)
+        .mcn_log
+        .iter()
+        .map(|r| (r.0.clone(), r.1.clone()))
+        .collect()
+}
+
+/// The stored MachineConfigNode's condition statuses by type.
+fn mcn_conditions(f: &Shared) -> BTreeMap<String, String> {
+    let mcn = lock(f).mcn.clone().unwrap_or(Value::Null);
+    mcn["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or("").to_string(),
+                c["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
 }
 
 /// The reasons of the Events recorded so far.
@@ -239,6 +305,51 @@ async fn rebootless_update_through_the_api() {
     let n = node_of(&fake);
     assert!(n.is_node_done());
     assert_eq!(events(&fake), vec!["NodeDone"]);
+
+    // The MachineConfigNode: created once, owned by the Node, its status patched per phase.
+    let mcn_log = mcn_requests(&fake);
+    let mcn_path = format!("{MCN_PATH}/w1");
+    assert_eq!(mcn_log[0], ("GET".to_string(), mcn_path.clone()));
+    assert_eq!(mcn_log[1], ("POST".to_string(), MCN_PATH.to_string()));
+    assert!(mcn_log.contains(&("PATCH".to_string(), format!("{mcn_path}/status"))));
+    assert_eq!(
+        mcn_log.iter().filter(|r| r.0 == "POST").count(),
+        1,
+        "{mcn_log:?}"
+    );
+    let mcn = lock(&fake).mcn.clone().unwrap_or(Value::Null);
+    assert_eq!(
+        mcn["metadata"]["ownerReferences"][0],
+        json!({"apiVersion": "v1", "kind": "Node", "name": "w1", "uid": "uid-w1"})
+    );
+    assert_eq!(
+        mcn["spec"],
+        json!({"node": {"name": "w1"}, "pool": {"name": "worker"},
+               "configVersion": {"desired": "r2"}})
+    );
+    assert_eq!(
+        mcn["status"]["configVersion"],
+        json!({"current": "r2", "desired": "r2"})
+    );
+    let conds = mcn_conditions(&fake);
+    assert_eq!(conds.len(), 12, "{conds:?}");
+    assert_eq!(conds["Updated"], "True");
+    assert!(
+        conds.iter().all(|(t, s)| t == "Updated" || s == "False"),
+        "{conds:?}"
+    );
+    let post = &mcn["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "UpdatePostActionComplete")
+                .cloned()
+        })
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        post["message"],
+        "Action during update to r2: Changes do not require a reboot"
+    );
     drop(agent);
     let _ = server.await;
 }
