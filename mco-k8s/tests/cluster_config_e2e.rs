@@ -8,13 +8,12 @@
 #![allow(clippy::result_large_err)]
 
 mod support;
+use support::cluster::{generating_options, repo, start_all_controllers};
 
 use kube::api::{DeleteParams, DynamicObject, PostParams};
-use kube::{Api, Client};
+use kube::Api;
 use mco_k8s::controller::cluster_config::{image_resources, ClusterConfigs};
-use mco_k8s::controller::templates::read_tree;
 use mco_k8s::controller::writes::comparable;
-use mco_k8s::controller::{self, Options};
 use mco_render::api::{MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::cluster_config::{sync_all, ClusterConfigInput};
 use mco_render::controllers::generate::upstream_json;
@@ -24,41 +23,10 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
 use support::yaml_docs;
-use tokio::task::JoinHandle;
 
 const LIMIT: Duration = Duration::from_secs(20);
 const REGISTRIES_MC: &str = "99-worker-generated-registries";
 const MIRROR: &str = "mirror.lab.example.net/release";
-
-fn repo(path: &str) -> std::path::PathBuf {
-    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
-}
-
-fn options() -> Options {
-    Options {
-        debounce: Duration::from_millis(20),
-        resync: Duration::from_secs(1),
-        gc_keep: None,
-        templates: Some(read_tree(&repo("templates")).unwrap()),
-        ..Options::default()
-    }
-}
-
-/// The render controller and the generating controllers, as machine-config-controller runs
-/// them.
-fn start_controller(client: Client) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let generators = controller::generators::run(client.clone(), options());
-        tokio::select! {
-            r = controller::run(client, options()) => {
-                if let Err(e) = r {
-                    panic!("controller stopped: {e}");
-                }
-            }
-            () = generators => {}
-        }
-    })
-}
 
 /// Polls `check` until it returns `Some`, for at most [`LIMIT`].
 async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
@@ -146,7 +114,7 @@ fn pure_writes(server: &ApiServer) -> Vec<String> {
             .collect(),
         existing_machine_configs: mcs.clone(),
         base_machine_configs: mcs,
-        controller_version: options().render.controller_version,
+        controller_version: generating_options().render.controller_version,
         ..ClusterConfigInput::default()
     };
     let mut out = Vec::new();
@@ -234,7 +202,7 @@ async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
             "metadata": {"name": "version"},
             "status": {"desired": {"image": "registry.example.net/release/ocp@sha256:1111111111111111111111111111111111111111111111111111111111111111"}}}),
     );
-    let controller = start_controller(client.clone());
+    let controller = start_all_controllers(client.clone());
 
     // The registries MachineConfig, owned by the Image, and the worker pool rendered with it.
     let first = eventually("the registries MachineConfig", || {
@@ -313,10 +281,13 @@ async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
     settle(&server, Duration::from_millis(1500)).await;
     assert_eq!(pure_writes(&server), Vec::<String>::new());
     let before = mc_writes(&server);
-    let pass = ClusterConfigs::new(client.clone(), &options().render.controller_version)
-        .sync()
-        .await
-        .unwrap();
+    let pass = ClusterConfigs::new(
+        client.clone(),
+        &generating_options().render.controller_version,
+    )
+    .sync()
+    .await
+    .unwrap();
     assert!(!pass.retry);
     assert_eq!(mc_writes(&server), before, "a no-op pass wrote");
 

@@ -3,12 +3,12 @@
 //! (`mco_render::controllers::templates`, `mco_render::controllers::generate`) give on the same inputs.
 
 mod support;
+use support::cluster::{repo, start_all_controllers};
 
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_k8s::controller::templates::read_tree;
 use mco_k8s::controller::writes::comparable;
-use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
 use mco_render::api::ControllerConfig;
 use mco_render::api::{CustomResource, MachineConfig};
@@ -18,14 +18,9 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use support::apiserver::ApiServer;
 use support::yaml_docs;
-use tokio::task::JoinHandle;
 
 const LIMIT: Duration = Duration::from_secs(10);
 const POOL_LABEL: &str = "pools.operator.machineconfiguration.openshift.io/worker";
-
-fn repo(path: &str) -> std::path::PathBuf {
-    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
-}
 
 fn dynamic(client: &Client, kind: crd::Kind) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &kind.api_resource())
@@ -33,32 +28,6 @@ fn dynamic(client: &Client, kind: crd::Kind) -> Api<DynamicObject> {
 
 fn to_dynamic(v: Value) -> DynamicObject {
     serde_json::from_value(v).unwrap()
-}
-
-fn options() -> Options {
-    Options {
-        debounce: Duration::from_millis(20),
-        resync: Duration::from_secs(1),
-        gc_keep: None,
-        templates: Some(read_tree(&repo("templates")).unwrap()),
-        ..Options::default()
-    }
-}
-
-/// The render controller and the generating controllers, as machine-config-controller runs
-/// them.
-fn start_controller(client: Client) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let generators = controller::generators::run(client.clone(), options());
-        tokio::select! {
-            r = controller::run(client, options()) => {
-                if let Err(e) = r {
-                    panic!("controller stopped: {e}");
-                }
-            }
-            () = generators => {}
-        }
-    })
 }
 
 /// Polls `check` until it returns `Some`, for at most [`LIMIT`].
@@ -169,7 +138,7 @@ async fn custom_resources_and_templates_become_machine_configs() {
     for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
         create(&ccs, cc).await;
     }
-    let controller = start_controller(client.clone());
+    let controller = start_all_controllers(client.clone());
 
     // Templates: the role MachineConfigs appear, equal to the pure rendering.
     let cc: ControllerConfig = serde_json::from_value(

@@ -13,6 +13,41 @@ pub fn examples() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster")).into()
 }
 
+/// A path of the repository.
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
+}
+
+/// Controller options for the generating controllers' tests: quick passes, no garbage
+/// collection, the repository's templates.
+pub fn generating_options() -> mco_k8s::controller::Options {
+    let templates = mco_k8s::controller::templates::read_tree(&repo("templates"))
+        .unwrap_or_else(|e| panic!("templates: {e}"));
+    mco_k8s::controller::Options {
+        debounce: std::time::Duration::from_millis(20),
+        resync: std::time::Duration::from_secs(1),
+        gc_keep: None,
+        templates: Some(templates),
+        ..mco_k8s::controller::Options::default()
+    }
+}
+
+/// The render controller and the generating controllers, as machine-config-controller runs
+/// them, with [`generating_options`].
+pub fn start_all_controllers(client: kube::Client) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let generators = mco_k8s::controller::generators::run(client.clone(), generating_options());
+        tokio::select! {
+            r = mco_k8s::controller::run(client, generating_options()) => {
+                if let Err(e) = r {
+                    panic!("controller stopped: {e}");
+                }
+            }
+            () = generators => {}
+        }
+    })
+}
+
 /// Decodes a stored object into the project's model.
 pub fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> T {
     serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("decoding {v}: {e}"))
