@@ -140,38 +140,46 @@ fn render_corpus_matches_upstream() {
     );
 }
 
-/// The real-content cases (upstream template MachineConfigs) live only in ../shared; they are
-/// read from there when present and skipped otherwise.
-#[test]
-fn real_content_corpus_matches_upstream() {
+/// The real-content cases (upstream template MachineConfigs), which live only in ../shared;
+/// `None` when absent.
+fn real_cases() -> Option<Vec<Value>> {
+    use std::io::Read;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/real");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("skipping: {} not present", dir.display());
-        return;
-    };
+    let entries = std::fs::read_dir(&dir).ok()?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
         .collect();
     files.sort();
-    let mut failures = Vec::new();
-    for f in &files {
-        let bytes = std::fs::read(f).expect("real case");
+    let read = |f: &PathBuf| {
         let mut text = String::new();
-        use std::io::Read;
-        flate2::read::GzDecoder::new(&bytes[..])
+        let file = std::fs::File::open(f).expect("real case");
+        flate2::read::GzDecoder::new(file)
             .read_to_string(&mut text)
             .expect("gzip");
-        let case: Value = serde_json::from_str(&text).expect("case JSON");
-        if let Err(e) = run_case(&case) {
+        serde_json::from_str::<Value>(&text).expect("case JSON")
+    };
+    Some(files.iter().map(read).collect())
+}
+
+/// Every real-content case renders as upstream renders it (skipped, loudly, without ../shared).
+#[test]
+fn real_content_corpus_matches_upstream() {
+    let Some(cases) = real_cases() else {
+        eprintln!("SKIP: ../shared/conformance/real not present");
+        return;
+    };
+    let mut failures = Vec::new();
+    for case in &cases {
+        if let Err(e) = run_case(case) {
             failures.push(format!("{}: {e}", case["name"]));
         }
     }
     eprintln!(
         "real conformance: {}/{} cases pass",
-        files.len() - failures.len(),
-        files.len()
+        cases.len() - failures.len(),
+        cases.len()
     );
     for f in failures.iter().take(10) {
         eprintln!("FAIL {f}\n");
@@ -184,7 +192,6 @@ fn real_content_corpus_matches_upstream() {
 /// without the tool or the corpus.
 #[test]
 fn served_real_configs_pass_ignition_validate() {
-    use std::io::Read;
     let tool = std::process::Command::new("ignition-validate")
         .arg("--version")
         .output();
@@ -192,27 +199,14 @@ fn served_real_configs_pass_ignition_validate() {
         eprintln!("SKIP: ignition-validate is not installed");
         return;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/real");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("SKIP: {} not present", dir.display());
+    let Some(cases) = real_cases() else {
+        eprintln!("SKIP: ../shared/conformance/real not present");
         return;
     };
     let tmp = std::env::temp_dir().join(format!("mco-ignition-validate-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .collect();
-    files.sort();
     let (mut checked, mut failures) = (0, Vec::new());
-    for f in &files {
-        let mut text = String::new();
-        let file = std::fs::File::open(f).expect("real case");
-        flate2::read::GzDecoder::new(file)
-            .read_to_string(&mut text)
-            .expect("gzip");
-        let case: Value = serde_json::from_str(&text).expect("case JSON");
+    for case in &cases {
         let (Ok(pool), Ok(mcs), Ok(cc)) = (
             serde_json::from_value::<MachineConfigPool>(case["pool"].clone()),
             serde_json::from_value::<Vec<MachineConfig>>(case["machineConfigs"].clone()),
