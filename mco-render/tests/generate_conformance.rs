@@ -12,14 +12,7 @@ use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput};
 use serde_json::Value;
 
 fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    mco_render::api::value_at::strings_at(v, "")
 }
 
 fn typed<T: serde::de::DeserializeOwned>(objects: Vec<Value>) -> Vec<T> {

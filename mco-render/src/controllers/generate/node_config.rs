@@ -89,14 +89,7 @@ fn sync_into(input: &ClusterConfigInput, store: &mut Store) -> Result<(), Config
         if matches!(pool.name.as_str(), "master" | "worker" | "arbiter") {
             let current: Vec<String> = existing
                 .as_ref()
-                .and_then(|m| m.pointer("/spec/kernelArguments"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(|m| crate::api::value_at::strings_at(m, "/spec/kernelArguments"))
                 .unwrap_or_default();
             let args =
                 cgroup_kernel_arguments(spec_str("cgroupMode"), &current).map_err(node_error)?;

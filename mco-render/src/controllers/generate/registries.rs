@@ -216,16 +216,7 @@ impl MirrorObject {
                             .and_then(Value::as_str)
                             .unwrap_or("")
                             .to_string(),
-                        mirrors: r
-                            .get("mirrors")
-                            .and_then(Value::as_array)
-                            .map(|m| {
-                                m.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::to_string)
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
+                        mirrors: crate::api::value_at::strings_at(r, "/mirrors"),
                         policy: r
                             .get("mirrorSourcePolicy")
                             .and_then(Value::as_str)
