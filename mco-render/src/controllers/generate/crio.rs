@@ -194,23 +194,9 @@ struct Table {
     tables: Vec<Table>,
 }
 
+/// A TOML basic string as Go's BurntSushi encoder writes it.
 fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\u{:04X}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::gocompat::toml::quote(s)
 }
 
 /// A key, bare when it may be.
