@@ -100,18 +100,7 @@ pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step>
         return out;
     }
     let nd = &plan.node_disruption;
-    let drain_triggers: Vec<Trigger> = nd
-        .actions
-        .iter()
-        .zip(&nd.triggers)
-        .filter(|(a, _)| {
-            matches!(
-                a.kind,
-                ActionType::Reboot | ActionType::Drain | ActionType::Special
-            )
-        })
-        .flat_map(|(_, t)| t.clone())
-        .collect();
+    let drain_triggers = drain_triggers(nd);
     if plan.drain.as_ref().is_ok_and(|d| *d) || plan.drain.is_err() {
         out.push(Step {
             kind: StepKind::Drain,
@@ -119,20 +108,15 @@ pub fn steps(plan: &Plan, old: &RenderedInput, new: &RenderedInput) -> Vec<Step>
         });
     }
     let d = &plan.diff;
-    let old_paths: std::collections::BTreeSet<&str> = old
-        .config
-        .storage
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect();
-    let new_paths: std::collections::BTreeSet<&str> = new
-        .config
-        .storage
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect();
+    let paths = |r: &RenderedInput| -> std::collections::BTreeSet<String> {
+        r.config
+            .storage
+            .files
+            .iter()
+            .map(|f| f.path.to_string())
+            .collect()
+    };
+    let (old_paths, new_paths) = (paths(old), paths(new));
     for p in &d.changed_files {
         let change = match (
             old_paths.contains(p.as_str()),
@@ -286,4 +270,19 @@ impl std::fmt::Display for Step {
         }
         Ok(())
     }
+}
+
+/// What makes a plan drain: the triggers of its reboot, drain and special actions.
+pub fn drain_triggers(nd: &super::TracedActions) -> Vec<Trigger> {
+    nd.actions
+        .iter()
+        .zip(&nd.triggers)
+        .filter(|(a, _)| {
+            matches!(
+                a.kind,
+                ActionType::Reboot | ActionType::Drain | ActionType::Special
+            )
+        })
+        .flat_map(|(_, t)| t.clone())
+        .collect()
 }

@@ -57,18 +57,7 @@ impl PlanReport {
         let nd = &plan.node_disruption;
         let mut actions = Vec::new();
         if drain {
-            let triggers = nd
-                .actions
-                .iter()
-                .zip(&nd.triggers)
-                .filter(|(a, _)| {
-                    matches!(
-                        a.kind,
-                        ActionType::Reboot | ActionType::Drain | ActionType::Special
-                    )
-                })
-                .flat_map(|(_, t)| t.clone())
-                .collect();
+            let triggers = super::actions::drain_triggers(nd);
             actions.push(ReportAction {
                 kind: ActionType::Drain,
                 target: None,
