@@ -15,7 +15,7 @@ use super::writes::{
     config_resource, ensure, get_optional, is_absent, to_json, WriteError, Written,
 };
 use crate::objects::{self, Model, Stored};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams};
+use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client};
 use mco_render::api::{MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::cluster_config::{sync_all, ClusterConfigInput};
@@ -210,14 +210,7 @@ impl ClusterConfigs {
     }
 
     async fn delete_mc(&self, name: &str) -> Result<(), WriteError> {
-        match self.mcs.delete(name, &DeleteParams::default()).await {
-            Ok(_) => {
-                tracing::info!("deleted {name}");
-                Ok(())
-            }
-            Err(e) if is_absent(&e) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        super::writes::delete_machine_config(&self.mcs, name).await
     }
 }
 

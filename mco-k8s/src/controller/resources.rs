@@ -14,7 +14,7 @@ use super::writes::{
     config_resource, ensure, get_optional, is_absent, is_conflict, map_patch, WriteError, Written,
 };
 use crate::objects::{self, Model, Stored};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use mco_render::api::{
     Condition, ContainerRuntimeConfig, CustomResource, KubeletConfig, MachineConfig,
@@ -279,14 +279,7 @@ impl Resources {
     }
 
     async fn delete_mc(&self, name: &str) -> Result<(), WriteError> {
-        match self.mcs.delete(name, &DeleteParams::default()).await {
-            Ok(_) => {
-                tracing::info!("deleted {name}");
-                Ok(())
-            }
-            Err(e) if is_absent(&e) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        super::writes::delete_machine_config(&self.mcs, name).await
     }
 
     /// A resource being deleted: deletes the MachineConfigs its finalizers name, then clears

@@ -4,7 +4,7 @@
 //! when nothing would change.
 
 use crate::objects::{Model, Stored};
-use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::Api;
 use mco_render::api::MachineConfig;
 use serde_json::{Map, Value};
@@ -186,5 +186,20 @@ mod tests {
         let from = [("a".to_string(), "1".to_string()), ("b".into(), "2".into())].into();
         let to = [("b".to_string(), "3".to_string())].into();
         assert_eq!(map_patch(&from, &to), json!({"a": null, "b": "3"}));
+    }
+}
+
+/// Deletes the MachineConfig `name`; one already gone counts as deleted.
+pub async fn delete_machine_config(
+    mcs: &Api<Stored<MachineConfig>>,
+    name: &str,
+) -> Result<(), WriteError> {
+    match mcs.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {
+            tracing::info!("deleted {name}");
+            Ok(())
+        }
+        Err(e) if is_absent(&e) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
