@@ -161,6 +161,21 @@ pub fn map_patch(
     Value::Object(m)
 }
 
+/// Deletes the MachineConfig `name`; one already gone counts as deleted.
+pub async fn delete_machine_config(
+    mcs: &Api<Stored<MachineConfig>>,
+    name: &str,
+) -> Result<(), WriteError> {
+    match mcs.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {
+            tracing::info!("deleted {name}");
+            Ok(())
+        }
+        Err(e) if is_absent(&e) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,20 +201,5 @@ mod tests {
         let from = [("a".to_string(), "1".to_string()), ("b".into(), "2".into())].into();
         let to = [("b".to_string(), "3".to_string())].into();
         assert_eq!(map_patch(&from, &to), json!({"a": null, "b": "3"}));
-    }
-}
-
-/// Deletes the MachineConfig `name`; one already gone counts as deleted.
-pub async fn delete_machine_config(
-    mcs: &Api<Stored<MachineConfig>>,
-    name: &str,
-) -> Result<(), WriteError> {
-    match mcs.delete(name, &DeleteParams::default()).await {
-        Ok(_) => {
-            tracing::info!("deleted {name}");
-            Ok(())
-        }
-        Err(e) if is_absent(&e) => Ok(()),
-        Err(e) => Err(e.into()),
     }
 }
