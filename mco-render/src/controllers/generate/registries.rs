@@ -1099,7 +1099,10 @@ pub fn sync(input: &ClusterConfigInput) -> ConfigOutcome {
                 .pointer("/spec/config")
                 .map(|c| to_go_compact(&sorted(c)))
                 .unwrap_or_default();
-            if stored == to_go_compact(&config) && version_of(old) == version {
+            // Upstream compares the stored bytes with its marshalled config, both with sorted
+            // keys (Go marshals maps sorted); compare both sorted so a config stored in another
+            // key order (as kube-rs stores it) is still up to date.
+            if stored == to_go_compact(&sorted(&config)) && version_of(old) == version {
                 store.unchanged.insert(key.clone());
                 continue;
             }

@@ -539,6 +539,32 @@ fn an_up_to_date_empty_config_is_not_written() {
     assert_eq!(out.unchanged, ["99-worker-generated-registries"]);
 }
 
+/// The same JSON with every object's keys in reverse order (serde_json keeps insertion order).
+fn reversed(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), reversed(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+        v => v.clone(),
+    }
+}
+
+#[test]
+fn a_stored_config_in_another_key_order_is_up_to_date() {
+    let first = sync(&registries_input());
+    let mut stored = first.machine_configs[0].clone();
+    stored["spec"]["config"] = reversed(&stored["spec"]["config"]);
+    let mut input = registries_input();
+    input.existing_machine_configs = vec![stored];
+    let out = sync(&input);
+    assert!(out.actions().is_empty(), "{:?}", out.actions());
+    assert_eq!(out.unchanged, ["99-worker-generated-registries"]);
+}
+
 #[test]
 fn without_an_image_or_cluster_version_nothing_happens() {
     let mut input = registries_input();
