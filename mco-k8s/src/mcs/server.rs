@@ -428,23 +428,11 @@ async fn accept_loop(
     tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     max_header_bytes: usize,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    loop {
-        let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = stop.changed() => return,
-        };
-        let shared = shared.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
+    crate::tasks::accept_connections(listener, stop, move |stream, peer| {
+        let (shared, tls) = (shared.clone(), tls.clone());
+        async move {
             match tls {
                 None => serve_conn(stream, peer, "http", shared, max_header_bytes).await,
                 Some(acceptor) => match acceptor.accept(stream).await {
@@ -452,8 +440,9 @@ async fn accept_loop(
                     Err(e) => tracing::debug!(client = %peer, error = %e, "TLS handshake failed"),
                 },
             }
-        });
-    }
+        }
+    })
+    .await;
 }
 
 async fn serve_conn<S>(

@@ -153,23 +153,11 @@ async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    loop {
-        let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = stop.changed() => return,
-        };
-        let shared = shared.clone();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
+    crate::tasks::accept_connections(listener, stop, move |stream, peer| {
+        let (shared, acceptor) = (shared.clone(), acceptor.clone());
+        async move {
             let tls = match acceptor.accept(stream).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -188,8 +176,9 @@ async fn accept_loop(
             if let Err(e) = conn.await {
                 tracing::debug!(client = %peer, error = %e, "connection ended with an error");
             }
-        });
-    }
+        }
+    })
+    .await;
 }
 
 fn reply(status: u16, content_type: &str, body: impl Into<Bytes>) -> hyper::Response<Full<Bytes>> {
