@@ -19,6 +19,7 @@ use mco_render::api::MachineConfig;
 use mco_render::api::Node;
 use mco_render::RenderOptions;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::time::Duration;
 use support::apiserver::ApiServer;
 use support::cluster::{decode, expected_rendered, seed_examples};
@@ -198,6 +199,25 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         assert_eq!(count("PATCH nodes"), 7, "{w}: {by_agent:#?}");
         assert_eq!(count("GET machineconfigs"), 1, "{w}");
         assert_eq!(count("LIST nodes"), 1, "{w}");
+    }
+    // Every request an agent and the controller made is one their ClusterRoles grant (the
+    // agents' Events and MachineConfigNodes included), as a server enforcing RBAC requires.
+    for (agent, role) in [
+        ("machine-config-daemon (worker-0)", "machine-config-daemon"),
+        ("machine-config-daemon (master-0)", "machine-config-daemon"),
+        ("machine-config-controller", "machine-config-controller"),
+    ] {
+        let requests: BTreeMap<String, u64> = by_agent
+            .iter()
+            .filter(|((a, _), _)| a == agent)
+            .map(|((_, what), n)| (what.clone(), *n))
+            .collect();
+        assert!(!requests.is_empty(), "{agent} made no request");
+        let missing = support::rbac::ungranted(&requests, &support::rbac::cluster_role_rules(role));
+        assert!(
+            missing.is_empty(),
+            "{agent}: not granted by {role}: {missing:?}"
+        );
     }
     // The controller listed each kind once, when its watch started, and read its caches
     // from then on; it lists a node's pods per drain, as kubectl drain does.
