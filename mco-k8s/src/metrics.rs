@@ -101,12 +101,11 @@ pub async fn serve(
     use http_body_util::Full;
     use hyper::server::conn::http1;
     use hyper::service::service_fn;
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
+    // Nothing stops it but dropping the task: the sender lives as long as the loop.
+    let (_never, stop) = tokio::sync::watch::channel(false);
+    crate::tasks::accept_connections(listener, stop, move |stream, _| {
         let render = render.clone();
-        tokio::spawn(async move {
+        async move {
             let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let (code, body) = if req.uri().path() == "/metrics" {
                     (200, render())
@@ -122,8 +121,9 @@ pub async fn serve(
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = http1::Builder::new().serve_connection(io, svc).await;
-        });
-    }
+        }
+    })
+    .await;
 }
 
 #[cfg(test)]
@@ -153,5 +153,27 @@ mod tests {
         assert!(text.contains("mcc_drain_err{node=\"worker-0\"} 1"));
         m.set_drain_failed("worker-0", false);
         assert!(m.render().contains("mcc_drain_err{node=\"worker-0\"} 0"));
+    }
+
+    #[tokio::test]
+    async fn serves_the_exposition_over_http() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let m = ControllerMetrics::new();
+        m.set_drain_failed("worker-0", true);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, Arc::new(move || m.render())));
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut reply = String::new();
+        conn.read_to_string(&mut reply).await.unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(
+            reply.contains("mcc_drain_err{node=\"worker-0\"} 1"),
+            "{reply}"
+        );
+        server.abort();
     }
 }
