@@ -1,5 +1,6 @@
 //! Drift: on-disk files and units that no longer match the current config, with what differs.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use mco_ignition::model::Config;
@@ -7,6 +8,10 @@ use mco_ignition::model::Config;
 use crate::apply::files::desired_file;
 use crate::apply::units::{dropin_path, unit_path, DEV_NULL};
 use crate::root::{Entry, HostRoot};
+
+/// While this file exists, drift is not reported and the next update skips its drift check
+/// (upstream's force file; `/run` does not survive a reboot).
+pub const FORCE_FILE: &str = "/run/machine-config-daemon-force";
 
 /// Longest excerpt of a line shown in a report.
 const EXCERPT: usize = 120;
@@ -178,6 +183,37 @@ fn check_bytes(
             found: describe(&other),
         }),
     }
+}
+
+/// The Degraded reason for drift from `config`: upstream's opening ("unexpected on-disk state
+/// validating against ...") followed by every drifted path with what was expected and found.
+pub fn reason(config: &str, found: &[Drift]) -> String {
+    let each: Vec<String> = found.iter().map(Drift::to_string).collect();
+    format!(
+        "unexpected on-disk state validating against {config}: {}",
+        each.join("; ")
+    )
+}
+
+/// Every path [`check`] compares for `config`: its files, its units' drop-ins and contents.
+pub fn checked_paths(config: &Config) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = config
+        .storage
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    for u in &config.systemd.units {
+        for d in &u.dropins {
+            if d.contents.as_deref().is_some_and(|c| !c.is_empty()) {
+                out.insert(dropin_path(&u.name, &d.name));
+            }
+        }
+        if u.mask == Some(true) || u.contents.as_deref().is_some_and(|c| !c.is_empty()) {
+            out.insert(unit_path(&u.name));
+        }
+    }
+    out
 }
 
 /// Compares the files and units of `config` with the disk.

@@ -7,6 +7,8 @@
 //! - [`journal`]: crash safety (journal, staged backups, roll-back recovery).
 //! - [`state`]: `currentconfig` and the agent's state.
 //! - [`drift`]: on-disk differences from the current config.
+//! - [`firstboot`]: finishing a machine's first boot (the encapsulated config, the initial
+//!   node annotations).
 //! - [`desired_config`]: reading MachineConfigs and bare Ignition configs.
 //! - [`agent`]: cluster mode: the next step decided from the node's annotations, and the
 //!   kube-rs loop that carries it out.
@@ -15,6 +17,7 @@ pub mod agent;
 pub mod apply;
 pub mod desired_config;
 pub mod drift;
+pub mod firstboot;
 pub mod host;
 pub mod journal;
 pub mod root;

@@ -64,7 +64,8 @@ pub enum RootError {
 }
 
 impl RootError {
-    fn io(path: &str, source: io::Error) -> Self {
+    /// An I/O error at `path`.
+    pub fn io(path: &str, source: io::Error) -> Self {
         RootError::Io {
             path: path.to_string(),
             source,
@@ -301,6 +302,19 @@ impl HostRoot {
             dirty.insert(parent.to_path_buf());
         }
         Ok(())
+    }
+
+    /// Renames the entry at `from` to `to` (both under the root, neither followed) and syncs
+    /// the directories involved.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), RootError> {
+        let (src, dst) = (self.resolve(from)?, self.resolve(to)?);
+        self.make_parents(to, &dst, 0o755)?;
+        fs::rename(&src, &dst).map_err(|e| RootError::io(from, e))?;
+        let dirs: BTreeSet<PathBuf> = [&src, &dst]
+            .iter()
+            .filter_map(|p| p.parent().map(Path::to_path_buf))
+            .collect();
+        sync_dirs(&dirs).map_err(|e| RootError::io(to, e))
     }
 
     /// Removes a leftover temporary file for `path` (from an interrupted write).

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::apply::{run_update, ApplyOptions};
 use crate::desired_config::{rendered_input, DesiredConfig, LoadError};
+use crate::drift::FORCE_FILE;
 use crate::host::Host;
 use crate::root::HostRoot;
 use crate::state::read_current;
@@ -99,6 +100,9 @@ pub enum AgentError {
     /// The config on disk could not be read.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A file under the host root could not be written.
+    #[error(transparent)]
+    Root(#[from] crate::root::RootError),
 }
 
 /// How the agent runs.
@@ -172,6 +176,8 @@ pub struct Agent<H: Host> {
     written: Option<String>,
     /// Records the Events of the steps on the Node.
     recorder: kube::runtime::events::Recorder,
+    /// The config on disk at the last sync (what the drift monitor watches).
+    on_disk: Option<DesiredConfig>,
 }
 
 /// Converts a Kubernetes object to this project's model through JSON.
@@ -227,6 +233,7 @@ impl<H: Host> Agent<H> {
             waiting: None,
             retry: None,
             written: None,
+            on_disk: None,
         }
     }
 
@@ -431,6 +438,44 @@ impl<H: Host> Agent<H> {
             };
             self.cache
                 .retain(|k, _| k == current.name() || *k == want || k == node.current_config());
+            let initial = crate::firstboot::read_initial_annotations(&self.root)?;
+            match super::bootstrap_step(&node, initial.as_ref()) {
+                Some(Step::FinishBootstrap { config }) => {
+                    let Some(full) = self.fetch(&config).await? else {
+                        return Ok(Synced::Idle(format!(
+                            "{config}, the config the node joined on, is not available"
+                        )));
+                    };
+                    crate::firstboot::finish_bootstrap(&self.root, &full)?;
+                    tracing::info!(config = %config, "bootstrap finished: the config is on disk");
+                    continue;
+                }
+                Some(s) => {
+                    tracing::info!(node = %self.opts.node_name, "setting the initial node annotations");
+                    node = self.write(&s, &node).await?;
+                    continue;
+                }
+                None => {}
+            }
+            if self.on_disk.as_ref().map(DesiredConfig::name) != Some(current.name()) {
+                self.on_disk = Some(current.clone());
+            }
+            let force = self.root.exists(FORCE_FILE)?;
+            let found = if want == current.name() && node.current_config() == current.name() {
+                crate::drift::check(&self.root, &current.input.config)
+            } else {
+                Vec::new()
+            };
+            if let Some(step) = super::drift_step(&node, current.name(), &found, force) {
+                match step {
+                    Step::Idle { why } => return Ok(Synced::Idle(why)),
+                    s => {
+                        tracing::warn!(node = %self.opts.node_name, step = ?s, "config drift");
+                        node = self.write(&s, &node).await?;
+                        continue;
+                    }
+                }
+            }
             let step = decide(&node, &current, desired.as_ref(), self.policies.as_ref());
             tracing::debug!(node = %self.opts.node_name, ?step, "next step");
             match step {
@@ -450,8 +495,10 @@ impl<H: Host> Agent<H> {
                         }
                     }
                     tracing::info!(from = current.name(), to = %want, "applying");
+                    // The force file skips the drift check once (upstream's), and goes.
+                    let force = self.root.exists(FORCE_FILE)?;
                     let opts = ApplyOptions {
-                        check_drift: true,
+                        check_drift: !force,
                         reboot: crate::apply::RebootMode::Deferred,
                         drained: true,
                         policies: self.policies.as_ref(),
@@ -462,6 +509,10 @@ impl<H: Host> Agent<H> {
                         tracing::info!("{l}");
                     }
                     let applied = after_apply(&out);
+                    if force && matches!(applied, None | Some(Step::Reboot { .. })) {
+                        let mut dirty = std::collections::BTreeSet::new();
+                        self.root.remove(FORCE_FILE, &mut dirty)?;
+                    }
                     if matches!(applied, None | Some(Step::Reboot { .. })) {
                         self.report(&step, &node).await;
                     }
@@ -543,6 +594,7 @@ impl<H: Host> Agent<H> {
         let mut stale_tick = false;
         // The resourceVersion of the node in `latest`.
         let mut seen: Option<String> = None;
+        let mut drift = super::drift_watch::DriftWatch::new();
         let mut tick = tokio::time::interval(self.opts.resync);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -580,6 +632,12 @@ impl<H: Host> Agent<H> {
                     }
                     continue;
                 }
+                _ = drift.changed() => {
+                    // Our own write's echo is on its way: it syncs, on a node that is current.
+                    if echo.is_some() {
+                        continue;
+                    }
+                }
                 _ = tick.tick() => {
                     // The resync works on the node as last seen, which is stale while the
                     // echo of our last write is on its way; a lost echo (it cannot be: a
@@ -601,6 +659,9 @@ impl<H: Host> Agent<H> {
                 Err(e) => tracing::warn!("sync failed: {e}"),
             }
             stale_tick = false;
+            if let Some(c) = &self.on_disk {
+                drift.follow(&self.root, c.name(), &c.input.config);
+            }
             // A write that changed nothing keeps the resourceVersion and sends no event.
             if self.written != before && self.written != seen {
                 echo = self.written.clone();

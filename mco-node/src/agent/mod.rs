@@ -8,6 +8,7 @@
 //! `currentConfig`, `state: Done` and an empty `reason`. Every call re-reads the situation, so
 //! the agent resumes correctly after a restart or a reboot at any step.
 
+pub mod drift_watch;
 pub mod kube_loop;
 pub mod metrics;
 pub mod node_conditions;
@@ -45,6 +46,25 @@ pub enum Step {
     },
     /// The previous boot's reboot marker is still set: clear it.
     ClearRebooting,
+    /// The node has no `currentConfig` and its first boot left the server's node annotations:
+    /// set them (upstream's initial node annotations).
+    LoadInitialAnnotations {
+        /// The annotations, as the server wrote them.
+        annotations: BTreeMap<String, String>,
+    },
+    /// The node carries its first boot's annotations: store the MachineConfig its
+    /// `currentConfig` names as the config on disk and retire the annotations file.
+    FinishBootstrap {
+        /// The config the node joined on.
+        config: String,
+    },
+    /// The files or units of the config the node is on no longer match the disk (an edit by
+    /// hand while idle): degrade with what differs. Cleared when the disk matches again or
+    /// the force file appears.
+    ConfigDrift {
+        /// Why (already capped): expected vs found, per path.
+        reason: String,
+    },
     /// The node carries no `currentConfig`: publish the config on disk.
     Initialize {
         /// The config on disk.
@@ -135,6 +155,11 @@ pub fn step_events(step: &Step, node: &str) -> Vec<NodeEvent> {
             reason: "NodeDegraded",
             note: reason.clone(),
         }],
+        Step::ConfigDrift { reason } => vec![NodeEvent {
+            warning: true,
+            reason: "ConfigDriftDetected",
+            note: reason.clone(),
+        }],
         _ => Vec::new(),
     }
 }
@@ -146,6 +171,52 @@ pub fn cap_reason(reason: &str) -> String {
 
 fn request(kind: &str, config: &str) -> String {
     format!("{kind}-{config}")
+}
+
+/// The step a bootstrapping node takes before anything else: while the first boot's node
+/// annotations file is there (`initial`), a node without `currentConfig` gets its
+/// annotations, then the bootstrap is finished. `None` when the node is not bootstrapping.
+pub fn bootstrap_step(node: &Node, initial: Option<&BTreeMap<String, String>>) -> Option<Step> {
+    let initial = initial?;
+    if node.current_config().is_empty() {
+        return Some(Step::LoadInitialAnnotations {
+            annotations: initial.clone(),
+        });
+    }
+    Some(Step::FinishBootstrap {
+        config: node.current_config().to_string(),
+    })
+}
+
+/// The step when the disk drifted (`found`) from `current`, the config the node is on and
+/// wants: [`Step::ConfigDrift`], unless the force file is there (`force`), the node is
+/// between configs or waiting for the controller, or the node already says so. `None` leaves
+/// the step to [`decide`], which returns a drift-degraded node to Done once the disk matches.
+pub fn drift_step(
+    node: &Node,
+    current: &str,
+    found: &[crate::drift::Drift],
+    force: bool,
+) -> Option<Step> {
+    if force || found.is_empty() || current.is_empty() {
+        return None;
+    }
+    if node.desired_config() != current || node.current_config() != current {
+        return None;
+    }
+    if let Some(pending) = node.annotation(DESIRED_DRAIN) {
+        if node.annotation(LAST_APPLIED_DRAIN) != Some(pending) {
+            return None;
+        }
+    }
+    let reason = cap_reason(&crate::drift::reason(current, found));
+    let same = node.annotation(STATE) == Some(STATE_DEGRADED)
+        && node.annotation(REASON) == Some(reason.as_str());
+    Some(if same {
+        idle(&format!("the disk drifted from {current}"))
+    } else {
+        Step::ConfigDrift { reason }
+    })
 }
 
 /// The next step for `node`, whose host runs `current` (the config on disk, or the one its
@@ -261,22 +332,31 @@ pub fn after_apply(out: &ApplyOutcome) -> Option<Step> {
 
 impl Step {
     /// The annotations the step writes (`None` values delete), or `None` when it writes none.
-    pub fn annotations(&self) -> Option<BTreeMap<&'static str, Option<String>>> {
-        let set = |pairs: &[(&'static str, &str)]| {
+    pub fn annotations(&self) -> Option<BTreeMap<String, Option<String>>> {
+        let set = |pairs: &[(&str, &str)]| {
             pairs
                 .iter()
-                .map(|(k, v)| (*k, Some((*v).to_string())))
+                .map(|(k, v)| ((*k).to_string(), Some((*v).to_string())))
                 .collect::<BTreeMap<_, _>>()
         };
         Some(match self {
-            Step::Idle { .. } | Step::Wait { .. } | Step::Apply { .. } => return None,
+            Step::Idle { .. }
+            | Step::Wait { .. }
+            | Step::Apply { .. }
+            | Step::FinishBootstrap { .. } => return None,
+            Step::LoadInitialAnnotations { annotations } => annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), Some(v.clone())))
+                .collect(),
             Step::ClearRebooting => set(&[(POST_CONFIG_ACTION, "")]),
             Step::Initialize { current } => set(&[(CURRENT_CONFIG, current)]),
             Step::SetWorking => set(&[(STATE, STATE_WORKING)]),
             Step::Unreconcilable { reason } => {
                 set(&[(STATE, STATE_UNRECONCILABLE), (REASON, reason)])
             }
-            Step::Degraded { reason } => set(&[(STATE, STATE_DEGRADED), (REASON, reason)]),
+            Step::Degraded { reason } | Step::ConfigDrift { reason } => {
+                set(&[(STATE, STATE_DEGRADED), (REASON, reason)])
+            }
             Step::RequestDrain { request } | Step::RequestUncordon { request } => {
                 set(&[(DESIRED_DRAIN, request)])
             }
@@ -284,7 +364,7 @@ impl Step {
             Step::Done { current } => {
                 let mut m = set(&[(STATE, STATE_DONE), (CURRENT_CONFIG, current), (REASON, "")]);
                 // This agent manages no OS images: a stale currentImage goes, as upstream does.
-                m.insert(CURRENT_IMAGE, None);
+                m.insert(CURRENT_IMAGE.to_string(), None);
                 m
             }
         })
@@ -295,7 +375,7 @@ impl Step {
         let annos = self.annotations()?;
         let map: Map<String, Value> = annos
             .into_iter()
-            .map(|(k, v)| (k.to_string(), v.map_or(Value::Null, Value::String)))
+            .map(|(k, v)| (k, v.map_or(Value::Null, Value::String)))
             .collect();
         Some(json!({"metadata": {"annotations": map}}))
     }
@@ -305,8 +385,8 @@ impl Step {
     pub fn apply_to(&self, node: &mut Node) {
         for (k, v) in self.annotations().unwrap_or_default() {
             match v {
-                Some(v) => node.metadata.annotations.insert(k.to_string(), v),
-                None => node.metadata.annotations.remove(k),
+                Some(v) => node.metadata.annotations.insert(k, v),
+                None => node.metadata.annotations.remove(&k),
             };
         }
     }

@@ -88,7 +88,11 @@ fn prepared(drain: bool) -> Phase {
 pub fn step_phases(step: &Step, node: &Node) -> Vec<Phase> {
     let name = node.name();
     match step {
-        Step::Idle { .. } | Step::Wait { .. } | Step::Initialize { .. } => Vec::new(),
+        Step::Idle { .. }
+        | Step::Wait { .. }
+        | Step::Initialize { .. }
+        | Step::LoadInitialAnnotations { .. }
+        | Step::FinishBootstrap { .. } => Vec::new(),
         Step::SetWorking => vec![parent(
             UPDATED,
             "False",
@@ -104,7 +108,9 @@ pub fn step_phases(step: &Step, node: &Node) -> Vec<Phase> {
             ),
             degraded(name, reason),
         ],
-        Step::Degraded { reason } => vec![degraded(name, reason)],
+        Step::Degraded { reason } | Step::ConfigDrift { reason } => {
+            vec![degraded(name, reason)]
+        }
         Step::RequestDrain { request } => vec![
             prepared(true),
             with_child(

@@ -393,3 +393,109 @@ fn cluster_policies_decide_drain_and_reboot() {
         }
     );
 }
+
+fn initial() -> BTreeMap<String, String> {
+    [
+        (CURRENT_CONFIG, "rendered-worker-1"),
+        (DESIRED_CONFIG, "rendered-worker-1"),
+        (STATE, STATE_DONE),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+#[test]
+fn a_joining_node_gets_the_initial_annotations_then_finishes_the_bootstrap() {
+    let annos = initial();
+    let fresh = node(&[]);
+    let step = bootstrap_step(&fresh, Some(&annos));
+    let Some(step @ Step::LoadInitialAnnotations { .. }) = step else {
+        panic!("{step:?}");
+    };
+    let mut n = fresh.clone();
+    step.apply_to(&mut n);
+    assert_eq!(n.current_config(), "rendered-worker-1");
+    assert_eq!(n.desired_config(), "rendered-worker-1");
+    assert_eq!(n.annotation(STATE), Some(STATE_DONE));
+    assert_eq!(
+        bootstrap_step(&n, Some(&annos)),
+        Some(Step::FinishBootstrap {
+            config: "rendered-worker-1".into()
+        })
+    );
+    // The node's own currentConfig wins over the file's (an annotation set before).
+    let other = on("rendered-worker-0", "rendered-worker-1", STATE_DONE);
+    assert_eq!(
+        bootstrap_step(&other, Some(&annos)),
+        Some(Step::FinishBootstrap {
+            config: "rendered-worker-0".into()
+        })
+    );
+    assert_eq!(bootstrap_step(&n, None), None);
+}
+
+fn drifted() -> Vec<crate::drift::Drift> {
+    vec![crate::drift::Drift {
+        path: "/etc/foo".into(),
+        kind: crate::drift::DriftKind::Content {
+            line: 1,
+            expected: "1".into(),
+            actual: "edited".into(),
+        },
+    }]
+}
+
+#[test]
+fn drift_on_an_idle_node_degrades_it_with_expected_and_found() {
+    let n = on("r1", "r1", STATE_DONE);
+    let Some(Step::ConfigDrift { reason }) = drift_step(&n, "r1", &drifted(), false) else {
+        panic!("no drift step");
+    };
+    assert_eq!(
+        reason,
+        "unexpected on-disk state validating against r1: content mismatch for file /etc/foo: \
+         line 1: expected \"1\", found \"edited\""
+    );
+    let step = Step::ConfigDrift {
+        reason: reason.clone(),
+    };
+    let events = step_events(&step, "w1");
+    assert_eq!(events.len(), 1);
+    assert!(events[0].warning);
+    assert_eq!(events[0].reason, "ConfigDriftDetected");
+    let mut degraded = n.clone();
+    step.apply_to(&mut degraded);
+    assert_eq!(degraded.annotation(STATE), Some(STATE_DEGRADED));
+    // Reported once: the same drift again is idle.
+    assert!(matches!(
+        drift_step(&degraded, "r1", &drifted(), false),
+        Some(Step::Idle { .. })
+    ));
+    // Restored (no drift) or forced: decide takes over and brings the node back to Done.
+    assert_eq!(drift_step(&degraded, "r1", &[], false), None);
+    assert_eq!(drift_step(&degraded, "r1", &drifted(), true), None);
+    let mut uncordoned = degraded.clone();
+    set(&mut uncordoned, DESIRED_DRAIN, "uncordon-r1");
+    set(&mut uncordoned, LAST_APPLIED_DRAIN, "uncordon-r1");
+    let (r1, _, _) = configs();
+    assert_eq!(
+        decide(&uncordoned, &r1, None, None),
+        Step::Done {
+            current: "r1".into()
+        }
+    );
+}
+
+#[test]
+fn drift_is_not_reported_between_configs_or_while_waiting() {
+    // An update is due: the update's own drift check reports it.
+    let updating = on("r1", "r2", STATE_WORKING);
+    assert_eq!(drift_step(&updating, "r1", &drifted(), false), None);
+    // The controller has not answered a drain or uncordon request yet.
+    let mut waiting = on("r1", "r1", STATE_DONE);
+    set(&mut waiting, DESIRED_DRAIN, "uncordon-r1");
+    assert_eq!(drift_step(&waiting, "r1", &drifted(), false), None);
+    // No config on disk.
+    assert_eq!(drift_step(&on("", "", ""), "", &drifted(), false), None);
+}

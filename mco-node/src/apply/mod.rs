@@ -327,15 +327,7 @@ pub fn run_update(
     if opts.check_drift {
         let drift = drift::check(root, &old.input.config);
         if !drift.is_empty() {
-            let reason = format!(
-                "on-disk state does not match {}: {}",
-                old.name(),
-                drift
-                    .iter()
-                    .map(|d| d.to_string())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
+            let reason = drift::reason(old.name(), &drift);
             out.drift = drift;
             return finish(out, NodeState::Degraded, reason);
         }

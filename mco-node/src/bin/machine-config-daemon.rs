@@ -90,6 +90,13 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
+    /// Finish a machine's first boot: apply the OS changes of the encapsulated MachineConfig
+    /// the machine-config-server handed it (OS image, kernel arguments, kernel type,
+    /// extensions), then reboot (a oneshot unit before the kubelet runs this).
+    FirstbootCompleteMachineconfig {
+        #[command(flatten)]
+        common: Common,
+    },
     /// Report how the disk differs from the current config.
     Drift {
         #[command(flatten)]
@@ -365,6 +372,24 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     r.old, r.new, r.restored
                 ),
                 None => println!("nothing to recover"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::FirstbootCompleteMachineconfig { common } => {
+            use mco_node::firstboot::{complete_machine_config, Firstboot};
+            let (root, mut host) = open(&common)?;
+            journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
+            match complete_machine_config(&root, host.as_mut(), None).map_err(|e| e.to_string())? {
+                Firstboot::AlreadyComplete => println!("first boot already complete"),
+                Firstboot::NoChanges { config } => {
+                    println!("no OS changes from the boot image to {config}; not rebooting")
+                }
+                Firstboot::Rebooting { config, log } => {
+                    for l in &log {
+                        println!("{l}");
+                    }
+                    println!("completing firstboot provisioning to {config}: rebooting");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
