@@ -217,6 +217,7 @@ fn main() {
             access: AccessPolicy::default(),
             poll_interval: Duration::from_secs(3600),
             max_header_bytes: 16384,
+            bootstrap: None,
         };
         let running = server::start(cfg).await.expect("server starts");
         let addr = running.insecure_addr.expect("plain port");

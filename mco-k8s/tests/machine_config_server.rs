@@ -47,6 +47,7 @@ fn config(dir: &Path, tls: Option<(PathBuf, PathBuf)>) -> Config {
         access: AccessPolicy::default(),
         poll_interval: Duration::from_millis(100),
         max_header_bytes: 16384,
+        bootstrap: None,
     }
 }
 
@@ -451,4 +452,69 @@ async fn renders_with_the_templates_folder() {
     })
     .await
     .expect("within the test limit");
+}
+
+/// The bootstrap kubeconfig a served config writes, decoded.
+fn served_kubeconfig(body: &[u8]) -> String {
+    let served: Value = serde_json::from_slice(body).expect("json body");
+    let file = served["storage"]["files"]
+        .as_array()
+        .and_then(|fs| {
+            fs.iter()
+                .find(|f| f["path"] == "/etc/kubernetes/kubeconfig")
+                .cloned()
+        })
+        .expect("a kubeconfig is served");
+    let source = file["contents"]["source"].as_str().expect("a source");
+    let compression = file["contents"]["compression"].as_str();
+    let bytes = mco_ignition::dataurl::decode_contents(source, compression).expect("decodes");
+    String::from_utf8(bytes).expect("utf-8")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_bootstrap_token_or_ca_reaches_the_next_machine() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("bootstrap");
+        let secret = tempfile::tempdir().expect("tempdir");
+        let (token, ca) = (secret.path().join("token"), secret.path().join("ca.crt"));
+        std::fs::write(&token, "token-one\n").expect("write");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\nONE\n").expect("write");
+        let mut cfg = config(&dir, None);
+        cfg.bootstrap = Some(server::BootstrapFiles {
+            apiserver_url: "https://api-int.example:6443".into(),
+            token: token.clone(),
+            ca: ca.clone(),
+        });
+        let srv = start(cfg).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let v33 = Some("application/vnd.coreos.ignition+json;version=3.3.0");
+        let first = served_kubeconfig(&get(addr, "/config/worker", v33).await.body);
+        assert!(first.contains("token: token-one"), "{first}");
+        assert!(first.contains("server: https://api-int.example:6443"), "{first}");
+
+        // The kubelet swaps a mounted Secret's files: the next machine gets the new ones.
+        std::fs::write(&token, "token-two\n").expect("write");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\nTWO\n").expect("write");
+        let mut rotated = None;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let k = served_kubeconfig(&get(addr, "/config/worker", v33).await.body);
+            if k.contains("token: token-two") {
+                rotated = Some(k);
+                break;
+            }
+        }
+        let k = rotated.expect("the served kubeconfig follows the token file");
+        assert_ne!(k, first);
+        assert!(!k.contains("token-one"));
+        // A token file that goes away keeps the last good kubeconfig.
+        std::fs::remove_file(&token).expect("remove");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let kept = served_kubeconfig(&get(addr, "/config/worker", v33).await.body);
+        assert_eq!(kept, k);
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
 }

@@ -191,8 +191,8 @@ async fn applies_every_manifest_and_reports_the_rollout() {
         ("serviceaccounts", NAMESPACE, "machine-config-operator"),
         ("clusterrolebindings", "", "machine-config-daemon"),
         ("deployments", NAMESPACE, "machine-config-controller"),
-        ("deployments", NAMESPACE, "machine-config-server"),
-        ("services", NAMESPACE, "machine-config-server"),
+        ("daemonsets", NAMESPACE, "machine-config-server"),
+        ("secrets", NAMESPACE, "node-bootstrapper-token"),
         ("daemonsets", NAMESPACE, "machine-config-daemon"),
         ("machineconfigpools", "", "worker"),
     ] {
@@ -290,7 +290,7 @@ async fn a_new_version_rolls_the_workloads() {
     assert!(r.patched >= 3, "{r:?}");
     for (plural, name) in [
         ("deployments", "machine-config-controller"),
-        ("deployments", "machine-config-server"),
+        ("daemonsets", "machine-config-server"),
         ("daemonsets", "machine-config-daemon"),
     ] {
         let d = store
@@ -371,7 +371,7 @@ async fn foreign_fields_are_left_alone_and_owned_ones_restored() {
     let store = &server.store;
     store
         .write(
-            def("deployments"),
+            def("daemonsets"),
             NAMESPACE,
             "machine-config-server",
             false,
@@ -388,7 +388,7 @@ async fn foreign_fields_are_left_alone_and_owned_ones_restored() {
     assert_eq!(r.patched, 0, "{r:?}");
     store
         .write(
-            def("deployments"),
+            def("daemonsets"),
             NAMESPACE,
             "machine-config-server",
             false,
@@ -402,7 +402,7 @@ async fn foreign_fields_are_left_alone_and_owned_ones_restored() {
     let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.patched, 1, "{r:?}");
     let d = store
-        .get("deployments", NAMESPACE, "machine-config-server")
+        .get("daemonsets", NAMESPACE, "machine-config-server")
         .unwrap_or_else(|| panic!("gone"));
     assert_eq!(str_at(&d, "/spec/template/spec/containers/0/image"), IMAGE);
     assert_eq!(d["metadata"]["labels"]["team"], "infra");

@@ -51,6 +51,7 @@ struct Cli {
     #[arg(long)]
     key: Option<PathBuf>,
     /// File holding the kubelet bootstrap token; with it, machines get /etc/kubernetes/kubeconfig.
+    /// With --kubeconfig-ca both files are re-read while serving (a mounted Secret that rotates).
     #[arg(long)]
     bootstrap_token: Option<PathBuf>,
     /// API server URL written in the bootstrap kubeconfig.
@@ -87,8 +88,18 @@ fn read_trimmed(p: &PathBuf) -> Result<String, String> {
 }
 
 fn config(cli: Cli, source: Source) -> Result<Config, String> {
+    let bootstrap = match (&cli.bootstrap_token, &cli.kubeconfig_ca) {
+        (Some(token), Some(ca)) => Some(server::BootstrapFiles {
+            apiserver_url: cli.apiserver_url.clone(),
+            token: token.clone(),
+            ca: ca.clone(),
+        }),
+        _ => None,
+    };
     let kubeconfig = match &cli.bootstrap_token {
         None => None,
+        // Built (and rebuilt when the files change) by the server.
+        Some(_) if bootstrap.is_some() => None,
         Some(tok) => {
             let token = read_trimmed(tok)?;
             let ca = match &cli.kubeconfig_ca {
@@ -128,6 +139,7 @@ fn config(cli: Cli, source: Source) -> Result<Config, String> {
         },
         poll_interval: Duration::from_secs(cli.poll_seconds.max(1)),
         max_header_bytes: cli.max_header_bytes,
+        bootstrap,
     })
 }
 

@@ -82,6 +82,37 @@ pub struct Config {
     pub poll_interval: Duration,
     /// The largest request head accepted (larger ones get 431).
     pub max_header_bytes: usize,
+    /// Files the bootstrap kubeconfig is built from, re-read at every poll (`None`: the
+    /// kubeconfig in `build`, if any, is fixed).
+    pub bootstrap: Option<BootstrapFiles>,
+}
+
+/// The bootstrap kubeconfig's inputs as mounted files: the token and the CA of the
+/// `node-bootstrapper-token` Secret (upstream's /etc/mcs/bootstrap-token). The kubelet
+/// updates a mounted Secret in place, so a rotated token or CA reaches the next machine that
+/// joins without a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootstrapFiles {
+    /// The API server URL machines join (upstream's `--apiserver-url`).
+    pub apiserver_url: String,
+    /// The token file.
+    pub token: PathBuf,
+    /// The CA bundle file (PEM).
+    pub ca: PathBuf,
+}
+
+impl BootstrapFiles {
+    /// The kubeconfig the files make now.
+    pub fn kubeconfig(&self) -> Result<String, String> {
+        let token = std::fs::read_to_string(&self.token)
+            .map_err(|e| format!("{}: {e}", self.token.display()))?;
+        let ca = std::fs::read(&self.ca).map_err(|e| format!("{}: {e}", self.ca.display()))?;
+        Ok(mco_render::serve::bootstrap_kubeconfig(
+            &self.apiserver_url,
+            &ca,
+            token.trim(),
+        ))
+    }
 }
 
 /// Starting the server failed.
@@ -93,6 +124,9 @@ pub enum StartError {
     /// The certificate could not be used.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The bootstrap token or CA could not be read.
+    #[error("bootstrap kubeconfig: {0}")]
+    Bootstrap(String),
     /// A port could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -232,6 +266,10 @@ fn log_state(state: &ServedState, previous: Option<&ServedState>) {
 
 /// Loads the source, binds the ports and starts serving.
 pub async fn start(cfg: Config) -> Result<Running, StartError> {
+    let mut cfg = cfg;
+    if let Some(b) = &cfg.bootstrap {
+        cfg.build.kubeconfig = Some(b.kubeconfig().map_err(StartError::Bootstrap)?);
+    }
     let (live, state) = match &cfg.source {
         Source::Dir(dir) | Source::DirTemplates { dir, .. } => {
             let templates = match &cfg.source {
@@ -329,7 +367,7 @@ async fn bind(ip: IpAddr, port: u16) -> Result<(TcpListener, SocketAddr), StartE
 }
 
 async fn reload_loop(
-    cfg: Config,
+    mut cfg: Config,
     mut live: Live,
     cert: Option<Arc<ReloadingCert>>,
     shared: Arc<Shared>,
@@ -354,10 +392,11 @@ async fn reload_loop(
                 Err(e) => tracing::warn!(error = %e, "serving certificate not reloaded"),
             }
         }
+        let kubeconfig_changed = reload_kubeconfig(&mut cfg);
         let (dir, templates, fp) = match &mut live {
             Live::Dir { dir, templates, fp } => (dir.clone(), templates.clone(), fp),
             Live::Cluster { cache, changed, cc } => {
-                if objects_changed {
+                if objects_changed || kubeconfig_changed {
                     // Let a burst of changes settle into one rebuild.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     while changed.try_recv().is_ok() {}
@@ -367,7 +406,9 @@ async fn reload_loop(
                     let old_cc = (**cc).clone();
                     let build = cfg.build.clone();
                     let built = tokio::task::spawn_blocking(move || {
-                        let state = snap.build(&build, Some(&prev), old_cc.as_ref());
+                        // A new kubeconfig is in every served config: encode them all again.
+                        let prev = (!kubeconfig_changed).then_some(&*prev);
+                        let state = snap.build(&build, prev, old_cc.as_ref());
                         (state, snap.controller_config)
                     })
                     .await;
@@ -394,7 +435,7 @@ async fn reload_loop(
                 continue;
             }
         };
-        if now == *fp {
+        if now == *fp && !kubeconfig_changed {
             continue;
         }
         *fp = now;
@@ -419,6 +460,26 @@ async fn reload_loop(
                 tracing::error!(error = %e, "reload task failed");
                 shared.metrics.reloaded(false);
             }
+        }
+    }
+}
+
+/// Re-reads the bootstrap files; true when the kubeconfig they make changed (then it is
+/// in `cfg`). A file that cannot be read keeps the previous kubeconfig.
+fn reload_kubeconfig(cfg: &mut Config) -> bool {
+    let Some(b) = &cfg.bootstrap else {
+        return false;
+    };
+    match b.kubeconfig() {
+        Ok(k) if cfg.build.kubeconfig.as_ref() != Some(&k) => {
+            tracing::info!("bootstrap token or CA changed: serving the new kubeconfig");
+            cfg.build.kubeconfig = Some(k);
+            true
+        }
+        Ok(_) => false,
+        Err(e) => {
+            tracing::warn!(error = %e, "bootstrap kubeconfig not reloaded");
+            false
         }
     }
 }
