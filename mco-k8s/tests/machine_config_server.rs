@@ -490,7 +490,10 @@ async fn a_rotated_bootstrap_token_or_ca_reaches_the_next_machine() {
         let v33 = Some("application/vnd.coreos.ignition+json;version=3.3.0");
         let first = served_kubeconfig(&get(addr, "/config/worker", v33).await.body);
         assert!(first.contains("token: token-one"), "{first}");
-        assert!(first.contains("server: https://api-int.example:6443"), "{first}");
+        assert!(
+            first.contains("server: https://api-int.example:6443"),
+            "{first}"
+        );
 
         // The kubelet swaps a mounted Secret's files: the next machine gets the new ones.
         std::fs::write(&token, "token-two\n").expect("write");

@@ -153,8 +153,16 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
                 n.is_done_on(&target)
             })
         });
+        // The MachineConfigNode is written after the Node's Done patch.
+        let recorded = ["worker-0", "worker-1"].iter().all(|w| {
+            server
+                .store
+                .get("machineconfignodes", "", w)
+                .is_some_and(|m| m["status"]["configVersion"]["current"] == target.as_str())
+        });
         let p = server.store.get("machineconfigpools", "", "worker")?;
         (done
+            && recorded
             && p["status"]["updatedMachineCount"] == 2
             && p["status"]["configuration"]["name"] == target.as_str())
         .then_some(())
@@ -369,4 +377,278 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     for a in agents {
         a.abort();
     }
+}
+
+/// GETs `path` from a plain HTTP server on 127.0.0.1 and returns status and body.
+async fn http_get(addr: std::net::SocketAddr, path: &str, accept: &str) -> (u16, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, raw[split + 4..].to_vec())
+}
+
+/// What Ignition does on a machine's first boot, and nothing more: every file and unit of the
+/// served config written to the empty root (this project's writer, which writes what Ignition
+/// writes). Nothing else is seeded: no currentconfig, no state.
+fn ignite(root: &HostRoot, served: &[u8]) {
+    let config = DesiredConfig::from_bytes(served, "served Ignition config").unwrap();
+    let opts = ApplyOptions {
+        check_drift: false,
+        reboot: mco_node::apply::RebootMode::Skip,
+        drained: true,
+        policies: None,
+    };
+    let out = run_update(
+        root,
+        &mut RecordingHost::new(),
+        &DesiredConfig::empty(),
+        &config,
+        opts,
+        None,
+    );
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.log);
+    // Ignition keeps no record of what it wrote: the daemon's state files go.
+    for f in ["currentconfig", "state.json"] {
+        std::fs::remove_file(root.base().join("etc/machine-config-daemon").join(f)).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_restored() {
+    use mco_k8s::mcs::access::AccessPolicy;
+    use mco_k8s::mcs::served_state::BuildOptions;
+    use mco_k8s::mcs::server::{self, BootstrapFiles, Source};
+    use mco_node::firstboot::{self, Firstboot};
+    use mco_render::serve::served::{ENCAPSULATED_PATH, NODE_ANNOTATIONS_PATH};
+
+    let server = ApiServer::start().await.unwrap();
+    seed_examples(&server);
+    let opts = Options {
+        debounce: Duration::from_millis(20),
+        resync: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let client = server.client_as("machine-config-controller");
+    let ctrl = tokio::spawn(async move {
+        let _ = controller::run(client, opts).await;
+    });
+    let target = eventually("a rendered worker config", || {
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        p["spec"]["configuration"]["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    })
+    .await;
+
+    // The machine-config-server in cluster mode, with the bootstrap token Secret mounted.
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("token"), "bootstrap-token\n").unwrap();
+    std::fs::write(
+        secret.path().join("ca.crt"),
+        "-----BEGIN CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let mcs = server::start(server::Config {
+        source: Source::Cluster(server.client_as("machine-config-server")),
+        listen: "127.0.0.1".parse().unwrap(),
+        secure_port: None,
+        insecure_port: Some(0),
+        tls: None,
+        build: BuildOptions::default(),
+        access: AccessPolicy::default(),
+        poll_interval: Duration::from_millis(100),
+        max_header_bytes: 16384,
+        bootstrap: Some(BootstrapFiles {
+            apiserver_url: "https://api-int.example:6443".into(),
+            token: secret.path().join("token"),
+            ca: secret.path().join("ca.crt"),
+        }),
+    })
+    .await
+    .unwrap();
+    let addr = mcs.insecure_addr.unwrap();
+    let accept = "application/vnd.coreos.ignition+json;version=3.4.0";
+    let mut served = Vec::new();
+    for _ in 0..600 {
+        let (status, body) = http_get(addr, "/config/worker", accept).await;
+        if status == 200 {
+            served = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !served.is_empty(),
+        "the server never served the worker pool"
+    );
+
+    // A machine boots: Ignition writes the served config to an empty disk (the OS image's
+    // own files aside), then the first-boot unit completes the encapsulated config.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+    std::fs::write(
+        dir.path().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("etc/group"), "root:x:0:\ncore:x:1000:\n").unwrap();
+    let root = HostRoot::new(dir.path()).unwrap();
+    ignite(&root, &served);
+    assert!(root.exists(NODE_ANNOTATIONS_PATH).unwrap());
+    let encapsulated = std::fs::read(dir.path().join(ENCAPSULATED_PATH.trim_start_matches('/')))
+        .expect("the served config holds the encapsulated MachineConfig");
+    let encapsulated: MachineConfig = serde_json::from_slice(&encapsulated).unwrap();
+    assert_eq!(encapsulated.name(), target);
+    let booted = encapsulated.spec.os_image_url.clone();
+    let mut firstboot_host = RecordingHost::new();
+    let done = firstboot::complete_machine_config(&root, &mut firstboot_host, Some(&booted))
+        .unwrap_or_else(|e| panic!("firstboot: {e}"));
+    match &done {
+        Firstboot::NoChanges { config } | Firstboot::Rebooting { config, .. } => {
+            assert_eq!(config, &target)
+        }
+        Firstboot::AlreadyComplete => panic!("the encapsulated config was not found"),
+    }
+    assert!(!root.exists(ENCAPSULATED_PATH).unwrap());
+    // The kubeconfig it joins with is the server's bootstrap kubeconfig.
+    let kubeconfig = std::fs::read_to_string(dir.path().join("etc/kubernetes/kubeconfig")).unwrap();
+    assert!(
+        kubeconfig.contains("token: bootstrap-token"),
+        "{kubeconfig}"
+    );
+
+    // The kubelet registers the Node, with no annotations; the daemon starts.
+    let nodes: Api<KubeNode> = Api::all(server.client());
+    let n: KubeNode = serde_json::from_value(json!({
+        "metadata": {"name": "worker-new",
+                     "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    nodes.create(&PostParams::default(), &n).await.unwrap();
+    let mut opts = AgentOptions::new("worker-new");
+    opts.resync = Duration::from_millis(500);
+    opts.retry_after = Duration::from_secs(1);
+    opts.continue_after_reboot = true;
+    let agent = Agent::new(
+        server.client_as("machine-config-daemon (worker-new)"),
+        root.clone(),
+        RecordingHost::new(),
+        opts,
+    );
+    let agent = tokio::spawn(async move {
+        let _ = agent.run().await;
+    });
+    let node = |server: &ApiServer| -> Option<Node> {
+        server
+            .store
+            .get("nodes", "", "worker-new")
+            .map(|n| decode(&n))
+    };
+    eventually(
+        "the new machine Done on the served config, bootstrapped",
+        || {
+            let bootstrapped = !root.exists(NODE_ANNOTATIONS_PATH).ok()?;
+            node(&server)
+                .filter(|n| bootstrapped && n.is_done_on(&target))
+                .map(|_| ())
+        },
+    )
+    .await;
+    let on_disk = mco_node::state::read_current(&root).unwrap();
+    assert_eq!(on_disk.name(), target);
+    let served_mc: MachineConfig =
+        decode(&server.store.get("machineconfigs", "", &target).unwrap());
+    assert_eq!(
+        on_disk.input.config.storage.files.len(),
+        mco_node::desired_config::rendered_input(&served_mc)
+            .unwrap()
+            .config
+            .storage
+            .files
+            .len(),
+        "the full rendered config is on disk, not the encapsulated one"
+    );
+    assert!(!root.exists(NODE_ANNOTATIONS_PATH).unwrap());
+    assert!(root.exists(firstboot::NODE_ANNOTATIONS_BAK_PATH).unwrap());
+
+    // An edit by hand while idle: Degraded with what differs, an Event, back to Done once the
+    // file is restored.
+    let path = on_disk.input.config.storage.files[0].path.clone();
+    let host_path = dir.path().join(path.trim_start_matches('/'));
+    let original = std::fs::read(&host_path).unwrap();
+    std::fs::write(&host_path, "edited by hand\n").unwrap();
+    let reason = eventually("the drift reported", || {
+        let n = node(&server)?;
+        (n.annotation(STATE) == Some("Degraded")).then(|| {
+            n.annotation(mco_render::api::node::REASON)
+                .unwrap_or("")
+                .to_string()
+        })
+    })
+    .await;
+    assert!(
+        reason.starts_with(&format!(
+            "unexpected on-disk state validating against {target}: "
+        )),
+        "{reason}"
+    );
+    assert!(reason.contains(&path), "{reason}");
+    assert!(reason.contains("found \"edited by hand\""), "{reason}");
+    let drift_events: Vec<_> = server
+        .store
+        .list("events")
+        .into_iter()
+        .filter(|e| e["regarding"]["name"] == "worker-new" && e["reason"] == "ConfigDriftDetected")
+        .collect();
+    assert_eq!(drift_events.len(), 1, "{drift_events:?}");
+    std::fs::write(&host_path, &original).unwrap();
+    eventually("Done again once restored", || {
+        node(&server).filter(|n| n.is_done_on(&target)).map(|_| ())
+    })
+    .await;
+
+    // Drift the administrator accepts: the force file clears the Degraded state.
+    std::fs::write(&host_path, "edited again\n").unwrap();
+    eventually("the second drift reported", || {
+        (node(&server)?.annotation(STATE) == Some("Degraded")).then_some(())
+    })
+    .await;
+    std::fs::create_dir_all(dir.path().join("run")).unwrap();
+    std::fs::write(dir.path().join("run/machine-config-daemon-force"), "").unwrap();
+    eventually("Done with the force file", || {
+        node(&server).filter(|n| n.is_done_on(&target)).map(|_| ())
+    })
+    .await;
+    // The agent's requests are all granted by its ClusterRole.
+    let by_agent = server.store.request_counts_by_agent();
+    let requests: BTreeMap<String, u64> = by_agent
+        .iter()
+        .filter(|((a, _), _)| a == "machine-config-daemon (worker-new)")
+        .map(|((_, what), n)| (what.clone(), *n))
+        .collect();
+    let missing = support::rbac::ungranted(
+        &requests,
+        &support::rbac::cluster_role_rules("machine-config-daemon"),
+    );
+    assert!(missing.is_empty(), "not granted: {missing:?}");
+    mcs.stop().await;
+    agent.abort();
+    ctrl.abort();
 }

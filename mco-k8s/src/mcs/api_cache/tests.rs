@@ -193,6 +193,7 @@ async fn serves_from_watched_caches_without_asking_the_api_per_request() {
         access: AccessPolicy::default(),
         poll_interval: Duration::from_secs(1),
         max_header_bytes: 16384,
+        bootstrap: None,
     };
     let running = match server::start(cfg).await {
         Ok(r) => r,
