@@ -546,6 +546,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     opts.resync = Duration::from_millis(500);
     opts.retry_after = Duration::from_secs(1);
     opts.continue_after_reboot = true;
+    let agent_metrics = opts.metrics.clone();
     let agent = Agent::new(
         server.client_as("machine-config-daemon (worker-new)"),
         root.clone(),
@@ -618,9 +619,21 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
         .filter(|e| e["regarding"]["name"] == "worker-new" && e["reason"] == "ConfigDriftDetected")
         .collect();
     assert_eq!(drift_events.len(), 1, "{drift_events:?}");
+    eventually("the drift metric set", || {
+        let text = agent_metrics.render();
+        (!text.contains("mcd_config_drift 0") && text.contains("mcd_config_drift ")).then_some(())
+    })
+    .await;
     std::fs::write(&host_path, &original).unwrap();
     eventually("Done again once restored", || {
         node(&server).filter(|n| n.is_done_on(&target)).map(|_| ())
+    })
+    .await;
+    eventually("the drift metric cleared", || {
+        agent_metrics
+            .render()
+            .contains("mcd_config_drift 0")
+            .then_some(())
     })
     .await;
 

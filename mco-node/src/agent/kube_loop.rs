@@ -290,7 +290,16 @@ impl<H: Host> Agent<H> {
             get(mco_render::api::node::REASON),
         );
         match step {
-            Step::Done { current } => m.set_update(current, ""),
+            Step::Done { current } => {
+                m.set_update(current, "");
+                m.set_config_drift(0);
+            }
+            Step::ConfigDrift { .. } => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+                m.set_config_drift(now);
+            }
             Step::Degraded { reason } | Step::Unreconcilable { reason } => {
                 m.set_update(get(mco_render::api::node::DESIRED_CONFIG), reason)
             }

@@ -1,6 +1,7 @@
 //! The agent's Prometheus metrics under upstream's names: `mcd_state` (1 for the node's
 //! state and reason), `mcd_update_state` (1 for the last completed update's config, or its
-//! error) and `mcd_reboots_failed_total`, served at `/metrics` with `--metrics-listen`.
+//! error), `mcd_config_drift` (when drift was last seen, 0 when none) and
+//! `mcd_reboots_failed_total`, served at `/metrics` with `--metrics-listen`.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -18,6 +19,7 @@ pub struct AgentMetrics {
     state: Family<Labels, Gauge>,
     update: Family<Labels, Gauge>,
     reboots_failed: Counter,
+    config_drift: Gauge,
 }
 
 impl AgentMetrics {
@@ -34,6 +36,11 @@ impl AgentMetrics {
             "mcd_update_state",
             "completed update config or error",
             m.update.clone(),
+        );
+        reg.register(
+            "mcd_config_drift",
+            "timestamp for config drift",
+            m.config_drift.clone(),
         );
         reg.register(
             "mcd_reboots_failed",
@@ -58,6 +65,11 @@ impl AgentMetrics {
         self.update.clear();
         let l = vec![("config".into(), config.into()), ("err".into(), err.into())];
         self.update.get_or_create(&l).set(1);
+    }
+
+    /// Config drift seen at `unix_seconds`; 0 clears it (the disk matches again).
+    pub fn set_config_drift(&self, unix_seconds: i64) {
+        self.config_drift.set(unix_seconds);
     }
 
     /// Counts a reboot that failed.
@@ -112,7 +124,9 @@ mod tests {
         m.set_state("Done", "");
         m.set_update("rendered-worker-1", "");
         m.reboot_failed();
+        m.set_config_drift(1_700_000_000);
         let text = m.render();
+        assert!(text.contains("mcd_config_drift 1700000000"), "{text}");
         assert!(
             text.contains("mcd_state{state=\"Done\",reason=\"\"} 1"),
             "{text}"
