@@ -8,11 +8,13 @@
 //! - [`state`]: `currentconfig` and the agent's state.
 //! - [`drift`]: on-disk differences from the current config.
 //! - [`desired_config`]: reading MachineConfigs and bare Ignition configs.
+//! - [`certs`]: the CA files from the ControllerConfig, written in place (no update).
 //! - [`agent`]: cluster mode: the next step decided from the node's annotations, and the
 //!   kube-rs loop that carries it out.
 
 pub mod agent;
 pub mod apply;
+pub mod certs;
 pub mod desired_config;
 pub mod drift;
 pub mod host;
