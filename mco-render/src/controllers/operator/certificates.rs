@@ -380,8 +380,11 @@ pub fn pem_blocks(data: &[u8]) -> Vec<PemBlock> {
     out
 }
 
-/// Reads one DER TLV at the start of `b`: (tag, contents, the whole element, the rest).
-fn der_tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
+/// One DER element: its tag, its contents, the whole element, and the bytes after it.
+type Tlv<'a> = (u8, &'a [u8], &'a [u8], &'a [u8]);
+
+/// Reads one DER TLV at the start of `b`.
+fn der_tlv(b: &[u8]) -> Option<Tlv<'_>> {
     let tag = *b.first()?;
     let first = *b.get(1)?;
     let (len, header) = if first < 0x80 {

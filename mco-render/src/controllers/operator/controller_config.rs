@@ -497,12 +497,14 @@ mod tests {
                      "cloudProviderCAData": "YWRtaW4tY2xvdWQ="}});
         // Only the machine-config-server CA exists: rootCAData is the operator's; the
         // administrator's serving and cloud CAs (no source for them) stay.
-        let mut src = super::super::certificates::CaSources::default();
-        src.configmaps = full_ca_sources()
-            .configmaps
-            .into_iter()
-            .filter(|(r, _)| r.name == "machine-config-server-ca")
-            .collect();
+        let mut src = super::super::certificates::CaSources {
+            configmaps: full_ca_sources()
+                .configmaps
+                .into_iter()
+                .filter(|(r, _)| r.name == "machine-config-server-ca")
+                .collect(),
+            ..Default::default()
+        };
         let cluster = ClusterConfigObjects {
             certificates: super::super::certificates::ca_fields(&src).unwrap_or_default(),
             ..Default::default()

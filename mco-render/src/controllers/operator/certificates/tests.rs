@@ -213,9 +213,9 @@ fn registry_bundles_come_from_the_managed_and_the_images_configmaps() {
             json!({"user.example": "u"}),
         ),
     ]);
-    src.configmaps
-        .get_mut(&ConfigMapRef::of(IMAGE_REGISTRY_CA))
-        .map(|c| c["binaryData"] = json!({"0.example": "YmluYXJ5"}));
+    if let Some(c) = src.configmaps.get_mut(&ConfigMapRef::of(IMAGE_REGISTRY_CA)) {
+        c["binaryData"] = json!({"0.example": "YmluYXJ5"});
+    }
     src.image = Some(json!({"spec": {"additionalTrustedCA": {"name": "registry-cas"}}}));
     let f = ca_fields(&src).unwrap_or_default();
     // data keys sorted, then binaryData keys.
