@@ -1,6 +1,7 @@
 //! Certificates end to end against the in-process API server: the operator fills the
 //! ControllerConfig's CA fields from the ConfigMaps upstream reads and follows their changes
-//! through its watches, leaving a field an administrator set where no ConfigMap feeds it;
+//! through its watches, leaving a field an administrator set where no ConfigMap feeds it,
+//! and copies the kube-apiserver's serving CA into `kubeconfig-data` for the daemons;
 //! the daemon's certificate writer, on a temporary host root, rewrites the kubelet CA, the
 //! cloud CA, `/etc/docker/certs.d` (stale folders pruned) and the kubeconfig's CA, and
 //! nothing happens to the Node: no write, no drain request, no Event.
@@ -187,14 +188,14 @@ async fn ca_changes_reach_the_disk_without_an_update() {
     store
         .create(def("images"), "", image)
         .unwrap_or_else(|e| panic!("{e:?}"));
-    // The kube-apiserver's serving CA for the node's kubeconfig, as upstream's operator
-    // copies it into its namespace (binaryData).
-    let kubeconfig_data = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "kubeconfig-data", "namespace": NAMESPACE},
-        "binaryData": {"ca-bundle.crt": b64(&format!("{OTHER_SIGNER}{NEW_SIGNER}"))}});
-    store
-        .create(def("configmaps"), NAMESPACE, kubeconfig_data)
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    // The kube-apiserver's serving CA, which the operator copies into its namespace
+    // (kubeconfig-data) for the daemons' kubeconfigs.
+    configmap(
+        &store,
+        "openshift-config-managed",
+        "kube-apiserver-server-ca",
+        json!({"ca-bundle.crt": format!("{OTHER_SIGNER}{NEW_SIGNER}")}),
+    );
     // A node that is up to date.
     let node = json!({"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "worker-0",
@@ -275,6 +276,16 @@ async fn ca_changes_reach_the_disk_without_an_update() {
         )
         .unwrap_or_else(|e| panic!("{e:?}"));
 
+    // The operator copied the serving CA for the daemons.
+    let kubeconfig_data = eventually("the kubeconfig-data ConfigMap", || {
+        store.get("configmaps", NAMESPACE, "kubeconfig-data")
+    })
+    .await;
+    assert_eq!(
+        unb64(&kubeconfig_data["binaryData"]["ca-bundle.crt"]),
+        format!("{OTHER_SIGNER}{NEW_SIGNER}")
+    );
+
     // The daemon writes the files.
     eventually("the CA files on disk", || {
         (read(root, "/etc/docker/certs.d/user.example/ca.crt") == "user-ca-1").then_some(())
@@ -325,21 +336,14 @@ async fn ca_changes_reach_the_disk_without_an_update() {
         "image-registry-ca",
         json!({"registry.example..5000": "registry-ca-2"}),
     );
-    store
-        .write(
-            def("configmaps"),
-            NAMESPACE,
-            "kubeconfig-data",
-            false,
-            |old| {
-                let mut n = old.clone();
-                n["binaryData"]["ca-bundle.crt"] = json!(b64(&format!(
-                    "{OTHER_SIGNER}{NEW_SIGNER}{KUBE_APISERVER_TO_KUBELET_SIGNER}"
-                )));
-                Ok(n)
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    edit_configmap(
+        &store,
+        "openshift-config-managed",
+        "kube-apiserver-server-ca",
+        json!({"ca-bundle.crt": format!(
+            "{OTHER_SIGNER}{NEW_SIGNER}{KUBE_APISERVER_TO_KUBELET_SIGNER}"
+        )}),
+    );
 
     eventually("the ControllerConfig to follow the ConfigMaps", || {
         let cc = controller_config(&store)?;

@@ -23,9 +23,10 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::MachineConfigPool;
 use mco_render::controllers::operator::certificates::{
-    ca_configmaps, ca_fields, CaError, CaSources, ConfigMapRef, BOOTSTRAP, IMAGE_REGISTRY_CA,
-    KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_CLOUD_CONFIG,
-    MACHINE_CONFIG_SERVER_CA, OPENSHIFT_CONFIG, ROOT_CA,
+    ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef, BOOTSTRAP,
+    IMAGE_REGISTRY_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
+    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_CLOUD_CONFIG, MACHINE_CONFIG_SERVER_CA,
+    OPENSHIFT_CONFIG, ROOT_CA,
 };
 use mco_render::controllers::operator::desired::is_workload;
 use mco_render::controllers::operator::status::{task_name, Workload};
@@ -180,11 +181,13 @@ impl Operator {
                 }
             }
         }
-        let certificates = ca_fields(&CaSources {
+        let sources = CaSources {
             configmaps,
             proxy: proxy.clone(),
             image,
-        })?;
+        };
+        let certificates = ca_fields(&sources)?;
+        let kubeconfig_data = kubeconfig_data(&sources);
         Ok(ClusterConfigObjects {
             infrastructure: get("Infrastructure").await?,
             network: get("Network").await?,
@@ -192,6 +195,7 @@ impl Operator {
             proxy,
             os_images,
             certificates,
+            kubeconfig_data,
         })
     }
 
@@ -324,6 +328,7 @@ const WATCHED_CA_CONFIGMAPS: &[(&str, &str)] = &[
     BOOTSTRAP,
     ROOT_CA,
     KUBE_APISERVER_CLIENT_CA,
+    KUBE_APISERVER_SERVER_CA,
     IMAGE_REGISTRY_CA,
     KUBE_CLOUD_CONFIG,
     KUBE_APISERVER_TO_KUBELET_CLIENT_CA,

@@ -11,6 +11,10 @@
 //! | `imageRegistryBundleUserData` | every key of the Image `cluster`'s `spec.additionalTrustedCA` ConfigMap in `openshift-config` |
 //! | `cloudProviderCAData` | `openshift-config-managed/kube-cloud-config`, `ca-bundle.pem` |
 //!
+//! The operator also copies `openshift-config-managed/kube-apiserver-server-ca` into
+//! `openshift-machine-config-operator/kubeconfig-data` ([`kubeconfig_data`]), which the
+//! daemons read for their kubeconfig's CA.
+//!
 //! A value is read as upstream's `GetCAsFromConfigMap` reads it: `binaryData` first, else
 //! `data`, base64-decoded when it decodes (Go's `StdEncoding`), as text otherwise.
 //!
@@ -56,6 +60,12 @@ pub const ROOT_CA: (&str, &str) = (KUBE_SYSTEM, "root-ca");
 pub const USER_CA_BUNDLE: (&str, &str) = (OPENSHIFT_CONFIG, "user-ca-bundle");
 /// The image registry CAs OpenShift publishes (one key per registry).
 pub const IMAGE_REGISTRY_CA: (&str, &str) = (OPENSHIFT_CONFIG_MANAGED, "image-registry-ca");
+/// The kube-apiserver's serving CA bundle, which nodes' kubeconfigs trust.
+pub const KUBE_APISERVER_SERVER_CA: (&str, &str) =
+    (OPENSHIFT_CONFIG_MANAGED, "kube-apiserver-server-ca");
+/// The copy of [`KUBE_APISERVER_SERVER_CA`] in the MCO's namespace that the daemons read
+/// (`binaryData`, `ca-bundle.crt`) for their kubeconfig.
+pub const KUBECONFIG_DATA: (&str, &str) = ("openshift-machine-config-operator", "kubeconfig-data");
 /// The cloud provider config, whose `ca-bundle.pem` is the cloud CA.
 pub const KUBE_CLOUD_CONFIG: (&str, &str) = (OPENSHIFT_CONFIG_MANAGED, "kube-cloud-config");
 
@@ -108,6 +118,7 @@ pub fn ca_configmaps(proxy: Option<&Value>, image: Option<&Value>) -> Vec<Config
         USER_CA_BUNDLE,
         IMAGE_REGISTRY_CA,
         KUBE_CLOUD_CONFIG,
+        KUBE_APISERVER_SERVER_CA,
     ]
     .into_iter()
     .map(ConfigMapRef::of)
@@ -265,6 +276,23 @@ pub fn ca_fields(src: &CaSources) -> Result<Map<String, Value>, CaError> {
         put_bytes(&mut out, "cloudProviderCAData", &ca);
     }
     Ok(out)
+}
+
+/// The `kubeconfig-data` ConfigMap to apply: [`KUBE_APISERVER_SERVER_CA`]'s `ca-bundle.crt`
+/// under `binaryData`, as upstream's operator copies it for the daemons (`None` while the
+/// serving CA does not exist or is empty). Upstream also waits a minute for the bundle to
+/// settle before copying a change; this copies it on the pass that sees it.
+pub fn kubeconfig_data(src: &CaSources) -> Option<Value> {
+    let ca = configmap_bytes(src.get(KUBE_APISERVER_SERVER_CA)?, "ca-bundle.crt")?;
+    if ca.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": KUBECONFIG_DATA.0, "name": KUBECONFIG_DATA.1},
+        "binaryData": {"ca-bundle.crt": std_encode(&ca)},
+    }))
 }
 
 /// `kubeAPIServerServingCAData`: the client CA once bootstrapped, else the initial serving

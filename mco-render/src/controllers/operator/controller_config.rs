@@ -108,6 +108,9 @@ pub struct ClusterConfigObjects {
     /// The CA fields derived from the CA ConfigMaps ([`super::certificates::ca_fields`]);
     /// a field whose source does not exist is absent.
     pub certificates: Map<String, Value>,
+    /// The `kubeconfig-data` ConfigMap to apply beside the ControllerConfig
+    /// ([`super::certificates::kubeconfig_data`]), when the kube-apiserver's serving CA exists.
+    pub kubeconfig_data: Option<Value>,
 }
 
 /// The object as the ControllerConfig carries it: identity, spec and status, without the
@@ -441,6 +444,7 @@ mod tests {
             },
             certificates: super::super::certificates::ca_fields(&full_ca_sources())
                 .unwrap_or_default(),
+            kubeconfig_data: None,
         };
         let cc = build_controller_config(None, &cluster, "v");
         let mut set: Vec<&str> = cc["spec"]

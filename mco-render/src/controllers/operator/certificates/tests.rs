@@ -252,3 +252,29 @@ fn pem_blocks_and_subjects() {
     assert_eq!(certificate_subject(b"\x30\x03\x02\x01\x01"), None);
     assert_eq!(certificate_subject(b""), None);
 }
+
+#[test]
+fn the_servers_ca_is_copied_for_the_daemons() {
+    assert_eq!(kubeconfig_data(&CaSources::default()), None);
+    let src = sources(vec![cm(
+        KUBE_APISERVER_SERVER_CA,
+        json!({"ca-bundle.crt": NEW_SIGNER}),
+    )]);
+    let cm = kubeconfig_data(&src).unwrap_or_default();
+    assert_eq!(
+        cm["metadata"],
+        json!({"namespace": "openshift-machine-config-operator",
+                                      "name": "kubeconfig-data"})
+    );
+    assert_eq!(
+        cm["binaryData"]["ca-bundle.crt"],
+        json!(std_encode(NEW_SIGNER.as_bytes()))
+    );
+    assert!(ca_configmaps(None, None).contains(&ConfigMapRef::of(KUBE_APISERVER_SERVER_CA)));
+    let empty = sources(vec![cm_empty()]);
+    assert_eq!(kubeconfig_data(&empty), None);
+}
+
+fn cm_empty() -> (ConfigMapRef, Value) {
+    cm(KUBE_APISERVER_SERVER_CA, json!({"ca-bundle.crt": ""}))
+}
