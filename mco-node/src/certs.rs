@@ -33,6 +33,10 @@ pub const CLOUD_CA_PATH: &str =
 pub const REGISTRY_CERTS_DIR: &str = "/etc/docker/certs.d";
 /// The node's kubeconfig.
 pub const KUBECONFIG_PATH: &str = "/etc/kubernetes/kubeconfig";
+/// The files a config may also hold whose bytes the certificate writer changes, so the
+/// on-disk drift check skips them (upstream's `getFilesToIgnore`).
+pub const DRIFT_IGNORED: &[&str] = &[KUBELET_CA_PATH, CLOUD_CA_PATH];
+
 /// The mode of a new file (an existing file keeps its own).
 pub const FILE_MODE: u32 = 0o644;
 /// The mode of a new folder.
