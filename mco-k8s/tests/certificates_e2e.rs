@@ -4,7 +4,8 @@
 //! and copies the kube-apiserver's serving CA into `kubeconfig-data` for the daemons;
 //! the daemon's certificate writer, on a temporary host root, rewrites the kubelet CA, the
 //! cloud CA, `/etc/docker/certs.d` (stale folders pruned) and the kubeconfig's CA, and
-//! nothing happens to the Node: no write, no drain request, no Event.
+//! nothing happens to the Node: no write, no drain request, no Event; the node's update
+//! agent then finds nothing to do and runs no host command.
 
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
@@ -13,7 +14,12 @@ mod support;
 
 use base64::Engine as _;
 use mco_k8s::operator::{embedded, Options};
-use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, STATE};
+use mco_node::agent::kube_loop::{Agent, AgentOptions, Synced};
+use mco_node::apply::{run_update, ApplyOptions};
+use mco_node::{DesiredConfig, HostRoot, NodeState, RecordingHost};
+use mco_render::api::node::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+};
 use mco_render::controllers::operator::NAMESPACE;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -25,6 +31,7 @@ use support::rbac;
 const LIMIT: Duration = Duration::from_secs(60);
 const DAEMON: &str = "machine-config-daemon (worker-0)";
 const OPERATOR: &str = "machine-config-operator";
+const AGENT: &str = "machine-config-daemon update loop (worker-0)";
 
 /// Self-signed test certificates (openssl, P-256).
 const KUBE_APISERVER_TO_KUBELET_SIGNER: &str = "\
@@ -127,6 +134,33 @@ fn kubeconfig_ca(root: &Path) -> String {
     unb64(&v["clusters"][0]["cluster"]["certificate-authority-data"])
 }
 
+/// Puts the host root on `mc`, as the machine booted with it.
+fn boot_on(root: &Path, mc: &Value) {
+    std::fs::create_dir_all(root.join("etc")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0::/root:/bin/sh\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap_or_else(|e| panic!("{e}"));
+    let host_root = HostRoot::new(root).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = serde_json::to_vec(mc).unwrap_or_default();
+    let config =
+        DesiredConfig::from_bytes(&bytes, "rendered-worker-1").unwrap_or_else(|e| panic!("{e}"));
+    let opts = ApplyOptions {
+        check_drift: false,
+        reboot: mco_node::apply::RebootMode::Deferred,
+        drained: true,
+        policies: None,
+    };
+    let out = run_update(
+        &host_root,
+        &mut RecordingHost::new(),
+        &DesiredConfig::empty(),
+        &config,
+        opts,
+        None,
+    );
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.log);
+}
+
 async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     support::eventually_within(what, LIMIT, check).await
 }
@@ -201,16 +235,27 @@ async fn ca_changes_reach_the_disk_without_an_update() {
         "metadata": {"name": "worker-0",
             "labels": {"node-role.kubernetes.io/worker": ""},
             "annotations": {CURRENT_CONFIG: "rendered-worker-1", DESIRED_CONFIG: "rendered-worker-1",
-                            STATE: "Done"}},
+                            STATE: "Done", DESIRED_DRAIN: "uncordon-rendered-worker-1",
+                            LAST_APPLIED_DRAIN: "uncordon-rendered-worker-1"}},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
     store
         .create(def("nodes"), "", node)
         .unwrap_or_else(|e| panic!("{e:?}"));
     let node_before = store.get("nodes", "", "worker-0").unwrap_or_default();
 
-    // Its disk: a registry folder no bundle names, a plain file, the kubeconfig.
+    // Its disk: on the rendered config of the day (which, as real ones do, holds the kubelet
+    // CA), a registry folder no bundle names, a plain file, the kubeconfig.
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let root = dir.path();
+    let rendered = json!({"apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig", "metadata": {"name": "rendered-worker-1"},
+        "spec": {"config": {"ignition": {"version": "3.5.0"}, "storage": {"files": [
+            {"path": "/etc/kubernetes/kubelet-ca.crt", "mode": 420,
+             "contents": {"source": "data:,day-one-ca"}}]}}}});
+    store
+        .create(def("machineconfigs"), "", rendered.clone())
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    boot_on(root, &rendered);
     let certs = root.join("etc/docker/certs.d");
     std::fs::create_dir_all(certs.join("stale.example")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(certs.join("stale.example/ca.crt"), "stale").unwrap_or_else(|e| panic!("{e}"));
@@ -234,7 +279,7 @@ async fn ca_changes_reach_the_disk_without_an_update() {
     let operator = tokio::spawn(async move {
         let _ = mco_k8s::operator::run(operator_client, opts).await;
     });
-    let host_root = mco_node::HostRoot::new(root).unwrap_or_else(|e| panic!("{e}"));
+    let host_root = HostRoot::new(root).unwrap_or_else(|e| panic!("{e}"));
     let writer = tokio::spawn(mco_node::agent::cert_writer::run(
         server.client_as(DAEMON),
         host_root,
@@ -381,6 +426,21 @@ async fn ca_changes_reach_the_disk_without_an_update() {
         names(&root.join("etc/kubernetes")),
         vec!["kubeconfig", "kubelet-ca.crt", "static-pod-resources"]
     );
+
+    // The node's update agent, looking at the node now, has nothing to do (the rotated CA is
+    // no new config) and runs no host command.
+    let mut agent = Agent::new(
+        server.client_as(AGENT),
+        HostRoot::new(root).unwrap_or_else(|e| panic!("{e}")),
+        RecordingHost::new(),
+        AgentOptions::new("worker-0"),
+    );
+    let node: mco_render::api::Node =
+        serde_json::from_value(store.get("nodes", "", "worker-0").unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let synced = agent.sync(node).await;
+    assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    assert!(agent.host().calls.is_empty(), "{:?}", agent.host().calls);
 
     // Nothing happened to the node: not written (no annotation, no drain request, no
     // cordon), no Event, no eviction; the daemon only read.
