@@ -202,6 +202,7 @@ pub fn checked_paths(config: &Config) -> BTreeSet<String> {
         .files
         .iter()
         .map(|f| f.path.clone())
+        .filter(|p| !crate::certs::DRIFT_IGNORED.contains(&p.as_str()))
         .collect();
     for u in &config.systemd.units {
         for d in &u.dropins {
@@ -216,7 +217,8 @@ pub fn checked_paths(config: &Config) -> BTreeSet<String> {
     out
 }
 
-/// Compares the files and units of `config` with the disk.
+/// Compares the files and units of `config` with the disk (except the CA bundles the
+/// certificate writer rewrites, [`crate::certs::DRIFT_IGNORED`]).
 pub fn check(root: &HostRoot, config: &Config) -> Vec<Drift> {
     let mut out = Vec::new();
     let mut push = |path: &str, kind: Option<DriftKind>| {
@@ -228,6 +230,11 @@ pub fn check(root: &HostRoot, config: &Config) -> Vec<Drift> {
         }
     };
     for f in &config.storage.files {
+        // The certificate writer owns these once the node runs (upstream's
+        // getFilesToIgnore): their bytes follow the ControllerConfig, not the config.
+        if crate::certs::DRIFT_IGNORED.contains(&f.path.as_str()) {
+            continue;
+        }
         match desired_file(root, f) {
             Ok(want) => push(
                 &f.path,
@@ -297,5 +304,29 @@ mod tests {
             }
         );
         assert!(first_difference(b"x", b"x").is_none());
+    }
+
+    #[test]
+    fn the_certificate_writers_files_are_not_drift() {
+        let ign = serde_json::json!({"ignition": {"version": "3.5.0"}, "storage": {"files": [
+            {"path": "/etc/kubernetes/kubelet-ca.crt", "contents": {"source": "data:,old-ca"}},
+            {"path": "/etc/motd", "contents": {"source": "data:,hello"}}]}});
+        let bytes = serde_json::to_vec(&ign).unwrap_or_default();
+        let config =
+            crate::DesiredConfig::from_bytes(&bytes, "c").unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(dir.path().join("etc/kubernetes")).unwrap_or_default();
+        std::fs::write(
+            dir.path().join("etc/kubernetes/kubelet-ca.crt"),
+            "rotated-ca",
+        )
+        .unwrap_or_default();
+        std::fs::write(dir.path().join("etc/motd"), "changed").unwrap_or_default();
+        let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let paths: Vec<String> = check(&root, &config.input.config)
+            .into_iter()
+            .map(|d| d.path)
+            .collect();
+        assert_eq!(paths, vec!["/etc/motd".to_string()]);
     }
 }

@@ -10,11 +10,13 @@
 //! - [`firstboot`]: finishing a machine's first boot (the encapsulated config, the initial
 //!   node annotations).
 //! - [`desired_config`]: reading MachineConfigs and bare Ignition configs.
+//! - [`certs`]: the CA files from the ControllerConfig, written in place (no update).
 //! - [`agent`]: cluster mode: the next step decided from the node's annotations, and the
 //!   kube-rs loop that carries it out.
 
 pub mod agent;
 pub mod apply;
+pub mod certs;
 pub mod desired_config;
 pub mod drift;
 pub mod firstboot;

@@ -382,6 +382,46 @@ impl HostRoot {
         Ok(())
     }
 
+    /// The entries of a directory, sorted by name, each with whether it is a directory (a
+    /// symlink is not followed, so it is not one); `None` when nothing is at the path.
+    pub fn list_dir(&self, path: &str) -> Result<Option<Vec<(String, bool)>>, RootError> {
+        let p = self.resolve(path)?;
+        let entries = match fs::read_dir(&p) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RootError::io(path, e)),
+        };
+        let mut out = Vec::new();
+        for e in entries {
+            let e = e.map_err(|e| RootError::io(path, e))?;
+            let is_dir = e.file_type().map_err(|e| RootError::io(path, e))?.is_dir();
+            out.push((e.file_name().to_string_lossy().into_owned(), is_dir));
+        }
+        out.sort();
+        Ok(Some(out))
+    }
+
+    /// Removes a directory and everything in it (symlinks inside are removed, never
+    /// followed); absent is fine. The parent is added to `dirty`.
+    pub fn remove_tree(&self, path: &str, dirty: &mut BTreeSet<PathBuf>) -> Result<(), RootError> {
+        let p = self.resolve(path)?;
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => fs::remove_dir_all(&p).map_err(|e| RootError::io(path, e))?,
+            Ok(_) => {
+                return Err(RootError::NotADirectory {
+                    path: path.into(),
+                    component: p,
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(RootError::io(path, e)),
+        }
+        if let Some(parent) = p.parent() {
+            dirty.insert(parent.to_path_buf());
+        }
+        Ok(())
+    }
+
     /// Removes an empty directory; a missing or non-empty one is left alone.
     pub fn remove_empty_dir(&self, path: &str) -> Result<(), RootError> {
         let p = self.resolve(path)?;

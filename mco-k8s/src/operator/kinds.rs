@@ -83,6 +83,7 @@ const TABLE: &[(&str, &str, &str, bool)] = &[
     ("Network", "config.openshift.io/v1", "networks", false),
     ("DNS", "config.openshift.io/v1", "dnses", false),
     ("Proxy", "config.openshift.io/v1", "proxies", false),
+    ("Image", "config.openshift.io/v1", "images", false),
 ];
 
 /// Where a kind is served, if the operator knows it.

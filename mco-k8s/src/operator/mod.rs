@@ -1,7 +1,8 @@
 //! The operator: keeps the controller, server and agent deployed from the manifests at one
 //! image and version, keeps the fields it owns in the `machine-config-controller`
-//! ControllerConfig built from the cluster's config objects and the release's OS images (the
-//! `machine-config-osimageurl` ConfigMap in its namespace), creates the built-in pools when
+//! ControllerConfig built from the cluster's config objects, the release's OS images (the
+//! `machine-config-osimageurl` ConfigMap in its namespace) and the CA ConfigMaps upstream
+//! reads (`mco_render::controllers::operator::certificates`), creates the built-in pools when
 //! missing, and reports in the `machine-config` ClusterOperator.
 //!
 //! The decisions are `mco_render::controllers::operator`'s; this module reads the cluster, applies the
@@ -21,6 +22,12 @@ use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::MachineConfigPool;
+use mco_render::controllers::operator::certificates::{
+    ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef, BOOTSTRAP,
+    IMAGE_REGISTRY_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
+    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_CLOUD_CONFIG, MACHINE_CONFIG_SERVER_CA,
+    OPENSHIFT_CONFIG, ROOT_CA,
+};
 use mco_render::controllers::operator::desired::is_workload;
 use mco_render::controllers::operator::status::{task_name, Workload};
 use mco_render::controllers::operator::{
@@ -65,6 +72,9 @@ pub enum OperatorError {
     /// The release's OS images ConfigMap is refused.
     #[error(transparent)]
     OsImages(#[from] OsImagesError),
+    /// A CA ConfigMap is refused.
+    #[error(transparent)]
+    Certificates(#[from] CaError),
 }
 
 /// What one sync pass did.
@@ -160,12 +170,32 @@ impl Operator {
             }
             None => Default::default(),
         };
+        let proxy = get("Proxy").await?;
+        let image = get("Image").await?;
+        let mut configmaps = std::collections::BTreeMap::new();
+        if let Some(info) = kind_info("ConfigMap") {
+            for r in ca_configmaps(proxy.as_ref(), image.as_ref()) {
+                let api = Api::namespaced_with(self.client.clone(), &r.namespace, &info.resource);
+                if let Some(cm) = absent_if_missing(get_value(&api, &r.name).await)? {
+                    configmaps.insert(r, cm);
+                }
+            }
+        }
+        let sources = CaSources {
+            configmaps,
+            proxy: proxy.clone(),
+            image,
+        };
+        let certificates = ca_fields(&sources)?;
+        let kubeconfig_data = kubeconfig_data(&sources);
         Ok(ClusterConfigObjects {
             infrastructure: get("Infrastructure").await?,
             network: get("Network").await?,
             dns: get("DNS").await?,
-            proxy: get("Proxy").await?,
+            proxy,
             os_images,
+            certificates,
+            kubeconfig_data,
         })
     }
 
@@ -292,9 +322,22 @@ impl Operator {
     }
 }
 
+/// The CA ConfigMaps watched by name (the `openshift-config` namespace is watched whole: the
+/// Proxy and the Image `cluster` name ConfigMaps there).
+const WATCHED_CA_CONFIGMAPS: &[(&str, &str)] = &[
+    BOOTSTRAP,
+    ROOT_CA,
+    KUBE_APISERVER_CLIENT_CA,
+    KUBE_APISERVER_SERVER_CA,
+    IMAGE_REGISTRY_CA,
+    KUBE_CLOUD_CONFIG,
+    KUBE_APISERVER_TO_KUBELET_CLIENT_CA,
+    MACHINE_CONFIG_SERVER_CA,
+];
+
 /// Runs the operator until the process stops: a pass at start, then one after every change
-/// to the workloads, pools, cluster config objects or the OS images ConfigMap, and every
-/// `resync`.
+/// to the workloads, pools, cluster config objects, the OS images ConfigMap or a CA
+/// ConfigMap, and every `resync`.
 pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
     let operator = Operator::new(client.clone(), opts.clone())?;
     let (tx, mut rx) = mpsc::channel::<()>(1);
@@ -313,6 +356,34 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
             watcher::Config::default().fields(&format!("metadata.name={OS_IMAGE_URL_CONFIGMAP}"));
         let ar = info.resource.clone();
         watchers.push(wake_on(api, only, ar, "OS images", Wake::Every, tx.clone()));
+        for (namespace, name) in WATCHED_CA_CONFIGMAPS {
+            let r = ConfigMapRef {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            };
+            debug_assert!(ca_configmaps(None, None).contains(&r));
+            let api = Api::namespaced_with(client.clone(), namespace, &info.resource);
+            let only = watcher::Config::default().fields(&format!("metadata.name={name}"));
+            let ar = info.resource.clone();
+            watchers.push(wake_on(
+                api,
+                only,
+                ar,
+                "CA ConfigMaps",
+                Wake::Every,
+                tx.clone(),
+            ));
+        }
+        let api = Api::namespaced_with(client.clone(), OPENSHIFT_CONFIG, &info.resource);
+        let ar = info.resource.clone();
+        watchers.push(wake_on(
+            api,
+            watcher::Config::default(),
+            ar,
+            "openshift-config ConfigMaps",
+            Wake::Every,
+            tx.clone(),
+        ));
     }
     for kind in [
         "MachineConfigPool",
@@ -320,6 +391,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
         "Network",
         "DNS",
         "Proxy",
+        "Image",
     ] {
         let api = api_all(&client, kind)?;
         let ar = kind_info(kind)

@@ -8,6 +8,7 @@
 //! `currentConfig`, `state: Done` and an empty `reason`. Every call re-reads the situation, so
 //! the agent resumes correctly after a restart or a reboot at any step.
 
+pub mod cert_writer;
 pub mod drift_watch;
 pub mod kube_loop;
 pub mod metrics;

@@ -277,6 +277,11 @@ fn cluster(
         let client = mco_node::agent::kube_loop::connect(kubeconfig.as_deref(), &node_name)
             .await
             .map_err(|e| format!("cannot reach the API server: {e}"))?;
+        // The CA files follow the ControllerConfig on their own, without an update.
+        tokio::spawn(mco_node::agent::cert_writer::run(
+            client.clone(),
+            root.clone(),
+        ));
         Agent::new(client, root, host, opts)
             .run()
             .await

@@ -15,7 +15,10 @@ pub mod selector;
 pub mod value_at;
 
 pub use condition::Condition;
-pub use controller_config::{ControllerConfig, ControllerConfigSpec, ControllerConfigStatus};
+pub use controller_config::{
+    CaFieldError, ControllerConfig, ControllerConfigSpec, ControllerConfigStatus,
+    ImageRegistryBundle,
+};
 pub use custom::{
     ContainerRuntimeConfig, ContainerRuntimeConfigSpec, CustomResource, CustomResourceStatus,
     KubeletConfig, KubeletConfigSpec,

@@ -1,8 +1,10 @@
 //! Go behaviours upstream's output depends on, each implemented once: the yaml.v2 emitter,
+//! `encoding/base64`,
 //! `encoding/json` text, `%q` quoting, strconv floats, semver as Go's libraries read it, Go's
 //! stable sort, `time.Duration`, BurntSushi TOML, docker image references, `resource.Quantity`, Go structs under `encoding/json`, and
 //! `text/template`.
 
+pub mod base64;
 pub mod duration;
 pub(crate) mod gostruct;
 pub mod json;

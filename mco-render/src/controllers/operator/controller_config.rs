@@ -17,7 +17,8 @@ use std::net::IpAddr;
 pub const OS_IMAGE_URL_CONFIGMAP: &str = "machine-config-osimageurl";
 
 /// The ControllerConfig spec fields the operator owns: those [`build_controller_config`]
-/// derives from the cluster's config objects and the release's OS images. On an existing
+/// derives from the cluster's config objects, the release's OS images and the CA ConfigMaps
+/// ([`super::certificates`]). On an existing
 /// ControllerConfig only these are written, and only with a value (not null or `""`).
 pub const OWNED_SPEC_FIELDS: &[&str] = &[
     "infra",
@@ -29,6 +30,12 @@ pub const OWNED_SPEC_FIELDS: &[&str] = &[
     "proxy",
     "baseOSContainerImage",
     "baseOSExtensionsContainerImage",
+    "kubeAPIServerServingCAData",
+    "rootCAData",
+    "additionalTrustBundle",
+    "imageRegistryBundleData",
+    "imageRegistryBundleUserData",
+    "cloudProviderCAData",
 ];
 
 /// The release's OS images; `None` where the release names none (the ControllerConfig's
@@ -98,6 +105,12 @@ pub struct ClusterConfigObjects {
     pub proxy: Option<Value>,
     /// The release's OS images.
     pub os_images: OsImages,
+    /// The CA fields derived from the CA ConfigMaps ([`super::certificates::ca_fields`]);
+    /// a field whose source does not exist is absent.
+    pub certificates: Map<String, Value>,
+    /// The `kubeconfig-data` ConfigMap to apply beside the ControllerConfig
+    /// ([`super::certificates::kubeconfig_data`]), when the kube-apiserver's serving CA exists.
+    pub kubeconfig_data: Option<Value>,
 }
 
 /// The object as the ControllerConfig carries it: identity, spec and status, without the
@@ -171,8 +184,8 @@ pub fn ip_families(cidrs: &[String]) -> Option<&'static str> {
 /// Builds the ControllerConfig from the manifest's (or an empty one) and the cluster objects:
 /// `spec.infra` and `spec.platform` from the Infrastructure, `spec.networkType`,
 /// `spec.ipFamilies` and `spec.clusterDNSIP` from the Network, `spec.dns` from the DNS,
-/// `spec.proxy` from the Proxy's status, the OS images from the release's, and the version
-/// annotation. Fields the inputs do not provide keep the manifest's values, except empty
+/// `spec.proxy` from the Proxy's status, the OS images from the release's, the CA fields
+/// from the CA ConfigMaps, and the version annotation. Fields the inputs do not provide keep the manifest's values, except empty
 /// placeholders (null or `""`), which are dropped; the status is dropped (the controller
 /// owns it). The manifest's fields only seed a new ControllerConfig: on an existing one the
 /// operator writes [`OWNED_SPEC_FIELDS`] alone.
@@ -234,6 +247,9 @@ pub fn build_controller_config(
     }
     if let Some(dns) = &cluster.dns {
         spec["dns"] = embedded(dns);
+    }
+    for (field, value) in &cluster.certificates {
+        spec[field.as_str()] = value.clone();
     }
     if let Some(status) = cluster.proxy.as_ref().and_then(|p| p.get("status")) {
         if status.as_object().is_some_and(|m| !m.is_empty()) {
@@ -426,6 +442,9 @@ mod tests {
                 base_os_container_image: Some("os:2".into()),
                 base_os_extensions_container_image: Some("ext:2".into()),
             },
+            certificates: super::super::certificates::ca_fields(&full_ca_sources())
+                .unwrap_or_default(),
+            kubeconfig_data: None,
         };
         let cc = build_controller_config(None, &cluster, "v");
         let mut set: Vec<&str> = cc["spec"]
@@ -436,6 +455,84 @@ mod tests {
         let mut owned = OWNED_SPEC_FIELDS.to_vec();
         owned.sort_unstable();
         assert_eq!(set, owned);
+    }
+
+    /// Every CA ConfigMap, so that every CA field is derived.
+    fn full_ca_sources() -> super::super::certificates::CaSources {
+        use super::super::certificates::*;
+        let cms = [
+            (BOOTSTRAP, "x", "v"),
+            (KUBE_APISERVER_CLIENT_CA, "ca-bundle.crt", "client-ca"),
+            (MACHINE_CONFIG_SERVER_CA, "ca-bundle.crt", "mcs-ca"),
+            (
+                USER_CA_BUNDLE,
+                "ca-bundle.crt",
+                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            ),
+            (IMAGE_REGISTRY_CA, "r.example", "r"),
+            (KUBE_CLOUD_CONFIG, "ca-bundle.pem", "cloud"),
+        ];
+        CaSources {
+            configmaps: cms
+                .iter()
+                .map(|((ns, name), k, v)| {
+                    (
+                        ConfigMapRef {
+                            namespace: ns.to_string(),
+                            name: name.to_string(),
+                        },
+                        json!({"metadata": {"namespace": ns, "name": name}, "data": {*k: v}}),
+                    )
+                })
+                .collect(),
+            image: Some(json!({"metadata": {"name": "cluster"}, "spec": {}})),
+            proxy: None,
+        }
+    }
+
+    #[test]
+    fn ca_fields_are_written_and_an_administrators_value_is_kept_without_a_source() {
+        use super::super::ownership::update_for;
+        let live = json!({"apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "ControllerConfig",
+            "metadata": {"name": CONTROLLER_CONFIG_NAME, "resourceVersion": "5",
+                         "annotations": {VERSION_ANNOTATION: "v"}},
+            "spec": {"kubeAPIServerServingCAData": "YWRtaW4=", "rootCAData": "b2xk",
+                     "cloudProviderCAData": "YWRtaW4tY2xvdWQ="}});
+        // Only the machine-config-server CA exists: rootCAData is the operator's; the
+        // administrator's serving and cloud CAs (no source for them) stay.
+        let mut src = super::super::certificates::CaSources {
+            configmaps: full_ca_sources()
+                .configmaps
+                .into_iter()
+                .filter(|(r, _)| r.name == "machine-config-server-ca")
+                .collect(),
+            ..Default::default()
+        };
+        let cluster = ClusterConfigObjects {
+            certificates: super::super::certificates::ca_fields(&src).unwrap_or_default(),
+            ..Default::default()
+        };
+        let desired = build_controller_config(None, &cluster, "v");
+        let patch = update_for(&desired, &live).map(|p| p.0).unwrap_or_default();
+        assert_eq!(patch["spec"], json!({"rootCAData": "bWNzLWNh"}), "{patch}");
+        // Once the cloud config exists, its CA replaces the administrator's.
+        src.configmaps = full_ca_sources()
+            .configmaps
+            .into_iter()
+            .filter(|(r, _)| r.name == "kube-cloud-config")
+            .collect();
+        let cluster = ClusterConfigObjects {
+            certificates: super::super::certificates::ca_fields(&src).unwrap_or_default(),
+            ..Default::default()
+        };
+        let desired = build_controller_config(None, &cluster, "v");
+        let patch = update_for(&desired, &live).map(|p| p.0).unwrap_or_default();
+        assert_eq!(
+            patch["spec"],
+            json!({"cloudProviderCAData": "Y2xvdWQ="}),
+            "{patch}"
+        );
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub fn desired_objects(
     if !have_cc {
         out.push(build_controller_config(None, cluster, &opts.version));
     }
+    out.extend(cluster.kubeconfig_data.clone());
     out.sort_by_key(apply_rank);
     out
 }

@@ -9,6 +9,7 @@
 //! value), and reports how far the rollout got in the `machine-config` ClusterOperator
 //! ([`status`]). Reading and writing the API server is the adapter's job.
 
+pub mod certificates;
 pub mod controller_config;
 pub mod desired;
 pub mod ownership;
