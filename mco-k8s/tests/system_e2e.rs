@@ -612,13 +612,23 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     );
     assert!(reason.contains(&path), "{reason}");
     assert!(reason.contains("found \"edited by hand\""), "{reason}");
-    let drift_events: Vec<_> = server
-        .store
-        .list("events")
-        .into_iter()
-        .filter(|e| e["regarding"]["name"] == "worker-new" && e["reason"] == "ConfigDriftDetected")
-        .collect();
-    assert_eq!(drift_events.len(), 1, "{drift_events:?}");
+    // The Event is recorded after the node's patch; one drift, one Event.
+    let drift_events = || -> usize {
+        server
+            .store
+            .list("events")
+            .into_iter()
+            .filter(|e| {
+                e["regarding"]["name"] == "worker-new" && e["reason"] == "ConfigDriftDetected"
+            })
+            .count()
+    };
+    eventually("the ConfigDriftDetected Event", || {
+        (drift_events() > 0).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(drift_events(), 1);
     eventually("the drift metric set", || {
         let text = agent_metrics.render();
         (!text.contains("mcd_config_drift 0") && text.contains("mcd_config_drift ")).then_some(())
@@ -649,6 +659,44 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
         node(&server).filter(|n| n.is_done_on(&target)).map(|_| ())
     })
     .await;
+    // A CA rotation: the certificate writer rewrites the kubelet CA on disk; the node stays
+    // Done on the same config, with no drain requested and no new rendered config.
+    let writer = tokio::spawn(mco_node::agent::cert_writer::run(
+        server.client_as("machine-config-daemon (worker-new)"),
+        root.clone(),
+    ));
+    let before = server.store.get("nodes", "", "worker-new").unwrap();
+    let rotated = "-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n";
+    let ccs: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::CONTROLLER_CONFIG.api_resource());
+    {
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(rotated);
+        ccs.patch(
+            "machine-config-controller",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"kubeAPIServerServingCAData": data}})),
+        )
+        .await
+        .unwrap();
+    }
+    let kubelet_ca = dir.path().join("etc/kubernetes/kubelet-ca.crt");
+    eventually("the rotated kubelet CA on disk", || {
+        (std::fs::read_to_string(&kubelet_ca).ok()? == rotated).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = server.store.get("nodes", "", "worker-new").unwrap();
+    assert_eq!(
+        after["metadata"]["annotations"], before["metadata"]["annotations"],
+        "a CA rotation changes nothing on the node"
+    );
+    let p = server
+        .store
+        .get("machineconfigpools", "", "worker")
+        .unwrap();
+    assert_eq!(p["spec"]["configuration"]["name"], target.as_str());
+    writer.abort();
     // The agent's requests are all granted by its ClusterRole.
     let by_agent = server.store.request_counts_by_agent();
     let requests: BTreeMap<String, u64> = by_agent
