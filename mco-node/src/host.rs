@@ -1,4 +1,5 @@
-//! The host's service manager and OS updater, behind a trait so tests never touch the machine.
+//! The host's service manager, OS updater and container tool, behind a trait so tests never
+//! touch the machine.
 
 use std::process::Command;
 
@@ -20,8 +21,20 @@ pub trait Host {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError>;
     /// Runs `rpm-ostree ARGS`.
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError>;
+    /// Runs `rpm-ostree ARGS` and returns its standard output (`rpm-ostree status --json`).
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError>;
+    /// Runs `podman ARGS` and returns its standard output (`podman create` prints the
+    /// container's id).
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError>;
+    /// Runs `chcon ARGS` (the SELinux label of extracted extension content).
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError>;
     /// Reboots the host.
     fn reboot(&mut self) -> Result<(), HostError>;
+    /// The host's CPU architecture, as Rust names it (`x86_64`, `aarch64`): the 64k-pages
+    /// kernel exists only on `aarch64`.
+    fn arch(&self) -> String {
+        std::env::consts::ARCH.to_string()
+    }
 }
 
 impl<H: Host + ?Sized> Host for Box<H> {
@@ -31,35 +44,20 @@ impl<H: Host + ?Sized> Host for Box<H> {
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
         (**self).rpm_ostree(args)
     }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        (**self).rpm_ostree_output(args)
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        (**self).podman(args)
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        (**self).chcon(args)
+    }
     fn reboot(&mut self) -> Result<(), HostError> {
         (**self).reboot()
     }
-}
-
-/// Kernel packages replaced by a non-default kernel type.
-const DEFAULT_KERNEL: &[&str] = &[
-    "kernel",
-    "kernel-core",
-    "kernel-modules",
-    "kernel-modules-core",
-    "kernel-modules-extra",
-];
-
-fn kernel_packages(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "realtime" => &[
-            "kernel-rt-core",
-            "kernel-rt-modules",
-            "kernel-rt-modules-extra",
-            "kernel-rt-kvm",
-        ],
-        "64k-pages" => &[
-            "kernel-64k-core",
-            "kernel-64k-modules",
-            "kernel-64k-modules-core",
-            "kernel-64k-modules-extra",
-        ],
-        _ => &[],
+    fn arch(&self) -> String {
+        (**self).arch()
     }
 }
 
@@ -99,21 +97,30 @@ pub enum HostCall {
         /// Arguments (`--delete-if-present=...`, `--append=...`).
         args: Vec<String>,
     },
-    /// Switch kernel packages with `rpm-ostree override`.
-    KernelType {
-        /// Canonical old type.
-        from: String,
-        /// Canonical new type.
-        to: String,
+    /// `rpm-ostree override remove PACKAGES --install P ...`: replace base packages (the
+    /// switch to a realtime or 64k-pages kernel).
+    OverrideRemove {
+        /// Base packages removed.
+        remove: Vec<String>,
+        /// Packages layered in their place.
+        install: Vec<String>,
     },
-    /// `rpm-ostree update --install ... --uninstall ...`.
-    Extensions {
+    /// `rpm-ostree override reset PACKAGES --uninstall P ...`: restore base packages (undo a
+    /// kernel switch).
+    OverrideReset {
+        /// Base packages restored.
+        reset: Vec<String>,
+        /// Layered packages removed.
+        uninstall: Vec<String>,
+    },
+    /// `rpm-ostree update --install P ... --uninstall P ...` (extensions).
+    Update {
         /// Packages to install.
         install: Vec<String>,
         /// Packages to remove.
         uninstall: Vec<String>,
     },
-    /// `rpm-ostree rebase IMAGE`.
+    /// `rpm-ostree rebase --experimental ostree-unverified-registry:IMAGE`.
     Rebase {
         /// Image reference.
         image: String,
@@ -160,31 +167,20 @@ impl HostCall {
                 a.extend(args.iter().cloned());
                 Some(("rpm-ostree", a))
             }
-            HostCall::KernelType { from, to } => {
-                let mut a: Vec<String> = vec!["override".into()];
-                if to == "default" {
-                    a.push("reset".into());
-                    a.extend(DEFAULT_KERNEL.iter().map(|s| s.to_string()));
-                    for p in kernel_packages(from) {
-                        a.push(format!("--uninstall={p}"));
-                    }
-                } else {
-                    a.push("remove".into());
-                    if from == "default" {
-                        a.extend(DEFAULT_KERNEL.iter().map(|s| s.to_string()));
-                    } else {
-                        a.extend(kernel_packages(from).iter().map(|s| s.to_string()));
-                    }
-                    for p in kernel_packages(to) {
-                        a.push(format!("--install={p}"));
-                    }
+            HostCall::OverrideRemove { remove, install } => Some((
+                "rpm-ostree",
+                package_args(&["override", "remove"], remove, "--install", install),
+            )),
+            HostCall::OverrideReset { reset, uninstall } => Some((
+                "rpm-ostree",
+                package_args(&["override", "reset"], reset, "--uninstall", uninstall),
+            )),
+            HostCall::Update { install, uninstall } => {
+                let mut a = package_args(&["update"], &[], "--install", install);
+                for p in uninstall {
+                    a.push("--uninstall".into());
+                    a.push(p.clone());
                 }
-                Some(("rpm-ostree", a))
-            }
-            HostCall::Extensions { install, uninstall } => {
-                let mut a = vec!["update".to_string()];
-                a.extend(install.iter().map(|p| format!("--install={p}")));
-                a.extend(uninstall.iter().map(|p| format!("--uninstall={p}")));
                 Some(("rpm-ostree", a))
             }
             HostCall::Rebase { image } => Some((
@@ -208,6 +204,18 @@ impl HostCall {
             None => host.reboot(),
         }
     }
+}
+
+/// `VERB... PACKAGES FLAG P1 FLAG P2 ...`: rpm-ostree takes one package per flag, the flag and
+/// the package as separate words (as upstream passes them).
+fn package_args(verb: &[&str], packages: &[String], flag: &str, flagged: &[String]) -> Vec<String> {
+    let mut a: Vec<String> = verb.iter().map(|w| w.to_string()).collect();
+    a.extend(packages.iter().cloned());
+    for p in flagged {
+        a.push(flag.to_string());
+        a.push(p.clone());
+    }
+    a
 }
 
 /// The real host: runs the commands with [`std::process::Command`], directly or, from a
@@ -248,7 +256,7 @@ impl SystemHost {
             .collect()
     }
 
-    fn run(&self, prog: &str, args: &[String]) -> Result<(), HostError> {
+    fn run(&self, prog: &str, args: &[String]) -> Result<String, HostError> {
         let argv = self.argv(prog, args);
         let command = argv.join(" ");
         let (first, rest) = argv.split_first().unwrap_or((&command, &[]));
@@ -260,7 +268,7 @@ impl SystemHost {
                 message: e.to_string(),
             })?;
         if out.status.success() {
-            return Ok(());
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let mut message = out.status.to_string();
         let text = String::from_utf8_lossy(&out.stderr);
@@ -274,24 +282,50 @@ impl SystemHost {
 
 impl Host for SystemHost {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
-        self.run("systemctl", args)
+        self.run("systemctl", args).map(drop)
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.run("rpm-ostree", args).map(drop)
+    }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
         self.run("rpm-ostree", args)
     }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.run("podman", args)
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.run("chcon", args).map(drop)
+    }
     fn reboot(&mut self) -> Result<(), HostError> {
-        self.run("systemctl", &["reboot".to_string()])
+        self.run("systemctl", &["reboot".to_string()]).map(drop)
     }
 }
 
 /// A host that records command lines instead of running them; commands containing one of
-/// `fail_on` fail.
-#[derive(Debug, Default, Clone)]
+/// `fail_on` fail, and commands whose output is read answer from `outputs`.
+#[derive(Debug, Clone)]
 pub struct RecordingHost {
     /// Every command line asked for, in order (failed ones included).
     pub calls: Vec<String>,
     /// Substrings that make a command fail.
     pub fail_on: Vec<String>,
+    /// Canned standard outputs: a command line starting with the first string answers with
+    /// the front of the queue, which is popped while more than one answer is left (the last
+    /// one keeps answering). Commands with no canned output print nothing.
+    pub outputs: Vec<(String, std::collections::VecDeque<String>)>,
+    /// What [`Host::arch`] answers (default: this machine's).
+    pub arch: String,
+}
+
+impl Default for RecordingHost {
+    fn default() -> Self {
+        RecordingHost {
+            calls: Vec::new(),
+            fail_on: Vec::new(),
+            outputs: Vec::new(),
+            arch: std::env::consts::ARCH.to_string(),
+        }
+    }
 }
 
 impl RecordingHost {
@@ -303,9 +337,21 @@ impl RecordingHost {
     /// A host where commands containing `needle` fail.
     pub fn failing_on(needle: &str) -> Self {
         RecordingHost {
-            calls: Vec::new(),
             fail_on: vec![needle.to_string()],
+            ..Self::default()
         }
+    }
+
+    /// Queues `output` as the answer of the next command line starting with `prefix` (e.g.
+    /// `rpm-ostree status --json`).
+    pub fn respond(&mut self, prefix: &str, output: &str) -> &mut Self {
+        match self.outputs.iter_mut().find(|(p, _)| p == prefix) {
+            Some((_, q)) => q.push_back(output.to_string()),
+            None => self
+                .outputs
+                .push((prefix.to_string(), [output.to_string()].into())),
+        }
+        self
     }
 
     fn record(&mut self, line: String) -> Result<(), HostError> {
@@ -319,6 +365,23 @@ impl RecordingHost {
         }
         Ok(())
     }
+
+    fn record_output(&mut self, line: String) -> Result<String, HostError> {
+        self.record(line.clone())?;
+        let Some((_, queue)) = self
+            .outputs
+            .iter_mut()
+            .find(|(p, _)| line.starts_with(p.as_str()))
+        else {
+            return Ok(String::new());
+        };
+        let answer = if queue.len() > 1 {
+            queue.pop_front()
+        } else {
+            queue.front().cloned()
+        };
+        Ok(answer.unwrap_or_default())
+    }
 }
 
 impl Host for RecordingHost {
@@ -328,14 +391,38 @@ impl Host for RecordingHost {
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
         self.record(format!("rpm-ostree {}", args.join(" ")))
     }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.record_output(format!("rpm-ostree {}", args.join(" ")))
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.record_output(format!("podman {}", args.join(" ")))
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.record(format!("chcon {}", args.join(" ")))
+    }
     fn reboot(&mut self) -> Result<(), HostError> {
         self.record("reboot".into())
     }
+    fn arch(&self) -> String {
+        self.arch.clone()
+    }
 }
 
-/// A host that prints the commands it would run (used for roots other than `/`).
+/// A host that prints the commands it would run (used for roots other than `/`). Commands
+/// whose output the agent reads (`rpm-ostree status --json`, `podman create`) cannot be
+/// printed instead: they fail, so an OS update that needs them is not faked.
 #[derive(Debug, Default)]
 pub struct PrintHost;
+
+impl PrintHost {
+    fn not_run(prog: &str, args: &[String]) -> HostError {
+        HostError {
+            command: format!("{prog} {}", args.join(" ")),
+            message: "not run: this host only prints commands, and this one's output is needed"
+                .into(),
+        }
+    }
+}
 
 impl Host for PrintHost {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
@@ -344,6 +431,16 @@ impl Host for PrintHost {
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
         eprintln!("host (not run): rpm-ostree {}", args.join(" "));
+        Ok(())
+    }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        Err(Self::not_run("rpm-ostree", args))
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        Err(Self::not_run("podman", args))
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        eprintln!("host (not run): chcon {}", args.join(" "));
         Ok(())
     }
     fn reboot(&mut self) -> Result<(), HostError> {

@@ -11,6 +11,7 @@
 pub mod kube_loop;
 pub mod metrics;
 pub mod node_conditions;
+pub mod os_check;
 
 use std::collections::BTreeMap;
 
