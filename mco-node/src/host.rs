@@ -301,6 +301,96 @@ impl Host for SystemHost {
     }
 }
 
+/// What a [`RecordingHost`] without a canned `rpm-ostree status --json` reports: a freshly
+/// installed host (booted from no image, nothing layered) and, once rpm-ostree changes were
+/// asked for, a staged deployment carrying them (rebase, layered packages, overrides),
+/// dropped again by `rpm-ostree cleanup -p`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimulatedOstree {
+    /// A staged deployment exists.
+    pub staged: bool,
+    /// The staged deployment's image reference (from `rpm-ostree rebase`).
+    pub image: Option<String>,
+    /// The staged deployment's layered packages.
+    pub packages: std::collections::BTreeSet<String>,
+    /// The staged deployment's base package removals.
+    pub removals: std::collections::BTreeSet<String>,
+}
+
+impl SimulatedOstree {
+    /// Applies a successful `rpm-ostree ARGS`.
+    pub fn run(&mut self, args: &[String]) {
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let flagged = |flag: &str| -> Vec<String> {
+            words
+                .windows(2)
+                .filter(|w| w[0] == flag)
+                .map(|w| w[1].to_string())
+                .collect()
+        };
+        let bare = |skip: usize| -> Vec<String> {
+            let mut out = Vec::new();
+            let mut it = words.iter().skip(skip);
+            while let Some(w) = it.next() {
+                if w.starts_with("--") {
+                    it.next();
+                } else {
+                    out.push(w.to_string());
+                }
+            }
+            out
+        };
+        match words.as_slice() {
+            ["cleanup", "-p"] => *self = SimulatedOstree::default(),
+            ["rebase", .., image] => {
+                self.image = Some(image.to_string());
+                self.staged = true;
+            }
+            ["update", ..] => {
+                self.packages.extend(flagged("--install"));
+                for p in flagged("--uninstall") {
+                    self.packages.remove(&p);
+                }
+                self.staged = true;
+            }
+            ["override", "remove", ..] => {
+                self.removals.extend(bare(2));
+                self.packages.extend(flagged("--install"));
+                self.staged = true;
+            }
+            ["override", "reset", ..] => {
+                for p in bare(2) {
+                    self.removals.remove(&p);
+                }
+                for p in flagged("--uninstall") {
+                    self.packages.remove(&p);
+                }
+                self.staged = true;
+            }
+            ["kargs", ..] => self.staged = true,
+            _ => {}
+        }
+    }
+
+    /// `rpm-ostree status --json` of the simulated host.
+    pub fn status_json(&self) -> String {
+        let booted = serde_json::json!({
+            "id": "rhcos-0.0", "osname": "rhcos", "checksum": "0", "booted": true,
+            "staged": false, "requested-packages": [], "requested-base-removals": [],
+        });
+        let mut deployments = Vec::new();
+        if self.staged {
+            deployments.push(serde_json::json!({
+                "id": "rhcos-1.0", "osname": "rhcos", "checksum": "1", "booted": false,
+                "staged": true, "container-image-reference": self.image,
+                "requested-packages": self.packages, "requested-base-removals": self.removals,
+            }));
+        }
+        deployments.push(booted);
+        serde_json::json!({"deployments": deployments, "transaction": null}).to_string()
+    }
+}
+
 /// A host that records command lines instead of running them; commands containing one of
 /// `fail_on` fail, and commands whose output is read answer from `outputs`.
 #[derive(Debug, Clone)]
@@ -311,10 +401,13 @@ pub struct RecordingHost {
     pub fail_on: Vec<String>,
     /// Canned standard outputs: a command line starting with the first string answers with
     /// the front of the queue, which is popped while more than one answer is left (the last
-    /// one keeps answering). Commands with no canned output print nothing.
+    /// one keeps answering). Commands with no canned output print nothing, except
+    /// `rpm-ostree status --json`, which answers from `ostree`.
     pub outputs: Vec<(String, std::collections::VecDeque<String>)>,
     /// What [`Host::arch`] answers (default: this machine's).
     pub arch: String,
+    /// The deployments the rpm-ostree commands so far would have left.
+    pub ostree: SimulatedOstree,
 }
 
 impl Default for RecordingHost {
@@ -324,6 +417,7 @@ impl Default for RecordingHost {
             fail_on: Vec::new(),
             outputs: Vec::new(),
             arch: std::env::consts::ARCH.to_string(),
+            ostree: SimulatedOstree::default(),
         }
     }
 }
@@ -373,6 +467,9 @@ impl RecordingHost {
             .iter_mut()
             .find(|(p, _)| line.starts_with(p.as_str()))
         else {
+            if line == "rpm-ostree status --json" {
+                return Ok(self.ostree.status_json());
+            }
             return Ok(String::new());
         };
         let answer = if queue.len() > 1 {
@@ -389,7 +486,9 @@ impl Host for RecordingHost {
         self.record(format!("systemctl {}", args.join(" ")))
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
-        self.record(format!("rpm-ostree {}", args.join(" ")))
+        self.record(format!("rpm-ostree {}", args.join(" ")))?;
+        self.ostree.run(args);
+        Ok(())
     }
     fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
         self.record_output(format!("rpm-ostree {}", args.join(" ")))
@@ -465,6 +564,83 @@ mod tests {
                 .argv("systemctl", &args)
                 .join(" "),
             "nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl reload crio.service"
+        );
+    }
+
+    #[test]
+    fn canned_outputs_answer_in_order_and_the_last_one_repeats() {
+        let mut h = RecordingHost::new();
+        let status = vec!["status".to_string(), "--json".to_string()];
+        let fresh = h
+            .rpm_ostree_output(&status)
+            .map(|t| crate::rpm_ostree::parse_status(&t));
+        assert!(matches!(fresh, Ok(Ok(ref s)) if s.staged().is_none() && s.booted().is_ok()));
+        h.respond("rpm-ostree status", "one")
+            .respond("rpm-ostree status", "two");
+        let answers: Vec<_> = (0..3).map(|_| h.rpm_ostree_output(&status)).collect();
+        assert_eq!(
+            answers,
+            [Ok("one".into()), Ok("two".into()), Ok("two".into())]
+        );
+        assert_eq!(h.podman(&["ps".to_string()]), Ok(String::new()));
+        assert_eq!(h.calls.len(), 5);
+    }
+
+    #[test]
+    fn the_simulated_host_stages_what_rpm_ostree_was_asked_for() {
+        let mut h = RecordingHost::new();
+        let run = |h: &mut RecordingHost, line: &str| {
+            let args: Vec<String> = line.split(' ').map(String::from).collect();
+            assert!(h.rpm_ostree(&args).is_ok());
+        };
+        run(
+            &mut h,
+            "rebase --experimental ostree-unverified-registry:quay.io/os@sha256:1",
+        );
+        run(
+            &mut h,
+            "override remove kernel kernel-core --install kernel-rt-core",
+        );
+        run(
+            &mut h,
+            "update --install usbguard --install sysstat --uninstall sysstat",
+        );
+        let text = h.rpm_ostree_output(&crate::rpm_ostree::status_args());
+        let Ok(Ok(status)) = text.map(|t| crate::rpm_ostree::parse_status(&t)) else {
+            panic!("status");
+        };
+        let Some(staged) = status.staged() else {
+            panic!("no staged deployment");
+        };
+        assert_eq!(staged.requested_packages, ["kernel-rt-core", "usbguard"]);
+        assert_eq!(staged.requested_base_removals, ["kernel", "kernel-core"]);
+        assert_eq!(staged.image(), Ok(Some("quay.io/os@sha256:1".to_string())));
+        run(&mut h, "cleanup -p");
+        assert_eq!(h.ostree, SimulatedOstree::default());
+    }
+
+    #[test]
+    fn package_flags_and_packages_are_separate_words() {
+        let call = HostCall::Update {
+            install: vec!["a".into(), "b".into()],
+            uninstall: vec!["c".into()],
+        };
+        assert_eq!(
+            call.argv().map(|(_, a)| a),
+            Some(
+                vec![
+                    "update",
+                    "--install",
+                    "a",
+                    "--install",
+                    "b",
+                    "--uninstall",
+                    "c"
+                ]
+                .into_iter()
+                .map(String::from)
+                .collect()
+            )
         );
     }
 
