@@ -142,6 +142,25 @@ pub fn booted_state(
     old
 }
 
+/// The OS image the machine booted, from `rpm-ostree status --json`; `None` off rpm-ostree
+/// hosts (no `/run/ostree-booted` under the root) or for a deployment booted from no image.
+pub fn read_booted_image(
+    root: &HostRoot,
+    host: &mut dyn Host,
+) -> Result<Option<String>, FirstbootError> {
+    use crate::rpm_ostree::{parse_status, status_args, OSTREE_BOOTED};
+    if !root.exists(OSTREE_BOOTED)? {
+        return Ok(None);
+    }
+    let failed = |reason: String| FirstbootError::Update {
+        config: "the booted deployment".into(),
+        reason,
+    };
+    let text = host.rpm_ostree_output(&status_args())?;
+    let status = parse_status(&text).map_err(failed)?;
+    status.booted().map_err(failed)?.image().map_err(failed)
+}
+
 /// Applies the encapsulated config's OS changes from the booted state, keeps the file as
 /// [`ENCAPSULATED_BAK_PATH`] and reboots; with nothing to change only removes the file.
 /// `booted_image` is the OS image the machine booted, when the host can tell (without it an

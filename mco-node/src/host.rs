@@ -1,4 +1,5 @@
-//! The host's service manager and OS updater, behind a trait so tests never touch the machine.
+//! The host's service manager, OS updater and container tool, behind a trait so tests never
+//! touch the machine.
 
 use std::process::Command;
 
@@ -20,8 +21,20 @@ pub trait Host {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError>;
     /// Runs `rpm-ostree ARGS`.
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError>;
+    /// Runs `rpm-ostree ARGS` and returns its standard output (`rpm-ostree status --json`).
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError>;
+    /// Runs `podman ARGS` and returns its standard output (`podman create` prints the
+    /// container's id).
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError>;
+    /// Runs `chcon ARGS` (the SELinux label of extracted extension content).
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError>;
     /// Reboots the host.
     fn reboot(&mut self) -> Result<(), HostError>;
+    /// The host's CPU architecture, as Rust names it (`x86_64`, `aarch64`): the 64k-pages
+    /// kernel exists only on `aarch64`.
+    fn arch(&self) -> String {
+        std::env::consts::ARCH.to_string()
+    }
 }
 
 impl<H: Host + ?Sized> Host for Box<H> {
@@ -31,35 +44,20 @@ impl<H: Host + ?Sized> Host for Box<H> {
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
         (**self).rpm_ostree(args)
     }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        (**self).rpm_ostree_output(args)
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        (**self).podman(args)
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        (**self).chcon(args)
+    }
     fn reboot(&mut self) -> Result<(), HostError> {
         (**self).reboot()
     }
-}
-
-/// Kernel packages replaced by a non-default kernel type.
-const DEFAULT_KERNEL: &[&str] = &[
-    "kernel",
-    "kernel-core",
-    "kernel-modules",
-    "kernel-modules-core",
-    "kernel-modules-extra",
-];
-
-fn kernel_packages(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "realtime" => &[
-            "kernel-rt-core",
-            "kernel-rt-modules",
-            "kernel-rt-modules-extra",
-            "kernel-rt-kvm",
-        ],
-        "64k-pages" => &[
-            "kernel-64k-core",
-            "kernel-64k-modules",
-            "kernel-64k-modules-core",
-            "kernel-64k-modules-extra",
-        ],
-        _ => &[],
+    fn arch(&self) -> String {
+        (**self).arch()
     }
 }
 
@@ -99,21 +97,30 @@ pub enum HostCall {
         /// Arguments (`--delete-if-present=...`, `--append=...`).
         args: Vec<String>,
     },
-    /// Switch kernel packages with `rpm-ostree override`.
-    KernelType {
-        /// Canonical old type.
-        from: String,
-        /// Canonical new type.
-        to: String,
+    /// `rpm-ostree override remove PACKAGES --install P ...`: replace base packages (the
+    /// switch to a realtime or 64k-pages kernel).
+    OverrideRemove {
+        /// Base packages removed.
+        remove: Vec<String>,
+        /// Packages layered in their place.
+        install: Vec<String>,
     },
-    /// `rpm-ostree update --install ... --uninstall ...`.
-    Extensions {
+    /// `rpm-ostree override reset PACKAGES --uninstall P ...`: restore base packages (undo a
+    /// kernel switch).
+    OverrideReset {
+        /// Base packages restored.
+        reset: Vec<String>,
+        /// Layered packages removed.
+        uninstall: Vec<String>,
+    },
+    /// `rpm-ostree update --install P ... --uninstall P ...` (extensions).
+    Update {
         /// Packages to install.
         install: Vec<String>,
         /// Packages to remove.
         uninstall: Vec<String>,
     },
-    /// `rpm-ostree rebase IMAGE`.
+    /// `rpm-ostree rebase --experimental ostree-unverified-registry:IMAGE`.
     Rebase {
         /// Image reference.
         image: String,
@@ -160,31 +167,20 @@ impl HostCall {
                 a.extend(args.iter().cloned());
                 Some(("rpm-ostree", a))
             }
-            HostCall::KernelType { from, to } => {
-                let mut a: Vec<String> = vec!["override".into()];
-                if to == "default" {
-                    a.push("reset".into());
-                    a.extend(DEFAULT_KERNEL.iter().map(|s| s.to_string()));
-                    for p in kernel_packages(from) {
-                        a.push(format!("--uninstall={p}"));
-                    }
-                } else {
-                    a.push("remove".into());
-                    if from == "default" {
-                        a.extend(DEFAULT_KERNEL.iter().map(|s| s.to_string()));
-                    } else {
-                        a.extend(kernel_packages(from).iter().map(|s| s.to_string()));
-                    }
-                    for p in kernel_packages(to) {
-                        a.push(format!("--install={p}"));
-                    }
+            HostCall::OverrideRemove { remove, install } => Some((
+                "rpm-ostree",
+                package_args(&["override", "remove"], remove, "--install", install),
+            )),
+            HostCall::OverrideReset { reset, uninstall } => Some((
+                "rpm-ostree",
+                package_args(&["override", "reset"], reset, "--uninstall", uninstall),
+            )),
+            HostCall::Update { install, uninstall } => {
+                let mut a = package_args(&["update"], &[], "--install", install);
+                for p in uninstall {
+                    a.push("--uninstall".into());
+                    a.push(p.clone());
                 }
-                Some(("rpm-ostree", a))
-            }
-            HostCall::Extensions { install, uninstall } => {
-                let mut a = vec!["update".to_string()];
-                a.extend(install.iter().map(|p| format!("--install={p}")));
-                a.extend(uninstall.iter().map(|p| format!("--uninstall={p}")));
                 Some(("rpm-ostree", a))
             }
             HostCall::Rebase { image } => Some((
@@ -208,6 +204,18 @@ impl HostCall {
             None => host.reboot(),
         }
     }
+}
+
+/// `VERB... PACKAGES FLAG P1 FLAG P2 ...`: rpm-ostree takes one package per flag, the flag and
+/// the package as separate words (as upstream passes them).
+fn package_args(verb: &[&str], packages: &[String], flag: &str, flagged: &[String]) -> Vec<String> {
+    let mut a: Vec<String> = verb.iter().map(|w| w.to_string()).collect();
+    a.extend(packages.iter().cloned());
+    for p in flagged {
+        a.push(flag.to_string());
+        a.push(p.clone());
+    }
+    a
 }
 
 /// The real host: runs the commands with [`std::process::Command`], directly or, from a
@@ -248,7 +256,7 @@ impl SystemHost {
             .collect()
     }
 
-    fn run(&self, prog: &str, args: &[String]) -> Result<(), HostError> {
+    fn run(&self, prog: &str, args: &[String]) -> Result<String, HostError> {
         let argv = self.argv(prog, args);
         let command = argv.join(" ");
         let (first, rest) = argv.split_first().unwrap_or((&command, &[]));
@@ -260,7 +268,7 @@ impl SystemHost {
                 message: e.to_string(),
             })?;
         if out.status.success() {
-            return Ok(());
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let mut message = out.status.to_string();
         let text = String::from_utf8_lossy(&out.stderr);
@@ -274,24 +282,144 @@ impl SystemHost {
 
 impl Host for SystemHost {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
-        self.run("systemctl", args)
+        self.run("systemctl", args).map(drop)
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.run("rpm-ostree", args).map(drop)
+    }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
         self.run("rpm-ostree", args)
     }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.run("podman", args)
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.run("chcon", args).map(drop)
+    }
     fn reboot(&mut self) -> Result<(), HostError> {
-        self.run("systemctl", &["reboot".to_string()])
+        self.run("systemctl", &["reboot".to_string()]).map(drop)
+    }
+}
+
+/// What a [`RecordingHost`] without a canned `rpm-ostree status --json` reports: a freshly
+/// installed host (booted from no image, nothing layered) and, once rpm-ostree changes were
+/// asked for, a staged deployment carrying them (rebase, layered packages, overrides),
+/// dropped again by `rpm-ostree cleanup -p`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimulatedOstree {
+    /// A staged deployment exists.
+    pub staged: bool,
+    /// The staged deployment's image reference (from `rpm-ostree rebase`).
+    pub image: Option<String>,
+    /// The staged deployment's layered packages.
+    pub packages: std::collections::BTreeSet<String>,
+    /// The staged deployment's base package removals.
+    pub removals: std::collections::BTreeSet<String>,
+}
+
+impl SimulatedOstree {
+    /// Applies a successful `rpm-ostree ARGS`.
+    pub fn run(&mut self, args: &[String]) {
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let flagged = |flag: &str| -> Vec<String> {
+            words
+                .windows(2)
+                .filter(|w| w[0] == flag)
+                .map(|w| w[1].to_string())
+                .collect()
+        };
+        let bare = |skip: usize| -> Vec<String> {
+            let mut out = Vec::new();
+            let mut it = words.iter().skip(skip);
+            while let Some(w) = it.next() {
+                if w.starts_with("--") {
+                    it.next();
+                } else {
+                    out.push(w.to_string());
+                }
+            }
+            out
+        };
+        match words.as_slice() {
+            ["cleanup", "-p"] => *self = SimulatedOstree::default(),
+            ["rebase", .., image] => {
+                self.image = Some(image.to_string());
+                self.staged = true;
+            }
+            ["update", ..] => {
+                self.packages.extend(flagged("--install"));
+                for p in flagged("--uninstall") {
+                    self.packages.remove(&p);
+                }
+                self.staged = true;
+            }
+            ["override", "remove", ..] => {
+                self.removals.extend(bare(2));
+                self.packages.extend(flagged("--install"));
+                self.staged = true;
+            }
+            ["override", "reset", ..] => {
+                for p in bare(2) {
+                    self.removals.remove(&p);
+                }
+                for p in flagged("--uninstall") {
+                    self.packages.remove(&p);
+                }
+                self.staged = true;
+            }
+            ["kargs", ..] => self.staged = true,
+            _ => {}
+        }
+    }
+
+    /// `rpm-ostree status --json` of the simulated host.
+    pub fn status_json(&self) -> String {
+        let booted = serde_json::json!({
+            "id": "rhcos-0.0", "osname": "rhcos", "checksum": "0", "booted": true,
+            "staged": false, "requested-packages": [], "requested-base-removals": [],
+        });
+        let mut deployments = Vec::new();
+        if self.staged {
+            deployments.push(serde_json::json!({
+                "id": "rhcos-1.0", "osname": "rhcos", "checksum": "1", "booted": false,
+                "staged": true, "container-image-reference": self.image,
+                "requested-packages": self.packages, "requested-base-removals": self.removals,
+            }));
+        }
+        deployments.push(booted);
+        serde_json::json!({"deployments": deployments, "transaction": null}).to_string()
     }
 }
 
 /// A host that records command lines instead of running them; commands containing one of
-/// `fail_on` fail.
-#[derive(Debug, Default, Clone)]
+/// `fail_on` fail, and commands whose output is read answer from `outputs`.
+#[derive(Debug, Clone)]
 pub struct RecordingHost {
     /// Every command line asked for, in order (failed ones included).
     pub calls: Vec<String>,
     /// Substrings that make a command fail.
     pub fail_on: Vec<String>,
+    /// Canned standard outputs: a command line starting with the first string answers with
+    /// the front of the queue, which is popped while more than one answer is left (the last
+    /// one keeps answering). Commands with no canned output print nothing, except
+    /// `rpm-ostree status --json`, which answers from `ostree`.
+    pub outputs: Vec<(String, std::collections::VecDeque<String>)>,
+    /// What [`Host::arch`] answers (default: this machine's).
+    pub arch: String,
+    /// The deployments the rpm-ostree commands so far would have left.
+    pub ostree: SimulatedOstree,
+}
+
+impl Default for RecordingHost {
+    fn default() -> Self {
+        RecordingHost {
+            calls: Vec::new(),
+            fail_on: Vec::new(),
+            outputs: Vec::new(),
+            arch: std::env::consts::ARCH.to_string(),
+            ostree: SimulatedOstree::default(),
+        }
+    }
 }
 
 impl RecordingHost {
@@ -303,9 +431,21 @@ impl RecordingHost {
     /// A host where commands containing `needle` fail.
     pub fn failing_on(needle: &str) -> Self {
         RecordingHost {
-            calls: Vec::new(),
             fail_on: vec![needle.to_string()],
+            ..Self::default()
         }
+    }
+
+    /// Queues `output` as the answer of the next command line starting with `prefix` (e.g.
+    /// `rpm-ostree status --json`).
+    pub fn respond(&mut self, prefix: &str, output: &str) -> &mut Self {
+        match self.outputs.iter_mut().find(|(p, _)| p == prefix) {
+            Some((_, q)) => q.push_back(output.to_string()),
+            None => self
+                .outputs
+                .push((prefix.to_string(), [output.to_string()].into())),
+        }
+        self
     }
 
     fn record(&mut self, line: String) -> Result<(), HostError> {
@@ -319,6 +459,26 @@ impl RecordingHost {
         }
         Ok(())
     }
+
+    fn record_output(&mut self, line: String) -> Result<String, HostError> {
+        self.record(line.clone())?;
+        let Some((_, queue)) = self
+            .outputs
+            .iter_mut()
+            .find(|(p, _)| line.starts_with(p.as_str()))
+        else {
+            if line == "rpm-ostree status --json" {
+                return Ok(self.ostree.status_json());
+            }
+            return Ok(String::new());
+        };
+        let answer = if queue.len() > 1 {
+            queue.pop_front()
+        } else {
+            queue.front().cloned()
+        };
+        Ok(answer.unwrap_or_default())
+    }
 }
 
 impl Host for RecordingHost {
@@ -326,16 +486,42 @@ impl Host for RecordingHost {
         self.record(format!("systemctl {}", args.join(" ")))
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
-        self.record(format!("rpm-ostree {}", args.join(" ")))
+        self.record(format!("rpm-ostree {}", args.join(" ")))?;
+        self.ostree.run(args);
+        Ok(())
+    }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.record_output(format!("rpm-ostree {}", args.join(" ")))
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.record_output(format!("podman {}", args.join(" ")))
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.record(format!("chcon {}", args.join(" ")))
     }
     fn reboot(&mut self) -> Result<(), HostError> {
         self.record("reboot".into())
     }
+    fn arch(&self) -> String {
+        self.arch.clone()
+    }
 }
 
-/// A host that prints the commands it would run (used for roots other than `/`).
+/// A host that prints the commands it would run (used for roots other than `/`). Commands
+/// whose output the agent reads (`rpm-ostree status --json`, `podman create`) cannot be
+/// printed instead: they fail, so an OS update that needs them is not faked.
 #[derive(Debug, Default)]
 pub struct PrintHost;
+
+impl PrintHost {
+    fn not_run(prog: &str, args: &[String]) -> HostError {
+        HostError {
+            command: format!("{prog} {}", args.join(" ")),
+            message: "not run: this host only prints commands, and this one's output is needed"
+                .into(),
+        }
+    }
+}
 
 impl Host for PrintHost {
     fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
@@ -344,6 +530,16 @@ impl Host for PrintHost {
     }
     fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
         eprintln!("host (not run): rpm-ostree {}", args.join(" "));
+        Ok(())
+    }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        Err(Self::not_run("rpm-ostree", args))
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        Err(Self::not_run("podman", args))
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        eprintln!("host (not run): chcon {}", args.join(" "));
         Ok(())
     }
     fn reboot(&mut self) -> Result<(), HostError> {
@@ -368,6 +564,83 @@ mod tests {
                 .argv("systemctl", &args)
                 .join(" "),
             "nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl reload crio.service"
+        );
+    }
+
+    #[test]
+    fn canned_outputs_answer_in_order_and_the_last_one_repeats() {
+        let mut h = RecordingHost::new();
+        let status = vec!["status".to_string(), "--json".to_string()];
+        let fresh = h
+            .rpm_ostree_output(&status)
+            .map(|t| crate::rpm_ostree::parse_status(&t));
+        assert!(matches!(fresh, Ok(Ok(ref s)) if s.staged().is_none() && s.booted().is_ok()));
+        h.respond("rpm-ostree status", "one")
+            .respond("rpm-ostree status", "two");
+        let answers: Vec<_> = (0..3).map(|_| h.rpm_ostree_output(&status)).collect();
+        assert_eq!(
+            answers,
+            [Ok("one".into()), Ok("two".into()), Ok("two".into())]
+        );
+        assert_eq!(h.podman(&["ps".to_string()]), Ok(String::new()));
+        assert_eq!(h.calls.len(), 5);
+    }
+
+    #[test]
+    fn the_simulated_host_stages_what_rpm_ostree_was_asked_for() {
+        let mut h = RecordingHost::new();
+        let run = |h: &mut RecordingHost, line: &str| {
+            let args: Vec<String> = line.split(' ').map(String::from).collect();
+            assert!(h.rpm_ostree(&args).is_ok());
+        };
+        run(
+            &mut h,
+            "rebase --experimental ostree-unverified-registry:quay.io/os@sha256:1",
+        );
+        run(
+            &mut h,
+            "override remove kernel kernel-core --install kernel-rt-core",
+        );
+        run(
+            &mut h,
+            "update --install usbguard --install sysstat --uninstall sysstat",
+        );
+        let text = h.rpm_ostree_output(&crate::rpm_ostree::status_args());
+        let Ok(Ok(status)) = text.map(|t| crate::rpm_ostree::parse_status(&t)) else {
+            panic!("status");
+        };
+        let Some(staged) = status.staged() else {
+            panic!("no staged deployment");
+        };
+        assert_eq!(staged.requested_packages, ["kernel-rt-core", "usbguard"]);
+        assert_eq!(staged.requested_base_removals, ["kernel", "kernel-core"]);
+        assert_eq!(staged.image(), Ok(Some("quay.io/os@sha256:1".to_string())));
+        run(&mut h, "cleanup -p");
+        assert_eq!(h.ostree, SimulatedOstree::default());
+    }
+
+    #[test]
+    fn package_flags_and_packages_are_separate_words() {
+        let call = HostCall::Update {
+            install: vec!["a".into(), "b".into()],
+            uninstall: vec!["c".into()],
+        };
+        assert_eq!(
+            call.argv().map(|(_, a)| a),
+            Some(
+                vec![
+                    "update",
+                    "--install",
+                    "a",
+                    "--install",
+                    "b",
+                    "--uninstall",
+                    "c"
+                ]
+                .into_iter()
+                .map(String::from)
+                .collect()
+            )
         );
     }
 

@@ -2,7 +2,8 @@
 //! half-updated.
 //!
 //! - [`root`]: every path resolved under a host root, escapes and symlinks refused.
-//! - [`host`]: systemctl, rpm-ostree and reboot behind the [`host::Host`] trait.
+//! - [`host`]: systemctl, rpm-ostree, podman and reboot behind the [`host::Host`] trait.
+//! - [`rpm_ostree`]: `rpm-ostree status --json`, typed, and the image a deployment runs.
 //! - [`apply`]: plans and runs an update (files, units, SSH keys, OS, post-config actions).
 //! - [`journal`]: crash safety (journal, staged backups, roll-back recovery).
 //! - [`state`]: `currentconfig` and the agent's state.
@@ -23,6 +24,7 @@ pub mod firstboot;
 pub mod host;
 pub mod journal;
 pub mod root;
+pub mod rpm_ostree;
 pub mod state;
 
 pub use apply::{plan_update, run_update, ApplyError, ApplyOptions, ApplyOutcome, UpdatePlan};

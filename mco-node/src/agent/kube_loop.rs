@@ -24,6 +24,7 @@ use crate::desired_config::{rendered_input, DesiredConfig, LoadError};
 use crate::drift::FORCE_FILE;
 use crate::host::Host;
 use crate::root::HostRoot;
+use crate::rpm_ostree::{parse_status, status_args, OSTREE_BOOTED};
 use crate::state::read_current;
 
 /// The MachineConfig resource (cluster-scoped, `machineconfiguration.openshift.io/v1`).
@@ -554,12 +555,34 @@ impl<H: Host> Agent<H> {
                 }
                 s => {
                     self.waiting = None;
+                    let s = self.check_booted_image(s, &node, &current);
+                    if let Step::Idle { why } = s {
+                        return Ok(Synced::Idle(why));
+                    }
                     tracing::info!(node = %self.opts.node_name, step = ?s, "writing");
                     node = self.write(&s, &node).await?;
                 }
             }
         }
         Ok(Synced::Idle("too many steps in one sync".into()))
+    }
+
+    /// Holds back the uncordon and Done of an update while the host is booted into another
+    /// OS image than `current` names ([`super::os_check`]); hosts without `/run/ostree-booted`
+    /// are not rpm-ostree hosts and are not checked.
+    fn check_booted_image(&mut self, step: Step, node: &Node, current: &DesiredConfig) -> Step {
+        if !matches!(step, Step::Done { .. } | Step::RequestUncordon { .. })
+            || current.input.os_image_url.is_empty()
+            || !self.root.exists(OSTREE_BOOTED).unwrap_or(false)
+        {
+            return step;
+        }
+        let status = self
+            .host
+            .rpm_ostree_output(&status_args())
+            .map_err(|e| e.to_string())
+            .and_then(|text| parse_status(&text));
+        super::os_check::before_completing(&step, node, current, Some(status)).unwrap_or(step)
     }
 
     async fn wait(&mut self, request: String, node: &Node) -> Result<Synced, AgentError> {

@@ -13,6 +13,7 @@ pub mod drift_watch;
 pub mod kube_loop;
 pub mod metrics;
 pub mod node_conditions;
+pub mod os_check;
 
 use std::collections::BTreeMap;
 

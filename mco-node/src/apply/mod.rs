@@ -7,6 +7,7 @@
 
 pub mod files;
 pub mod orig;
+pub mod os;
 pub mod owner;
 pub mod password;
 pub mod ssh;
@@ -14,7 +15,7 @@ pub mod units;
 
 use std::collections::BTreeSet;
 
-use mco_render::plan::actions::{extension_packages, steps, Step};
+use mco_render::plan::actions::{steps, Step};
 use mco_render::plan::{self, ActionType, MachineConfiguration, Plan};
 
 use crate::desired_config::DesiredConfig;
@@ -44,6 +45,9 @@ pub enum ApplyError {
     /// A host command failed.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// The OS update failed (a check, or rpm-ostree's state).
+    #[error("{0}")]
+    Os(String),
 }
 
 /// One thing the update does, in order.
@@ -53,6 +57,8 @@ pub enum Action {
     Fs(FsOp),
     /// A host call inside the transaction.
     Host(HostCall),
+    /// The OS part of the update (rpm-ostree, the extensions image), inside the transaction.
+    Os(os::OsUpdate),
 }
 
 impl Action {
@@ -61,6 +67,7 @@ impl Action {
         match self {
             Action::Fs(op) => op.describe(),
             Action::Host(c) => format!("run {}", c.command_line()),
+            Action::Os(u) => format!("update the OS: {}", u.describe().join("; ")),
         }
     }
 }
@@ -89,7 +96,7 @@ impl UpdatePlan {
             .iter()
             .filter_map(|a| match a {
                 Action::Fs(op) => Some(op.clone()),
-                Action::Host(_) => None,
+                Action::Host(_) | Action::Os(_) => None,
             })
             .collect()
     }
@@ -133,15 +140,15 @@ pub fn plan_update(
         actions.extend(fs(std::mem::take(&mut ops)));
     }
 
-    let os = os_calls(&p, old, new);
+    let os = os::plan(&p, o, n);
     let mut host_undo = units::undo_calls(&o.config, &d.changed_units);
-    if !os.is_empty() {
+    if os.is_some() {
         host_undo.push(HostCall::CleanupPending);
     }
     if !d.changed_units.is_empty() {
         host_undo.push(HostCall::DaemonReload);
     }
-    actions.extend(os.into_iter().map(Action::Host));
+    actions.extend(os.map(Action::Os));
 
     actions.push(Action::Fs(FsOp::Write {
         path: CURRENT_CONFIG.into(),
@@ -162,40 +169,6 @@ pub fn plan_update(
         post,
         drain,
     })
-}
-
-fn os_calls(p: &Plan, old: &DesiredConfig, new: &DesiredConfig) -> Vec<HostCall> {
-    let (o, n) = (&old.input, &new.input);
-    let d = &p.diff;
-    let mut out = Vec::new();
-    if d.os_update && !n.os_image_url.is_empty() {
-        out.push(HostCall::Rebase {
-            image: n.os_image_url.clone(),
-        });
-    }
-    if let Some(args) = &p.kargs_args {
-        out.push(HostCall::Kargs { args: args.clone() });
-    }
-    if d.kernel_type {
-        out.push(HostCall::KernelType {
-            from: mco_render::plan::diff::canonical_kernel_type(&o.kernel_type).into(),
-            to: mco_render::plan::diff::canonical_kernel_type(&n.kernel_type).into(),
-        });
-    }
-    if d.extensions {
-        let pkgs = |exts: &[String], skip: &[String]| -> Vec<String> {
-            exts.iter()
-                .filter(|e| !skip.contains(e))
-                .flat_map(|e| extension_packages(e))
-                .map(str::to_string)
-                .collect()
-        };
-        out.push(HostCall::Extensions {
-            install: pkgs(&n.extensions, &[]),
-            uninstall: pkgs(&o.extensions, &n.extensions),
-        });
-    }
-    out
 }
 
 /// Post-config host calls from the policy actions (a reboot collapses everything).
@@ -357,8 +330,13 @@ pub fn run_update(
                     Err(e) if !c.best_effort() => Err(ApplyError::from(e)),
                     _ => Ok(()),
                 }),
+            Action::Os(u) => tx
+                .mark_host_started()
+                .map_err(ApplyError::from)
+                .and_then(|()| os::run(root, host, u, &mut out.log)),
         };
         match r {
+            Ok(()) if matches!(a, Action::Os(_)) => {}
             Ok(()) => out.log.push(a.describe()),
             Err(e) => {
                 failure = Some(e.to_string());

@@ -384,7 +384,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             use mco_node::firstboot::{complete_machine_config, Firstboot};
             let (root, mut host) = open(&common)?;
             journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
-            match complete_machine_config(&root, host.as_mut(), None).map_err(|e| e.to_string())? {
+            let booted = mco_node::firstboot::read_booted_image(&root, host.as_mut())
+                .map_err(|e| e.to_string())?;
+            match complete_machine_config(&root, host.as_mut(), booted.as_deref())
+                .map_err(|e| e.to_string())?
+            {
                 Firstboot::AlreadyComplete => println!("first boot already complete"),
                 Firstboot::NoChanges { config } => {
                     println!("no OS changes from the boot image to {config}; not rebooting")

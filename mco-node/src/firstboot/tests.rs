@@ -93,11 +93,13 @@ fn os_changes_from_the_boot_image_are_applied_then_the_host_reboots() {
     assert_eq!(
         host.calls,
         [
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
             "rpm-ostree rebase --experimental ostree-unverified-registry:quay.io/os@sha256:2",
             "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt --append=hugepages=4",
             "rpm-ostree override remove kernel kernel-core kernel-modules kernel-modules-core \
-             kernel-modules-extra --install=kernel-rt-core --install=kernel-rt-modules \
-             --install=kernel-rt-modules-extra --install=kernel-rt-kvm",
+             kernel-modules-extra --install kernel-rt-core --install kernel-rt-modules \
+             --install kernel-rt-modules-extra",
             "reboot",
         ]
     );
@@ -184,4 +186,30 @@ fn bad_initial_annotations_name_the_file() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains(NODE_ANNOTATIONS_PATH), "{err}");
+}
+
+#[test]
+fn the_booted_image_comes_from_rpm_ostree_on_rpm_ostree_hosts() {
+    let (_d, root) = root();
+    let mut host = RecordingHost::new();
+    assert_eq!(read_booted_image(&root, &mut host).ok(), Some(None));
+    assert!(
+        host.calls.is_empty(),
+        "not an rpm-ostree host: no status asked"
+    );
+    put(&root, crate::rpm_ostree::OSTREE_BOOTED, b"");
+    host.respond(
+        "rpm-ostree status",
+        &json!({"deployments": [{
+            "booted": true,
+            "container-image-reference": "ostree-unverified-registry:quay.io/os@sha256:1",
+            "requested-packages": [], "requested-local-packages": [],
+            "base-removals": [], "base-local-replacements": []
+        }]})
+        .to_string(),
+    );
+    assert_eq!(
+        read_booted_image(&root, &mut host).ok(),
+        Some(Some("quay.io/os@sha256:1".to_string()))
+    );
 }

@@ -488,3 +488,86 @@ async fn drain_timeout_reports_the_pods_the_controller_names() {
     drop(agent);
     let _ = server.await;
 }
+
+#[tokio::test]
+async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
+    const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
+    const BOOTED: &str = "quay.io/ocp/os@sha256:aaaa";
+    let mut r1 = machine_config("r1", &[("/etc/foo", "1")]);
+    r1["spec"]["osImageURL"] = json!(WANT);
+    // On r1 already (its OS image is not there yet: applying it here would need rpm-ostree).
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("root: {e}"));
+    let Ok(on_disk) = DesiredConfig::from_bytes(r1.to_string().as_bytes(), "r1") else {
+        panic!("r1 decodes");
+    };
+    let written = root.write_atomic(
+        crate::state::CURRENT_CONFIG,
+        &on_disk.to_bytes(),
+        0o644,
+        None,
+        0o755,
+        false,
+        &mut Default::default(),
+    );
+    assert!(written.is_ok(), "{written:?}");
+    // An rpm-ostree host.
+    std::fs::create_dir_all(dir.path().join("run")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
+    let status = |image: &str| {
+        json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
+            "booted": true, "staged": false,
+            "container-image-reference": format!("ostree-unverified-registry:{image}")}],
+            "transaction": null})
+        .to_string()
+    };
+    let fake: Shared = Arc::new(Mutex::new(Fake::default()));
+    lock(&fake).machine_configs.insert("r1".into(), r1);
+    // Back from the reboot into r1: the drain done, no uncordon asked yet.
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r0", DESIRED_CONFIG: "r1", STATE: "Working",
+        DESIRED_DRAIN: "drain-r1", LAST_APPLIED_DRAIN: "drain-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(BOOTED));
+    let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
+
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(
+        synced.ok(),
+        Some(Synced::Idle("booted OS image does not match r1".into()))
+    );
+    let reason = format!(
+        "unexpected on-disk state validating against r1: expected target osImageURL \"{WANT}\", booted into \"{BOOTED}\""
+    );
+    let log = requests(&fake);
+    let patches: Vec<&Value> = log
+        .iter()
+        .filter(|r| r.0 == "PATCH")
+        .map(|r| &r.2)
+        .collect();
+    assert_eq!(
+        patches,
+        vec![
+            &json!({"metadata": {"annotations": {STATE: "Degraded", "machineconfiguration.openshift.io/reason": reason}}})
+        ]
+    );
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[DESIRED_DRAIN], json!("drain-r1"), "not uncordoned");
+    assert_eq!(
+        agent.host().calls,
+        ["rpm-ostree status --json", "rpm-ostree status --json"]
+    );
+
+    // Booted into the right image (after a fix): the update completes.
+    agent.host.outputs.clear();
+    agent
+        .host
+        .respond("rpm-ostree status --json", &status(WANT));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(synced.ok(), Some(Synced::Waiting("uncordon-r1".into())));
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[DESIRED_DRAIN], json!("uncordon-r1"));
+    server.abort();
+}

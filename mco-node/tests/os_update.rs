@@ -1,0 +1,628 @@
+//! The OS part of an update, host command by host command, through the recording host: the
+//! image rebase with the pull secret linked, extensions from the extensions image, kernel type
+//! switches, kernel arguments, everything together in upstream's order, and the failures that
+//! roll the update back.
+
+mod common;
+
+use common::*;
+use mco_node::apply::os::{EXTENSIONS_REPO, OSTREE_AUTH_FILE};
+use mco_node::apply::{run_update, ApplyOptions};
+use mco_node::host::HostError;
+use mco_node::state::read_current;
+use mco_node::{DesiredConfig, Host, HostRoot, NodeState, RecordingHost};
+use serde_json::{json, Value};
+
+const IMAGE_A: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aaaa";
+const IMAGE_B: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:bbbb";
+const EXT_IMAGE: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:eeee";
+const CONTENT: &str = "/run/mco-extensions/os-extensions-content-r2";
+const PIVOT: &str = "ostree-container-pivot-r2";
+const DEFAULT_KERNEL: &str =
+    "kernel kernel-core kernel-modules kernel-modules-core kernel-modules-extra";
+
+/// A rendered MachineConfig with these spec fields (the Ignition config empty).
+fn os_mc(name: &str, spec: Value) -> DesiredConfig {
+    let mut s = json!({"config": {"ignition": {"version": "3.4.0"}}});
+    if let (Some(m), Some(extra)) = (s.as_object_mut(), spec.as_object()) {
+        m.extend(extra.clone());
+    }
+    let v = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name},
+        "spec": s,
+    });
+    DesiredConfig::from_bytes(v.to_string().as_bytes(), name).expect("config")
+}
+
+/// `rpm-ostree status --json` with the booted deployment on `image` layering `packages` and
+/// removing `removals`, and, when `staged` is given, a staged deployment layering those.
+fn status(image: &str, packages: &[&str], removals: &[&str], staged: Option<&[&str]>) -> String {
+    let mut deployments = Vec::new();
+    if let Some(pkgs) = staged {
+        deployments.push(json!({
+            "id": "rhcos-s.0", "osname": "rhcos", "checksum": "s", "base-checksum": "b",
+            "booted": false, "staged": true,
+            "container-image-reference": format!("ostree-unverified-registry:{image}"),
+            "requested-packages": pkgs, "requested-base-removals": removals,
+        }));
+    }
+    deployments.push(json!({
+        "id": "rhcos-b.0", "osname": "rhcos", "checksum": "b", "version": "418.94.202410090804-0",
+        "booted": true, "staged": false,
+        "container-image-reference": format!("ostree-unverified-registry:{image}"),
+        "requested-packages": packages, "requested-base-removals": removals,
+    }));
+    json!({"deployments": deployments, "transaction": null}).to_string()
+}
+
+/// The extraction of the extensions image (present locally when `present`).
+fn extraction(present: bool) -> Vec<String> {
+    let mut v = vec![format!(
+        "podman images --format=json --filter reference={EXT_IMAGE}"
+    )];
+    if !present {
+        v.push(format!(
+            "podman pull -q --authfile /var/lib/kubelet/config.json {EXT_IMAGE}"
+        ));
+    }
+    v.extend([
+        format!("podman create --net=none --annotation=org.openshift.machineconfigoperator.pivot=true --name {PIVOT} {EXT_IMAGE}"),
+        format!("podman cp 5e1f0c:/ {CONTENT}"),
+        format!("chcon -R -t var_run_t {CONTENT}"),
+        format!("podman kill {PIVOT}"),
+        format!("podman rm -f {PIVOT}"),
+    ]);
+    v
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// A recording host that also keeps the extensions repo as rpm-ostree sees it.
+#[derive(Default)]
+struct Spy {
+    inner: RecordingHost,
+    root: Option<HostRoot>,
+    repo_seen: Vec<Option<String>>,
+}
+
+impl Spy {
+    fn new(root: &HostRoot) -> Spy {
+        let mut inner = RecordingHost::new();
+        inner
+            .respond("podman images", "[]")
+            .respond("podman create", "5e1f0c\n");
+        Spy {
+            inner,
+            root: Some(root.clone()),
+            repo_seen: Vec::new(),
+        }
+    }
+}
+
+impl Host for Spy {
+    fn systemctl(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.inner.systemctl(args)
+    }
+    fn rpm_ostree(&mut self, args: &[String]) -> Result<(), HostError> {
+        if let Some(root) = &self.root {
+            self.repo_seen.push(read(root, EXTENSIONS_REPO));
+        }
+        self.inner.rpm_ostree(args)
+    }
+    fn rpm_ostree_output(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.inner.rpm_ostree_output(args)
+    }
+    fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.inner.podman(args)
+    }
+    fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
+        self.inner.chcon(args)
+    }
+    fn reboot(&mut self) -> Result<(), HostError> {
+        self.inner.reboot()
+    }
+    fn arch(&self) -> String {
+        self.inner.arch()
+    }
+}
+
+fn setup() -> (tempfile::TempDir, HostRoot) {
+    let (d, root) = temp_root();
+    write(&root, "/var/lib/kubelet/config.json", r#"{"auths": {}}"#);
+    (d, root)
+}
+
+fn update(
+    root: &HostRoot,
+    host: &mut dyn Host,
+    old: &DesiredConfig,
+    new: &DesiredConfig,
+) -> mco_node::ApplyOutcome {
+    run_update(root, host, old, new, ApplyOptions::default(), None)
+}
+
+#[test]
+fn an_os_image_change_links_the_pull_secret_and_rebases() {
+    let (_d, root) = setup();
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let old = os_mc("r1", json!({"osImageURL": IMAGE_A}));
+    let new = os_mc("r2", json!({"osImageURL": IMAGE_B}));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(
+        host.calls,
+        strings(&[
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
+            &format!("rpm-ostree rebase --experimental ostree-unverified-registry:{IMAGE_B}"),
+            "reboot",
+        ])
+    );
+    let link = std::fs::read_link(host_path(&root, OSTREE_AUTH_FILE)).unwrap();
+    assert_eq!(link, std::path::Path::new("/var/lib/kubelet/config.json"));
+    assert_eq!(read_current(&root).unwrap().name(), "r2");
+}
+
+#[test]
+fn the_merged_pull_secret_is_linked_when_valid() {
+    let (_d, root) = setup();
+    write(
+        &root,
+        "/etc/mco/internal-registry-pull-secret.json",
+        r#"{"auths": {"image-registry.openshift-image-registry.svc:5000": {}}}"#,
+    );
+    // An older link is replaced.
+    std::fs::create_dir_all(host_path(&root, "/run/ostree")).unwrap();
+    std::os::unix::fs::symlink("/old/secret.json", host_path(&root, OSTREE_AUTH_FILE)).unwrap();
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let old = os_mc("r1", json!({"osImageURL": IMAGE_A}));
+    let new = os_mc("r2", json!({"osImageURL": IMAGE_B}));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let link = std::fs::read_link(host_path(&root, OSTREE_AUTH_FILE)).unwrap();
+    assert_eq!(
+        link,
+        std::path::Path::new("/etc/mco/internal-registry-pull-secret.json")
+    );
+
+    // Not JSON: the cluster's pull secret instead.
+    write(
+        &root,
+        "/etc/mco/internal-registry-pull-secret.json",
+        "{not json",
+    );
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(IMAGE_B, &[], &[], None));
+    let newer = os_mc("r3", json!({"osImageURL": IMAGE_A}));
+    let out = update(&root, &mut host, &new, &newer);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let link = std::fs::read_link(host_path(&root, OSTREE_AUTH_FILE)).unwrap();
+    assert_eq!(link, std::path::Path::new("/var/lib/kubelet/config.json"));
+}
+
+#[test]
+fn a_host_already_booted_on_the_new_image_is_not_rebased() {
+    let (_d, root) = setup();
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(IMAGE_B, &[], &[], None));
+    let old = os_mc("r1", json!({"osImageURL": IMAGE_A}));
+    let new = os_mc("r2", json!({"osImageURL": IMAGE_B}));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(
+        host.calls,
+        strings(&[
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
+            "reboot"
+        ])
+    );
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.contains("already on the desired image")),
+        "{:?}",
+        out.log
+    );
+}
+
+#[test]
+fn extensions_added_come_from_the_extensions_image_and_are_verified_staged() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner
+        .respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None))
+        .respond(
+            "rpm-ostree status --json",
+            &status(
+                IMAGE_A,
+                &[],
+                &[],
+                Some(&["krb5-workstation", "libkadm5", "usbguard"]),
+            ),
+        );
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["usbguard", "kerberos"]}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let mut want = extraction(false);
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        "rpm-ostree update --install krb5-workstation --install libkadm5 --install usbguard",
+        "rpm-ostree status --json",
+        "reboot",
+    ]));
+    assert_eq!(host.inner.calls, want);
+    let repo = format!("[coreos-extensions]\nenabled=1\nmetadata_expire=1m\nbaseurl={CONTENT}/usr/share/rpm-ostree/extensions/\ngpgcheck=0\nskip_if_unavailable=False\n");
+    // rpm-ostree saw the repo at every call; it is gone afterwards, with the content.
+    assert_eq!(host.repo_seen, vec![Some(repo.clone()), Some(repo)]);
+    assert_eq!(read(&root, EXTENSIONS_REPO), None);
+    assert!(!host_path(&root, CONTENT).exists());
+    assert!(host_path(&root, "/run/mco-extensions").is_dir());
+}
+
+#[test]
+fn extensions_removed_uninstall_only_their_packages() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    // The image is already in local storage: no pull.
+    host.inner
+        .outputs
+        .retain(|(prefix, _)| prefix != "podman images");
+    host.inner
+        .respond("podman images", r#"[{"Id": "e1", "RepoDigests": []}]"#);
+    let layered = ["htop", "krb5-workstation", "libkadm5", "usbguard"];
+    host.inner
+        .respond(
+            "rpm-ostree status --json",
+            &status(IMAGE_A, &layered, &[], None),
+        )
+        .respond(
+            "rpm-ostree status --json",
+            &status(
+                IMAGE_A,
+                &layered,
+                &[],
+                Some(&["htop", "krb5-workstation", "libkadm5"]),
+            ),
+        );
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["usbguard", "kerberos"]}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["kerberos"]}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let mut want = extraction(true);
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        "rpm-ostree update --uninstall usbguard",
+        "rpm-ostree status --json",
+        "reboot",
+    ]));
+    assert_eq!(host.inner.calls, want);
+}
+
+#[test]
+fn default_to_realtime_kernel() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner
+        .respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "kernelType": "realtime"}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let mut want = extraction(false);
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        &format!("rpm-ostree override remove {DEFAULT_KERNEL} --install kernel-rt-core --install kernel-rt-modules --install kernel-rt-modules-extra"),
+        "reboot",
+    ]));
+    assert_eq!(host.inner.calls, want);
+    assert!(host.repo_seen.iter().all(Option::is_some));
+}
+
+#[test]
+fn realtime_to_default_kernel_resets_the_overrides() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    let rt = [
+        "kernel-rt-core",
+        "kernel-rt-modules",
+        "kernel-rt-modules-extra",
+    ];
+    let removals: Vec<&str> = DEFAULT_KERNEL.split(' ').collect();
+    host.inner.respond(
+        "rpm-ostree status --json",
+        &status(IMAGE_A, &rt, &removals, None),
+    );
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "kernelType": "realtime"}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let mut want = extraction(false);
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        &format!("rpm-ostree override reset {DEFAULT_KERNEL} --uninstall kernel-rt-core --uninstall kernel-rt-modules --uninstall kernel-rt-modules-extra"),
+        "reboot",
+    ]));
+    assert_eq!(host.inner.calls, want);
+}
+
+#[test]
+fn the_64k_pages_kernel_on_aarch64_and_refused_elsewhere() {
+    let (_d, root) = setup();
+    let old = os_mc("r1", json!({"osImageURL": IMAGE_A}));
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "kernelType": "64k-pages"}),
+    );
+    let mut host = RecordingHost::new();
+    host.arch = "aarch64".into();
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(
+        host.calls,
+        strings(&[
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
+            &format!("rpm-ostree override remove {DEFAULT_KERNEL} --install kernel-64k-core --install kernel-64k-modules --install kernel-64k-modules-core --install kernel-64k-modules-extra"),
+            "reboot",
+        ])
+    );
+
+    let (_d, root) = setup();
+    let mut host = RecordingHost::new();
+    host.arch = "x86_64".into();
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Degraded);
+    assert!(
+        out.status
+            .reason
+            .starts_with("64k-pages is only supported for aarch64 architecture; rolled back to r1"),
+        "{}",
+        out.status.reason
+    );
+    // The undo drops whatever rpm-ostree staged.
+    assert_eq!(
+        host.calls,
+        strings(&[
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
+            "rpm-ostree cleanup -p"
+        ])
+    );
+}
+
+#[test]
+fn kernel_arguments_need_no_status() {
+    let (_d, root) = setup();
+    let mut host = RecordingHost::new();
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "kernelArguments": ["a=1", "nosmt"]}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "kernelArguments": ["a=2", "nosmt", "b"]}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(
+        host.calls,
+        strings(&[
+            "rpm-ostree cleanup -p",
+            "rpm-ostree kargs --delete-if-present=a=1 --delete-if-present=nosmt --append=a=2 --append=nosmt --append=b",
+            "reboot",
+        ])
+    );
+}
+
+#[test]
+fn everything_at_once_in_upstreams_order() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner
+        .respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None))
+        .respond(
+            "rpm-ostree status --json",
+            &status(
+                IMAGE_B,
+                &[],
+                &[],
+                Some(&[
+                    "kernel-rt-core",
+                    "kernel-rt-modules",
+                    "kernel-rt-modules-extra",
+                    "sysstat",
+                ]),
+            ),
+        );
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_B, "baseOSExtensionsContainerImage": EXT_IMAGE,
+               "kernelType": "realtime", "kernelArguments": ["nosmt"], "extensions": ["sysstat"]}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let mut want = extraction(false);
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        &format!("rpm-ostree rebase --experimental ostree-unverified-registry:{IMAGE_B}"),
+        "rpm-ostree kargs --append=nosmt",
+        &format!("rpm-ostree override remove {DEFAULT_KERNEL} --install kernel-rt-core --install kernel-rt-modules --install kernel-rt-modules-extra"),
+        "rpm-ostree update --install sysstat",
+        "rpm-ostree status --json",
+        "reboot",
+    ]));
+    assert_eq!(host.inner.calls, want);
+    assert!(std::fs::read_link(host_path(&root, OSTREE_AUTH_FILE)).is_ok());
+}
+
+#[test]
+fn a_realtime_node_keeps_its_kernel_current_on_other_updates() {
+    // Upstream runs the OS step on every update of a realtime node (OCPBUGS-4049): the
+    // extensions repo is there, pending deployments dropped, nothing else changes.
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    let spec = json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "kernelType": "realtime"});
+    let old = os_mc("r1", spec.clone());
+    let mut new_spec = spec;
+    new_spec["config"] = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [file("/etc/motd", "hi\n")]}});
+    let new = os_mc("r2", new_spec);
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    let mut want = extraction(false);
+    // A file change reboots anyway (the default policy).
+    want.extend(strings(&["rpm-ostree cleanup -p", "reboot"]));
+    assert_eq!(host.inner.calls, want);
+    assert_eq!(read(&root, "/etc/motd").as_deref(), Some("hi\n"));
+}
+
+#[test]
+fn a_failing_extensions_install_rolls_back() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner.fail_on.push("rpm-ostree update".into());
+    host.inner
+        .respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let mut new_spec = json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["usbguard"]});
+    new_spec["config"] = json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [file("/etc/usbguard/rules.conf", "allow\n")]}});
+    let new = os_mc("r2", new_spec);
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Degraded);
+    assert!(
+        out.status
+            .reason
+            .starts_with("rpm-ostree update --install usbguard: exit status: 1"),
+        "{}",
+        out.status.reason
+    );
+    assert!(
+        out.status.reason.ends_with("rolled back to r1"),
+        "{}",
+        out.status.reason
+    );
+    let mut want = extraction(false);
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        "rpm-ostree update --install usbguard",
+        "rpm-ostree cleanup -p",
+    ]));
+    assert_eq!(host.inner.calls, want);
+    // Everything else is back: the file, the current config; the repo and content are gone.
+    assert_eq!(read(&root, "/etc/usbguard/rules.conf"), None);
+    assert_eq!(read_current(&root).unwrap().name(), "");
+    assert_eq!(read(&root, EXTENSIONS_REPO), None);
+    assert!(!host_path(&root, CONTENT).exists());
+}
+
+#[test]
+fn extensions_missing_from_the_staged_deployment_roll_back() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner
+        .respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None))
+        .respond(
+            "rpm-ostree status --json",
+            &status(IMAGE_A, &[], &[], Some(&["krb5-workstation"])),
+        );
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["kerberos"]}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Degraded);
+    assert!(
+        out.status.reason.starts_with(
+            "the following extension packages are missing from the staged deployment: [libkadm5]"
+        ),
+        "{}",
+        out.status.reason
+    );
+    assert_eq!(
+        host.inner.calls.last().map(String::as_str),
+        Some("rpm-ostree cleanup -p")
+    );
+    assert!(!host.inner.calls.contains(&"reboot".to_string()));
+}
+
+#[test]
+fn a_failing_extensions_image_pull_stops_before_rpm_ostree() {
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner.fail_on.push("podman pull".into());
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["sysstat"]}),
+    );
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Degraded);
+    assert!(
+        out.status.reason.starts_with(&format!(
+            "error pulling extensions image {EXT_IMAGE}: podman pull"
+        )),
+        "{}",
+        out.status.reason
+    );
+    assert_eq!(
+        host.inner.calls,
+        vec![
+            format!("podman images --format=json --filter reference={EXT_IMAGE}"),
+            format!("podman pull -q --authfile /var/lib/kubelet/config.json {EXT_IMAGE}"),
+            "rpm-ostree cleanup -p".into(),
+        ]
+    );
+}
