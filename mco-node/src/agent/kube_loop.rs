@@ -400,15 +400,21 @@ impl<H: Host> Agent<H> {
 
     /// Records the step's Events on the Node; a failure to record is only logged.
     async fn record(&self, step: &Step, node: &KubeNode) {
+        let events = super::step_events(step, &self.opts.node_name);
+        self.publish(events, node.metadata.uid.clone()).await;
+    }
+
+    /// Records `events` on the Node (`uid`: the Node's, when known); failures are only logged.
+    async fn publish(&self, events: Vec<super::NodeEvent>, uid: Option<String>) {
         use kube::runtime::events::{Event, EventType};
         let reference = k8s_openapi::api::core::v1::ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Node".into()),
-            name: node.metadata.name.clone(),
-            uid: node.metadata.uid.clone(),
+            name: Some(self.opts.node_name.clone()),
+            uid,
             ..Default::default()
         };
-        for e in super::step_events(step, &self.opts.node_name) {
+        for e in events {
             let event = Event {
                 type_: if e.warning {
                     EventType::Warning
@@ -513,12 +519,19 @@ impl<H: Host> Agent<H> {
                         drained: true,
                         policies: self.policies.as_ref(),
                     };
+                    let (started, staged) = super::os_update_events(&current.input, &desired.input);
+                    let uid = self.node_uid.clone();
+                    self.publish(started.into_iter().collect(), uid.clone())
+                        .await;
                     let out =
                         run_update(&self.root, &mut self.host, &current, &desired, opts, None);
                     for l in &out.log {
                         tracing::info!("{l}");
                     }
                     let applied = after_apply(&out);
+                    if matches!(applied, None | Some(Step::Reboot { .. })) {
+                        self.publish(staged.into_iter().collect(), uid).await;
+                    }
                     if force && matches!(applied, None | Some(Step::Reboot { .. })) {
                         let mut dirty = std::collections::BTreeSet::new();
                         self.root.remove(FORCE_FILE, &mut dirty)?;

@@ -166,6 +166,35 @@ pub fn step_events(step: &Step, node: &str) -> Vec<NodeEvent> {
     }
 }
 
+/// The Events of an update's OS part, as upstream records them: `OSUpdateStarted` (the OS
+/// changes, or the non-default kernel a node on realtime or 64k-pages keeps current) before it,
+/// `OSUpdateStaged` after it. Empty when the update leaves the OS alone.
+pub fn os_update_events(
+    old: &mco_render::plan::reconcile::RenderedInput,
+    new: &mco_render::plan::reconcile::RenderedInput,
+) -> (Option<NodeEvent>, Option<NodeEvent>) {
+    let d = plan::diff::MachineConfigDiff::new(old, new);
+    let kernel = plan::diff::canonical_kernel_type(&new.kernel_type);
+    let changes = d.os_changes();
+    if changes.is_empty() && kernel == "default" {
+        return (None, None);
+    }
+    let note = if changes.is_empty() {
+        format!("Updating to a target config with {kernel} kernel")
+    } else {
+        changes.join("; ")
+    };
+    let normal = |reason, note| NodeEvent {
+        warning: false,
+        reason,
+        note,
+    };
+    (
+        Some(normal("OSUpdateStarted", note)),
+        Some(normal("OSUpdateStaged", "Changes to OS staged".into())),
+    )
+}
+
 /// Caps a reason at upstream's limit (2000 characters).
 pub fn cap_reason(reason: &str) -> String {
     reason.chars().take(MAX_REASON).collect()

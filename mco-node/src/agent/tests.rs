@@ -499,3 +499,31 @@ fn drift_is_not_reported_between_configs_or_while_waiting() {
     // No config on disk.
     assert_eq!(drift_step(&on("", "", ""), "", &drifted(), false), None);
 }
+
+#[test]
+fn os_update_events_name_the_os_changes_as_upstream() {
+    let (r1, r2, _) = configs();
+    assert_eq!(os_update_events(&r1.input, &r2.input), (None, None));
+    let mut new = r2.input.clone();
+    new.os_image_url = "quay.io/os@sha256:2".into();
+    new.kernel_arguments = vec!["nosmt".into()];
+    let (started, staged) = os_update_events(&r1.input, &new);
+    let started = started.unwrap_or_else(|| panic!("no OSUpdateStarted"));
+    assert_eq!(started.reason, "OSUpdateStarted");
+    assert_eq!(started.note, "Upgrading OS; Changing kernel arguments");
+    let staged = staged.unwrap_or_else(|| panic!("no OSUpdateStaged"));
+    assert_eq!(
+        (staged.reason, staged.note.as_str(), staged.warning),
+        ("OSUpdateStaged", "Changes to OS staged", false)
+    );
+    // A realtime node keeps its kernel current on every update.
+    let mut old_rt = r1.input.clone();
+    old_rt.kernel_type = "realtime".into();
+    let mut new_rt = r2.input.clone();
+    new_rt.kernel_type = "realtime".into();
+    let (started, _) = os_update_events(&old_rt, &new_rt);
+    assert_eq!(
+        started.map(|e| e.note),
+        Some("Updating to a target config with realtime kernel".to_string())
+    );
+}

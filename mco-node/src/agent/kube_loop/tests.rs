@@ -571,3 +571,45 @@ async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
     assert_eq!(annos[DESIRED_DRAIN], json!("uncordon-r1"));
     server.abort();
 }
+
+#[tokio::test]
+async fn an_os_update_records_started_and_staged_around_the_apply() {
+    let (fake, _dir, root) = setup();
+    let mut r4 = machine_config(
+        "r4",
+        &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "1")],
+    );
+    r4["spec"]["osImageURL"] = json!("quay.io/ocp/os@sha256:cccc");
+    r4["spec"]["kernelArguments"] = json!(["nosmt"]);
+    lock(&fake).machine_configs.insert("r4".into(), r4);
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r4", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r4".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("drain-r4");
+    let second = agent.sync(node_of(&fake)).await;
+    assert_eq!(second.ok(), Some(Synced::Rebooting));
+    let _ = requests(&fake);
+    assert_eq!(
+        events(&fake),
+        vec![
+            "Cordon",
+            "Drain",
+            "OSUpdateStarted",
+            "OSUpdateStaged",
+            "Reboot"
+        ]
+    );
+    let notes: Vec<Value> = lock(&fake)
+        .events
+        .iter()
+        .map(|e| e.2["note"].clone())
+        .collect();
+    assert_eq!(notes[2], "Upgrading OS; Changing kernel arguments");
+    assert_eq!(notes[3], "Changes to OS staged");
+    drop(agent);
+    let _ = server.await;
+}
