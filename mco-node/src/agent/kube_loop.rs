@@ -179,6 +179,8 @@ pub struct Agent<H: Host> {
     recorder: kube::runtime::events::Recorder,
     /// The config on disk at the last sync (what the drift monitor watches).
     on_disk: Option<DesiredConfig>,
+    /// The config whose booted OS image was checked since the agent started.
+    os_checked: Option<String>,
 }
 
 /// Converts a Kubernetes object to this project's model through JSON.
@@ -235,6 +237,7 @@ impl<H: Host> Agent<H> {
             retry: None,
             written: None,
             on_disk: None,
+            os_checked: None,
         }
     }
 
@@ -490,6 +493,20 @@ impl<H: Host> Agent<H> {
                         node = self.write(&s, &node).await?;
                         continue;
                     }
+                }
+            }
+            // Once per start and config, as upstream validates the on-disk state at start-up:
+            // an idle node on its config is checked for the OS image it booted.
+            let idle_on_current = want == current.name() && node.current_config() == current.name();
+            if idle_on_current && found.is_empty() && self.os_checked.as_deref() != Some(&want) {
+                self.os_checked = Some(want.clone());
+                let done = Step::Done {
+                    current: want.clone(),
+                };
+                if let s @ Step::Degraded { .. } = self.check_booted_image(done, &node, &current) {
+                    tracing::warn!(node = %self.opts.node_name, step = ?s, "booted OS image");
+                    node = self.write(&s, &node).await?;
+                    continue;
                 }
             }
             let step = decide(&node, &current, desired.as_ref(), self.policies.as_ref());

@@ -613,3 +613,81 @@ async fn an_os_update_records_started_and_staged_around_the_apply() {
     drop(agent);
     let _ = server.await;
 }
+
+#[tokio::test]
+async fn an_idle_node_booted_into_another_image_is_degraded_at_start_up() {
+    const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
+    const BOOTED: &str = "quay.io/ocp/os@sha256:aaaa";
+    let mut r1 = machine_config("r1", &[("/etc/foo", "1")]);
+    r1["spec"]["osImageURL"] = json!(WANT);
+    let (_dir, root) = root_on(&r1);
+    std::fs::create_dir_all(root.base().join("run")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.base().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
+    let fake: Shared = Arc::new(Mutex::new(Fake::default()));
+    lock(&fake).machine_configs.insert("r1".into(), r1);
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut host = RecordingHost::new();
+    host.respond(
+        "rpm-ostree status --json",
+        &json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
+            "booted": true, "staged": false,
+            "container-image-reference": format!("ostree-unverified-registry:{BOOTED}")}],
+            "transaction": null})
+        .to_string(),
+    );
+    let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[STATE], "Degraded");
+    let reason = annos["machineconfiguration.openshift.io/reason"]
+        .as_str()
+        .unwrap_or("");
+    assert!(reason.contains(WANT) && reason.contains(BOOTED), "{reason}");
+    // Reported once: the next sync finds the node saying so and writes nothing.
+    let _ = requests(&fake);
+    let again = agent.sync(node_of(&fake)).await;
+    assert!(matches!(again, Ok(Synced::Idle(_))), "{again:?}");
+    assert!(requests(&fake).iter().all(|r| r.0 != "PATCH"));
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn an_idle_node_on_its_image_is_checked_once_and_left_alone() {
+    const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
+    let mut r1 = machine_config("r1", &[("/etc/foo", "1")]);
+    r1["spec"]["osImageURL"] = json!(WANT);
+    let (_dir, root) = root_on(&r1);
+    std::fs::create_dir_all(root.base().join("run")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.base().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
+    let fake: Shared = Arc::new(Mutex::new(Fake::default()));
+    lock(&fake).machine_configs.insert("r1".into(), r1);
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut host = RecordingHost::new();
+    host.respond(
+        "rpm-ostree status --json",
+        &json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
+            "booted": true, "staged": false,
+            "container-image-reference": format!("ostree-unverified-registry:{WANT}")}],
+            "transaction": null})
+        .to_string(),
+    );
+    let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
+    for _ in 0..3 {
+        let synced = agent.sync(node_of(&fake)).await;
+        assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    }
+    assert_eq!(agent.host().calls, ["rpm-ostree status --json"]);
+    assert!(requests(&fake).iter().all(|r| r.0 != "PATCH"));
+    drop(agent);
+    let _ = server.await;
+}
