@@ -407,6 +407,61 @@ impl<H: Host> Agent<H> {
         self.publish(events, node.metadata.uid.clone()).await;
     }
 
+    /// A bootstrapping node booted into another OS image than the config it joined on is
+    /// rebased to it and rebooted, the bootstrap left to finish on the next boot (upstream's
+    /// bootstrap pivot). `None` when the image matches, or cannot be told (the check before
+    /// Done reports that).
+    async fn bootstrap_pivot(
+        &mut self,
+        full: &DesiredConfig,
+        node: &Node,
+    ) -> Result<Option<Synced>, AgentError> {
+        let want = &full.input.os_image_url;
+        if want.is_empty() {
+            return Ok(None);
+        }
+        let booted = match crate::firstboot::read_booted_image(&self.root, &mut self.host) {
+            Ok(Some(b)) if b != *want => b,
+            Ok(_) => return Ok(None),
+            Err(e) => {
+                tracing::warn!("bootstrap: the booted OS image is unknown: {e}");
+                return Ok(None);
+            }
+        };
+        tracing::info!(from = %booted, to = %want, "bootstrap pivot required");
+        let mut old = full.clone();
+        old.input.os_image_url = booted;
+        let opts = ApplyOptions {
+            check_drift: false,
+            reboot: crate::apply::RebootMode::Deferred,
+            drained: true,
+            policies: self.policies.as_ref(),
+        };
+        let out = run_update(&self.root, &mut self.host, &old, full, opts, None);
+        for l in &out.log {
+            tracing::info!("{l}");
+        }
+        let step = match after_apply(&out) {
+            Some(s @ Step::Reboot { .. }) => s,
+            Some(s) => {
+                self.write(&s, node).await?;
+                return Ok(Some(Synced::Retrying));
+            }
+            None => return Ok(None),
+        };
+        self.write(&step, node).await?;
+        if let Err(e) = self.host.reboot() {
+            tracing::error!("reboot failed: {e}");
+            self.opts.metrics.reboot_failed();
+            let failed = Step::Degraded {
+                reason: "reboot command failed, something is seriously wrong".into(),
+            };
+            self.write(&failed, node).await?;
+            return Ok(Some(Synced::Retrying));
+        }
+        Ok(Some(Synced::Rebooting))
+    }
+
     /// Records `events` on the Node (`uid`: the Node's, when known); failures are only logged.
     async fn publish(&self, events: Vec<super::NodeEvent>, uid: Option<String>) {
         use kube::runtime::events::{Event, EventType};
@@ -465,6 +520,9 @@ impl<H: Host> Agent<H> {
                             "{config}, the config the node joined on, is not available"
                         )));
                     };
+                    if let Some(synced) = self.bootstrap_pivot(&full, &node).await? {
+                        return Ok(synced);
+                    }
                     crate::firstboot::finish_bootstrap(&self.root, &full)?;
                     tracing::info!(config = %config, "bootstrap finished: the config is on disk");
                     continue;

@@ -691,3 +691,68 @@ async fn an_idle_node_on_its_image_is_checked_once_and_left_alone() {
     drop(agent);
     let _ = server.await;
 }
+
+#[tokio::test]
+async fn a_machine_that_joined_on_another_os_image_pivots_before_finishing_the_bootstrap() {
+    use mco_render::serve::served::NODE_ANNOTATIONS_PATH;
+    const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
+    const BOOTED: &str = "quay.io/ocp/os@sha256:aaaa";
+    let mut r1 = machine_config("r1", &[("/etc/foo", "1")]);
+    r1["spec"]["osImageURL"] = json!(WANT);
+    // What Ignition left: the files, the node annotations; no currentconfig.
+    let (_dir, root) = root_on(&r1);
+    std::fs::remove_file(root.base().join("etc/machine-config-daemon/currentconfig"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        root.base()
+            .join(NODE_ANNOTATIONS_PATH.trim_start_matches('/')),
+        json!({CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done"}).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(root.base().join("run")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.base().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
+    let status = |image: &str| {
+        json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
+            "booted": true, "staged": false,
+            "container-image-reference": format!("ostree-unverified-registry:{image}")}],
+            "transaction": null})
+        .to_string()
+    };
+    let fake: Shared = Arc::new(Mutex::new(Fake::default()));
+    lock(&fake).machine_configs.insert("r1".into(), r1);
+    lock(&fake).node = kube_node(json!({}));
+    let (client, server) = fake_client(fake.clone());
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(BOOTED));
+    let mut agent = Agent::new(client.clone(), root.clone(), host, AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(synced.ok(), Some(Synced::Rebooting));
+    let calls = agent.host().calls.clone();
+    let rebase = format!("rpm-ostree rebase --experimental ostree-unverified-registry:{WANT}");
+    assert!(calls.contains(&rebase), "{calls:?}");
+    assert_eq!(
+        calls.last().map(String::as_str),
+        Some("reboot"),
+        "{calls:?}"
+    );
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[CURRENT_CONFIG], "r1");
+    assert_eq!(annos[super::super::POST_CONFIG_ACTION], "Rebooting");
+    assert!(
+        root.exists(NODE_ANNOTATIONS_PATH).unwrap_or(false),
+        "the bootstrap finishes after the reboot"
+    );
+
+    // Booted into the image: the bootstrap finishes and the node completes.
+    drop(agent);
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(WANT));
+    let mut agent = Agent::new(client, root.clone(), host, AgentOptions::new("w1"));
+    let _ = agent.sync(node_of(&fake)).await;
+    assert!(!root.exists(NODE_ANNOTATIONS_PATH).unwrap_or(true));
+    assert!(!agent.host().calls.iter().any(|c| c.contains("rebase")));
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[super::super::POST_CONFIG_ACTION], "");
+    drop(agent);
+    let _ = server.await;
+}
