@@ -449,17 +449,24 @@ impl<H: Host> Agent<H> {
             }
             None => return Ok(None),
         };
-        self.write(&step, node).await?;
+        self.reboot(&step, node).await.map(Some)
+    }
+
+    /// Marks the node Rebooting (`step`, a [`Step::Reboot`]) and reboots the host; a reboot
+    /// command that fails degrades the node (upstream's message) and is retried.
+    async fn reboot(&mut self, step: &Step, node: &Node) -> Result<Synced, AgentError> {
+        let node = self.write(step, node).await?;
+        tracing::info!(?step, "rebooting");
         if let Err(e) = self.host.reboot() {
             tracing::error!("reboot failed: {e}");
             self.opts.metrics.reboot_failed();
             let failed = Step::Degraded {
                 reason: "reboot command failed, something is seriously wrong".into(),
             };
-            self.write(&failed, node).await?;
-            return Ok(Some(Synced::Retrying));
+            self.write(&failed, &node).await?;
+            return Ok(Synced::Retrying);
         }
-        Ok(Some(Synced::Rebooting))
+        Ok(Synced::Rebooting)
     }
 
     /// Records `events` on the Node (`uid`: the Node's, when known); failures are only logged.
@@ -605,33 +612,23 @@ impl<H: Host> Agent<H> {
                     }
                     let applied = after_apply(&out);
                     if matches!(applied, None | Some(Step::Reboot { .. })) {
+                        // Committed.
                         self.publish(staged.into_iter().collect(), uid).await;
-                    }
-                    if force && matches!(applied, None | Some(Step::Reboot { .. })) {
-                        let mut dirty = std::collections::BTreeSet::new();
-                        self.root.remove(FORCE_FILE, &mut dirty)?;
-                    }
-                    if matches!(applied, None | Some(Step::Reboot { .. })) {
+                        if force {
+                            let mut dirty = std::collections::BTreeSet::new();
+                            self.root.remove(FORCE_FILE, &mut dirty)?;
+                        }
                         self.report(&step, &node).await;
                     }
                     match applied {
                         None => self.retry = None,
                         Some(s @ Step::Reboot { .. }) => {
                             self.retry = None;
-                            node = self.write(&s, &node).await?;
-                            tracing::info!(config = %want, "rebooting");
-                            if let Err(e) = self.host.reboot() {
-                                tracing::error!("reboot failed: {e}");
-                                self.opts.metrics.reboot_failed();
-                                let failed = Step::Degraded {
-                                    reason: "reboot command failed, something is seriously wrong"
-                                        .into(),
-                                };
-                                self.write(&failed, &node).await?;
+                            let synced = self.reboot(&s, &node).await?;
+                            if synced == Synced::Retrying {
                                 self.retry = Some((want, Instant::now() + self.opts.retry_after));
-                                return Ok(Synced::Retrying);
                             }
-                            return Ok(Synced::Rebooting);
+                            return Ok(synced);
                         }
                         Some(s) => {
                             tracing::error!(?s, "update failed");
