@@ -174,3 +174,67 @@ fn daemonset_command_is_accepted() {
     assert!(!err.contains("Usage:"), "{cmd:?}: {err}");
     assert!(err.contains("NODE_NAME"), "{cmd:?}: {err}");
 }
+
+/// The arguments the first-boot unit template passes after the image name.
+fn firstboot_unit_args() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../templates/common/_base/units/machine-config-daemon-firstboot.service.yaml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("ExecStart="))
+        .unwrap();
+    let after = line
+        .split("firstboot-complete-machineconfig")
+        .nth(1)
+        .unwrap();
+    std::iter::once("firstboot-complete-machineconfig".to_string())
+        .chain(after.split_whitespace().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_first_boot_unit_applies_the_encapsulated_config_and_reboots() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    common::seed_users(&root);
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::write(root.join("proc/cmdline"), "root=UUID=1 rw\n").unwrap();
+    let mc = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "rendered-worker-1"},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}}, "kernelArguments": ["nosmt"]}
+    });
+    std::fs::write(
+        root.join("etc/ignition-machine-config-encapsulated.json"),
+        mc.to_string(),
+    )
+    .unwrap();
+    // The unit's own arguments, with the root and a printing host for the test.
+    let mut args = firstboot_unit_args();
+    assert_eq!(
+        args[1..],
+        ["--root", "/rootfs", "--host", "nsenter"],
+        "{args:?}"
+    );
+    args[2] = root.to_str().unwrap().into();
+    args[4] = "print".into();
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("rebooting"), "{stdout}");
+    assert!(
+        stderr.contains("rpm-ostree kargs --append=nosmt"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("host (not run): reboot"), "{stderr}");
+    assert!(root
+        .join("etc/ignition-machine-config-encapsulated.json.bak")
+        .exists());
+    // Run again (the unit's condition would skip it): nothing left to do.
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already complete"));
+}
