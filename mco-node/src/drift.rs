@@ -195,88 +195,78 @@ pub fn reason(config: &str, found: &[Drift]) -> String {
     )
 }
 
-/// Every path [`check`] compares for `config`: its files, its units' drop-ins and contents.
-pub fn checked_paths(config: &Config) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = config
+/// What one checked path must hold.
+enum Expected<'a> {
+    /// A config file (contents, mode and owner as the update writes them).
+    File(&'a mco_ignition::model::File),
+    /// A unit or drop-in with these contents (mode 0644).
+    Unit(&'a str),
+    /// A masked unit: a symlink to /dev/null.
+    Masked,
+}
+
+/// Every path [`check`] compares, with what it must hold: the config's files (except the CA
+/// bundles the certificate writer rewrites, [`crate::certs::DRIFT_IGNORED`], upstream's
+/// getFilesToIgnore), its units' non-empty drop-ins, and its masked or non-empty units.
+fn expected(config: &Config) -> Vec<(String, Expected<'_>)> {
+    let mut out: Vec<(String, Expected<'_>)> = config
         .storage
         .files
         .iter()
-        .map(|f| f.path.clone())
-        .filter(|p| !crate::certs::DRIFT_IGNORED.contains(&p.as_str()))
+        .filter(|f| !crate::certs::DRIFT_IGNORED.contains(&f.path.as_str()))
+        .map(|f| (f.path.clone(), Expected::File(f)))
         .collect();
     for u in &config.systemd.units {
         for d in &u.dropins {
-            if d.contents.as_deref().is_some_and(|c| !c.is_empty()) {
-                out.insert(dropin_path(&u.name, &d.name));
+            if let Some(c) = non_empty(&d.contents) {
+                out.push((dropin_path(&u.name, &d.name), Expected::Unit(c)));
             }
         }
-        if u.mask == Some(true) || u.contents.as_deref().is_some_and(|c| !c.is_empty()) {
-            out.insert(unit_path(&u.name));
+        if u.mask == Some(true) {
+            out.push((unit_path(&u.name), Expected::Masked));
+        } else if let Some(c) = non_empty(&u.contents) {
+            out.push((unit_path(&u.name), Expected::Unit(c)));
         }
     }
     out
 }
 
-/// Compares the files and units of `config` with the disk (except the CA bundles the
-/// certificate writer rewrites, [`crate::certs::DRIFT_IGNORED`]).
+fn non_empty(c: &Option<String>) -> Option<&str> {
+    c.as_deref().filter(|c| !c.is_empty())
+}
+
+/// Every path [`check`] compares for `config`.
+pub fn checked_paths(config: &Config) -> BTreeSet<String> {
+    expected(config).into_iter().map(|(p, _)| p).collect()
+}
+
+/// Compares the files and units of `config` with the disk.
 pub fn check(root: &HostRoot, config: &Config) -> Vec<Drift> {
-    let mut out = Vec::new();
-    let mut push = |path: &str, kind: Option<DriftKind>| {
-        if let Some(kind) = kind {
-            out.push(Drift {
-                path: path.into(),
-                kind,
-            });
-        }
+    let unchecked = |e: &dyn std::fmt::Display| {
+        Some(DriftKind::Unchecked {
+            cause: e.to_string(),
+        })
     };
-    for f in &config.storage.files {
-        // The certificate writer owns these once the node runs (upstream's
-        // getFilesToIgnore): their bytes follow the ControllerConfig, not the config.
-        if crate::certs::DRIFT_IGNORED.contains(&f.path.as_str()) {
-            continue;
-        }
-        match desired_file(root, f) {
-            Ok(want) => push(
-                &f.path,
-                check_bytes(root, &f.path, &want.data, want.mode, Some(want.owner)),
-            ),
-            Err(e) => push(
-                &f.path,
-                Some(DriftKind::Unchecked {
-                    cause: e.to_string(),
-                }),
-            ),
-        }
-    }
-    for u in &config.systemd.units {
-        for d in &u.dropins {
-            if let Some(c) = d.contents.as_deref().filter(|c| !c.is_empty()) {
-                let p = dropin_path(&u.name, &d.name);
-                push(&p, check_bytes(root, &p, c.as_bytes(), 0o644, None));
-            }
-        }
-        let p = unit_path(&u.name);
-        if u.mask == Some(true) {
-            match root.entry(&p) {
-                Ok(Entry::Symlink { target }) if target.as_os_str() == DEV_NULL => {}
-                Ok(e) => push(
-                    &p,
-                    Some(DriftKind::NotMasked {
+    expected(config)
+        .into_iter()
+        .filter_map(|(path, want)| {
+            let kind = match want {
+                Expected::File(f) => match desired_file(root, f) {
+                    Ok(w) => check_bytes(root, &path, &w.data, w.mode, Some(w.owner)),
+                    Err(e) => unchecked(&e),
+                },
+                Expected::Unit(c) => check_bytes(root, &path, c.as_bytes(), 0o644, None),
+                Expected::Masked => match root.entry(&path) {
+                    Ok(Entry::Symlink { target }) if target.as_os_str() == DEV_NULL => None,
+                    Ok(e) => Some(DriftKind::NotMasked {
                         found: describe(&e),
                     }),
-                ),
-                Err(e) => push(
-                    &p,
-                    Some(DriftKind::Unchecked {
-                        cause: e.to_string(),
-                    }),
-                ),
-            }
-        } else if let Some(c) = u.contents.as_deref().filter(|c| !c.is_empty()) {
-            push(&p, check_bytes(root, &p, c.as_bytes(), 0o644, None));
-        }
-    }
-    out
+                    Err(e) => unchecked(&e),
+                },
+            };
+            kind.map(|kind| Drift { path, kind })
+        })
+        .collect()
 }
 
 #[cfg(test)]

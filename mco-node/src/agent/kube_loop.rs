@@ -545,7 +545,8 @@ impl<H: Host> Agent<H> {
                 self.on_disk = Some(current.clone());
             }
             let force = self.root.exists(FORCE_FILE)?;
-            let found = if want == current.name() && node.current_config() == current.name() {
+            let idle_on_current = want == current.name() && node.current_config() == current.name();
+            let found = if idle_on_current {
                 crate::drift::check(&self.root, &current.input.config)
             } else {
                 Vec::new()
@@ -562,7 +563,6 @@ impl<H: Host> Agent<H> {
             }
             // Once per start and config, as upstream validates the on-disk state at start-up:
             // an idle node on its config is checked for the OS image it booted.
-            let idle_on_current = want == current.name() && node.current_config() == current.name();
             if idle_on_current && found.is_empty() && self.os_checked.as_deref() != Some(&want) {
                 self.os_checked = Some(want.clone());
                 let done = Step::Done {
@@ -594,7 +594,6 @@ impl<H: Host> Agent<H> {
                     }
                     tracing::info!(from = current.name(), to = %want, "applying");
                     // The force file skips the drift check once (upstream's), and goes.
-                    let force = self.root.exists(FORCE_FILE)?;
                     let opts = ApplyOptions {
                         check_drift: !force,
                         reboot: crate::apply::RebootMode::Deferred,

@@ -142,6 +142,21 @@ fn node_of(f: &Shared) -> Node {
 }
 
 /// A root already on `r1` (applied without a cluster).
+/// Marks `root` an rpm-ostree host (`/run/ostree-booted`).
+fn rpm_ostree_host(root: &std::path::Path) {
+    std::fs::create_dir_all(root.join("run")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `rpm-ostree status --json` of a host booted into `image`.
+fn booted_status(image: &str) -> String {
+    json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
+        "booted": true, "staged": false,
+        "container-image-reference": format!("ostree-unverified-registry:{image}")}],
+        "transaction": null})
+    .to_string()
+}
+
 fn root_on(mc: &Value) -> (tempfile::TempDir, HostRoot) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("root: {e}"));
@@ -512,15 +527,7 @@ async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
     );
     assert!(written.is_ok(), "{written:?}");
     // An rpm-ostree host.
-    std::fs::create_dir_all(dir.path().join("run")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(dir.path().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
-    let status = |image: &str| {
-        json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
-            "booted": true, "staged": false,
-            "container-image-reference": format!("ostree-unverified-registry:{image}")}],
-            "transaction": null})
-        .to_string()
-    };
+    rpm_ostree_host(dir.path());
     let fake: Shared = Arc::new(Mutex::new(Fake::default()));
     lock(&fake).machine_configs.insert("r1".into(), r1);
     // Back from the reboot into r1: the drain done, no uncordon asked yet.
@@ -530,7 +537,7 @@ async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
     }));
     let (client, server) = fake_client(fake.clone());
     let mut host = RecordingHost::new();
-    host.respond("rpm-ostree status --json", &status(BOOTED));
+    host.respond("rpm-ostree status --json", &booted_status(BOOTED));
     let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
 
     let synced = agent.sync(node_of(&fake)).await;
@@ -564,7 +571,7 @@ async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
     agent.host.outputs.clear();
     agent
         .host
-        .respond("rpm-ostree status --json", &status(WANT));
+        .respond("rpm-ostree status --json", &booted_status(WANT));
     let synced = agent.sync(node_of(&fake)).await;
     assert_eq!(synced.ok(), Some(Synced::Waiting("uncordon-r1".into())));
     let annos = lock(&fake).node["metadata"]["annotations"].clone();
@@ -614,31 +621,29 @@ async fn an_os_update_records_started_and_staged_around_the_apply() {
     let _ = server.await;
 }
 
-#[tokio::test]
-async fn an_idle_node_booted_into_another_image_is_degraded_at_start_up() {
-    const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
-    const BOOTED: &str = "quay.io/ocp/os@sha256:aaaa";
+/// An rpm-ostree host Done and uncordoned on r1, whose osImageURL is `image`.
+fn idle_on_image(image: &str) -> (Shared, tempfile::TempDir, HostRoot) {
     let mut r1 = machine_config("r1", &[("/etc/foo", "1")]);
-    r1["spec"]["osImageURL"] = json!(WANT);
-    let (_dir, root) = root_on(&r1);
-    std::fs::create_dir_all(root.base().join("run")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(root.base().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
+    r1["spec"]["osImageURL"] = json!(image);
+    let (dir, root) = root_on(&r1);
+    rpm_ostree_host(root.base());
     let fake: Shared = Arc::new(Mutex::new(Fake::default()));
     lock(&fake).machine_configs.insert("r1".into(), r1);
     lock(&fake).node = kube_node(json!({
         CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
         DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
     }));
+    (fake, dir, root)
+}
+
+#[tokio::test]
+async fn an_idle_node_booted_into_another_image_is_degraded_at_start_up() {
+    const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
+    const BOOTED: &str = "quay.io/ocp/os@sha256:aaaa";
+    let (fake, _dir, root) = idle_on_image(WANT);
     let (client, server) = fake_client(fake.clone());
     let mut host = RecordingHost::new();
-    host.respond(
-        "rpm-ostree status --json",
-        &json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
-            "booted": true, "staged": false,
-            "container-image-reference": format!("ostree-unverified-registry:{BOOTED}")}],
-            "transaction": null})
-        .to_string(),
-    );
+    host.respond("rpm-ostree status --json", &booted_status(BOOTED));
     let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
     let synced = agent.sync(node_of(&fake)).await;
     assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
@@ -660,27 +665,10 @@ async fn an_idle_node_booted_into_another_image_is_degraded_at_start_up() {
 #[tokio::test]
 async fn an_idle_node_on_its_image_is_checked_once_and_left_alone() {
     const WANT: &str = "quay.io/ocp/os@sha256:bbbb";
-    let mut r1 = machine_config("r1", &[("/etc/foo", "1")]);
-    r1["spec"]["osImageURL"] = json!(WANT);
-    let (_dir, root) = root_on(&r1);
-    std::fs::create_dir_all(root.base().join("run")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(root.base().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
-    let fake: Shared = Arc::new(Mutex::new(Fake::default()));
-    lock(&fake).machine_configs.insert("r1".into(), r1);
-    lock(&fake).node = kube_node(json!({
-        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
-        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
-    }));
+    let (fake, _dir, root) = idle_on_image(WANT);
     let (client, server) = fake_client(fake.clone());
     let mut host = RecordingHost::new();
-    host.respond(
-        "rpm-ostree status --json",
-        &json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
-            "booted": true, "staged": false,
-            "container-image-reference": format!("ostree-unverified-registry:{WANT}")}],
-            "transaction": null})
-        .to_string(),
-    );
+    host.respond("rpm-ostree status --json", &booted_status(WANT));
     let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
     for _ in 0..3 {
         let synced = agent.sync(node_of(&fake)).await;
@@ -709,21 +697,13 @@ async fn a_machine_that_joined_on_another_os_image_pivots_before_finishing_the_b
         json!({CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done"}).to_string(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir_all(root.base().join("run")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(root.base().join("run/ostree-booted"), "").unwrap_or_else(|e| panic!("{e}"));
-    let status = |image: &str| {
-        json!({"deployments": [{"id": "rhcos-1.0", "osname": "rhcos", "checksum": "1",
-            "booted": true, "staged": false,
-            "container-image-reference": format!("ostree-unverified-registry:{image}")}],
-            "transaction": null})
-        .to_string()
-    };
+    rpm_ostree_host(root.base());
     let fake: Shared = Arc::new(Mutex::new(Fake::default()));
     lock(&fake).machine_configs.insert("r1".into(), r1);
     lock(&fake).node = kube_node(json!({}));
     let (client, server) = fake_client(fake.clone());
     let mut host = RecordingHost::new();
-    host.respond("rpm-ostree status --json", &status(BOOTED));
+    host.respond("rpm-ostree status --json", &booted_status(BOOTED));
     let mut agent = Agent::new(client.clone(), root.clone(), host, AgentOptions::new("w1"));
     let synced = agent.sync(node_of(&fake)).await;
     assert_eq!(synced.ok(), Some(Synced::Rebooting));
@@ -746,7 +726,7 @@ async fn a_machine_that_joined_on_another_os_image_pivots_before_finishing_the_b
     // Booted into the image: the bootstrap finishes and the node completes.
     drop(agent);
     let mut host = RecordingHost::new();
-    host.respond("rpm-ostree status --json", &status(WANT));
+    host.respond("rpm-ostree status --json", &booted_status(WANT));
     let mut agent = Agent::new(client, root.clone(), host, AgentOptions::new("w1"));
     let _ = agent.sync(node_of(&fake)).await;
     assert!(!root.exists(NODE_ANNOTATIONS_PATH).unwrap_or(true));
