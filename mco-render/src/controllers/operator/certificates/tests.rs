@@ -3,46 +3,18 @@
 use super::*;
 
 /// Self-signed test certificates (openssl, P-256), subjects `OU=openshift, CN=<name>`.
-const KUBE_APISERVER_TO_KUBELET_SIGNER: &str = "\
------BEGIN CERTIFICATE-----\n\
-MIIB0jCCAXmgAwIBAgIUXnBdbjhArkpbc0eUZV/Efxiep7IwCgYIKoZIzj0EAwIw\n\
-PzESMBAGA1UECwwJb3BlbnNoaWZ0MSkwJwYDVQQDDCBrdWJlLWFwaXNlcnZlci10\n\
-by1rdWJlbGV0LXNpZ25lcjAeFw0yNjEyMDExMjUwMDdaFw0zNjExMjgxMjUwMDda\n\
-MD8xEjAQBgNVBAsMCW9wZW5zaGlmdDEpMCcGA1UEAwwga3ViZS1hcGlzZXJ2ZXIt\n\
-dG8ta3ViZWxldC1zaWduZXIwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQxKeuZ\n\
-NMC+qUEyohjI4IOVN+/t90Mja0oUOJAcF1ef4NqJCkwgjokkEHxJXFn02Tivkjjq\n\
-fEC/xUCeS7bglrx7o1MwUTAdBgNVHQ4EFgQUzzLRqxw9Pv3mAGnhJ/2ZWerBOEww\n\
-HwYDVR0jBBgwFoAUzzLRqxw9Pv3mAGnhJ/2ZWerBOEwwDwYDVR0TAQH/BAUwAwEB\n\
-/zAKBggqhkjOPQQDAgNHADBEAiAdU+6HklAUd7iVZfL3IaVQGmeQZe4G9MGaeeH8\n\
-vEdSAwIgf9PpPR3fAX7nPUcO4nJP7XzIFwxavfBU7t1Cdayirxs=\n\
------END CERTIFICATE-----\n\
-";
-const OTHER_SIGNER: &str = "\
------BEGIN CERTIFICATE-----\n\
-MIIBqjCCAVGgAwIBAgIUVxrBor/VeMXUSUNCKpFhkP4mKRwwCgYIKoZIzj0EAwIw\n\
-KzESMBAGA1UECwwJb3BlbnNoaWZ0MRUwEwYDVQQDDAxvdGhlci1zaWduZXIwHhcN\n\
-MjYxMjAxMTI1MDA3WhcNMzYxMTI4MTI1MDA3WjArMRIwEAYDVQQLDAlvcGVuc2hp\n\
-ZnQxFTATBgNVBAMMDG90aGVyLXNpZ25lcjBZMBMGByqGSM49AgEGCCqGSM49AwEH\n\
-A0IABEkAjjMO/fFZLD8Hs9lYAF+48y8MrIKFgwJngOTMIX0WsL4Ah69X2d9eY1pM\n\
-Q9qRfg+K2hmFnki44zCsG63DGyijUzBRMB0GA1UdDgQWBBSaPpCfJAKCfc+u0CIW\n\
-JahpRWRfBjAfBgNVHSMEGDAWgBSaPpCfJAKCfc+u0CIWJahpRWRfBjAPBgNVHRMB\n\
-Af8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCIG4vnSvWEkIYKH5lkZ00K6m46+kn\n\
-hTsdHgYGxdgVZHkBAiAutQkYwIyhlfYPK4GFF+QWNoVhj4nNnTuF98lNa5SuAA==\n\
------END CERTIFICATE-----\n\
-";
-const NEW_SIGNER: &str = "\
------BEGIN CERTIFICATE-----\n\
-MIIBpzCCAU2gAwIBAgIULPkvPERcMCy4YeKVo4Z87NKNPwQwCgYIKoZIzj0EAwIw\n\
-KTESMBAGA1UECwwJb3BlbnNoaWZ0MRMwEQYDVQQDDApuZXctc2lnbmVyMB4XDTI2\n\
-MTIwMTEyNTAwN1oXDTM2MTEyODEyNTAwN1owKTESMBAGA1UECwwJb3BlbnNoaWZ0\n\
-MRMwEQYDVQQDDApuZXctc2lnbmVyMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n\
-n4/pJBPhTTQLiYExvl4y80bzG+dyG/iMOrJq8G1Az5lGUtbVOIbL0MXq7QSOCSgG\n\
-5UYRHvcqP57msupWi6QHrKNTMFEwHQYDVR0OBBYEFOnMfOfCBNnbA6MJvNbZ1hcb\n\
-3fkeMB8GA1UdIwQYMBaAFOnMfOfCBNnbA6MJvNbZ1hcb3fkeMA8GA1UdEwEB/wQF\n\
-MAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIhAMouAsQulBYwuJ7Yko5YgnZYYMyFaeNS\n\
-iG+NKoGC6+NxAiBGA9NIP4DZ2Pl8wYCH2adDuuL+sB20/Tm3HtHfvxJBbA==\n\
------END CERTIFICATE-----\n\
-";
+const KUBE_APISERVER_TO_KUBELET_SIGNER: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/certs/kube-apiserver-to-kubelet-signer.pem"
+));
+const OTHER_SIGNER: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/certs/other-signer.pem"
+));
+const NEW_SIGNER: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../testdata/certs/new-signer.pem"
+));
 
 fn cm(r: (&str, &str), data: Value) -> (ConfigMapRef, Value) {
     (
