@@ -148,7 +148,7 @@ pub fn read_booted_image(
     root: &HostRoot,
     host: &mut dyn Host,
 ) -> Result<Option<String>, FirstbootError> {
-    use crate::rpm_ostree::{parse_status, status_args, OSTREE_BOOTED};
+    use crate::rpm_ostree::{query, OSTREE_BOOTED};
     if !root.exists(OSTREE_BOOTED)? {
         return Ok(None);
     }
@@ -156,8 +156,7 @@ pub fn read_booted_image(
         config: "the booted deployment".into(),
         reason,
     };
-    let text = host.rpm_ostree_output(&status_args())?;
-    let status = parse_status(&text).map_err(failed)?;
+    let status = query(host).map_err(|e| failed(e.to_string()))?;
     status.booted().map_err(failed)?.image().map_err(failed)
 }
 

@@ -58,6 +58,23 @@ pub struct Deployment {
     pub requested_base_removals: Vec<String>,
 }
 
+/// `rpm-ostree status --json` could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The command failed.
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
+    /// Its output did not parse.
+    #[error("{0}")]
+    Parse(String),
+}
+
+/// Runs `rpm-ostree status --json` on `host` and parses it.
+pub fn query(host: &mut dyn crate::host::Host) -> Result<Status, StatusError> {
+    let text = host.rpm_ostree_output(&status_args())?;
+    parse_status(&text).map_err(StatusError::Parse)
+}
+
 /// Parses `rpm-ostree status --json`.
 pub fn parse_status(text: &str) -> Result<Status, String> {
     serde_json::from_str(text)

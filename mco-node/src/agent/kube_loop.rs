@@ -24,7 +24,7 @@ use crate::desired_config::{rendered_input, DesiredConfig, LoadError};
 use crate::drift::FORCE_FILE;
 use crate::host::Host;
 use crate::root::HostRoot;
-use crate::rpm_ostree::{parse_status, status_args, OSTREE_BOOTED};
+use crate::rpm_ostree::OSTREE_BOOTED;
 use crate::state::read_current;
 
 /// The MachineConfig resource (cluster-scoped, `machineconfiguration.openshift.io/v1`).
@@ -661,11 +661,7 @@ impl<H: Host> Agent<H> {
         {
             return step;
         }
-        let status = self
-            .host
-            .rpm_ostree_output(&status_args())
-            .map_err(|e| e.to_string())
-            .and_then(|text| parse_status(&text));
+        let status = crate::rpm_ostree::query(&mut self.host).map_err(|e| e.to_string());
         super::os_check::before_completing(&step, node, current, Some(status)).unwrap_or(step)
     }
 

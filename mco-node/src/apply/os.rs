@@ -319,8 +319,10 @@ fn os_err(e: impl std::fmt::Display) -> ApplyError {
 }
 
 fn query_status(host: &mut dyn Host) -> Result<Status, ApplyError> {
-    let text = host.rpm_ostree_output(&rpm_ostree::status_args())?;
-    rpm_ostree::parse_status(&text).map_err(os_err)
+    rpm_ostree::query(host).map_err(|e| match e {
+        rpm_ostree::StatusError::Host(h) => ApplyError::Host(h),
+        rpm_ostree::StatusError::Parse(p) => os_err(p),
+    })
 }
 
 /// Carries out `u`, logging each step. The extracted content and the repo are removed
