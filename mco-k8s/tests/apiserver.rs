@@ -428,3 +428,46 @@ async fn evictions_carry_delete_options_and_clients_are_counted() {
         "{counts:?}"
     );
 }
+
+#[tokio::test]
+async fn rules_restricted_to_names_grant_only_requests_naming_them() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use support::rbac::ungranted;
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client_as("reader");
+    let cms: Api<ConfigMap> = Api::namespaced(client, "ns");
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "kubeconfig-data", "namespace": "ns"}}))
+            .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    cms.list(&ListParams::default().fields("metadata.name=kubeconfig-data"))
+        .await
+        .unwrap();
+    let requests = server.store.requests_named(Some("reader"));
+    let named = |n: &str| Some(n.to_string());
+    assert_eq!(
+        requests.get("LIST configmaps").cloned().unwrap_or_default(),
+        [named("kubeconfig-data")].into_iter().collect()
+    );
+    assert_eq!(
+        requests.get("POST configmaps").cloned().unwrap_or_default(),
+        [None].into_iter().collect()
+    );
+    let by_name = json!({"apiGroups": [""], "resources": ["configmaps"],
+        "verbs": ["create", "list"], "resourceNames": ["kubeconfig-data"]});
+    // A create names no object: a rule restricted to names never grants it.
+    assert_eq!(
+        ungranted(&requests, std::slice::from_ref(&by_name)),
+        ["create configmaps None (group \"\")"]
+    );
+    // A list of everything is not a list of the named object.
+    cms.list(&ListParams::default()).await.unwrap();
+    let requests = server.store.requests_named(Some("reader"));
+    let creator = json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]});
+    assert_eq!(
+        ungranted(&requests, &[by_name.clone(), creator.clone()]),
+        ["list configmaps None (group \"\")"]
+    );
+    let lister = json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]});
+    assert!(ungranted(&requests, &[by_name, creator, lister]).is_empty());
+}

@@ -153,7 +153,7 @@ async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
     let requests = server.store.request_counts();
     assert!(requests.contains_key("POST pods/eviction"), "{requests:?}");
     let missing = rbac::ungranted(
-        &requests,
+        &server.store.requests_named(None),
         &rbac::cluster_role_rules("machine-config-controller"),
     );
     assert!(

@@ -817,7 +817,7 @@ async fn the_binary_deploys_through_a_kubeconfig() {
     assert_eq!(condition(&available, "Available")["status"], "True");
     // Everything the binary asked for, its ClusterRole in manifests/ grants.
     let missing = rbac::ungranted(
-        &store.request_counts(),
+        &store.requests_named(None),
         &rbac::cluster_role_rules("machine-config-operator"),
     );
     assert!(

@@ -19,7 +19,6 @@ use mco_render::api::MachineConfig;
 use mco_render::api::Node;
 use mco_render::RenderOptions;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::time::Duration;
 use support::apiserver::ApiServer;
 use support::cluster::{decode, expected_rendered, seed_examples};
@@ -215,11 +214,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         ("machine-config-daemon (master-0)", "machine-config-daemon"),
         ("machine-config-controller", "machine-config-controller"),
     ] {
-        let requests: BTreeMap<String, u64> = by_agent
-            .iter()
-            .filter(|((a, _), _)| a == agent)
-            .map(|((_, what), n)| (what.clone(), *n))
-            .collect();
+        let requests = server.store.requests_named(Some(agent));
         assert!(!requests.is_empty(), "{agent} made no request");
         let missing = support::rbac::ungranted(&requests, &support::rbac::cluster_role_rules(role));
         assert!(
@@ -698,12 +693,9 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     assert_eq!(p["spec"]["configuration"]["name"], target.as_str());
     writer.abort();
     // The agent's requests are all granted by its ClusterRole.
-    let by_agent = server.store.request_counts_by_agent();
-    let requests: BTreeMap<String, u64> = by_agent
-        .iter()
-        .filter(|((a, _), _)| a == "machine-config-daemon (worker-new)")
-        .map(|((_, what), n)| (what.clone(), *n))
-        .collect();
+    let requests = server
+        .store
+        .requests_named(Some("machine-config-daemon (worker-new)"));
     let missing = support::rbac::ungranted(
         &requests,
         &support::rbac::cluster_role_rules("machine-config-daemon"),

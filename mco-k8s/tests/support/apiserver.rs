@@ -59,7 +59,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -529,6 +529,8 @@ struct Inner {
     evictions: Vec<Key>,
     requests: BTreeMap<String, u64>,
     agent_requests: BTreeMap<(String, String), u64>,
+    /// The object names each client's requests named (see [`Store::requests_named`]).
+    agent_names: BTreeMap<(String, String), BTreeSet<Option<String>>>,
     kubelet: Kubelet,
     terminating: BTreeMap<Key, Termination>,
 }
@@ -634,6 +636,26 @@ impl Store {
     /// [`Store::request_counts`] counts).
     pub fn request_counts_by_agent(&self) -> BTreeMap<(String, String), u64> {
         self.lock().agent_requests.clone()
+    }
+
+    /// The requests served so far (by all clients, or by the one with User-Agent `agent`),
+    /// keyed as [`Store::request_counts`] keys them, with the object name each one named:
+    /// the name in its path, or for a list or watch the `metadata.name` its field selector
+    /// requires (as the API server's request info takes it for authorization, where a rule's
+    /// `resourceNames` apply). `None`: no name (a create, a list of everything).
+    pub fn requests_named(
+        &self,
+        agent: Option<&str>,
+    ) -> BTreeMap<String, BTreeSet<Option<String>>> {
+        let mut out: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
+        for ((a, what), names) in &self.lock().agent_names {
+            if agent.is_none_or(|want| want == a) {
+                out.entry(what.clone())
+                    .or_default()
+                    .extend(names.iter().cloned());
+            }
+        }
+        out
     }
 
     /// Sets how terminating pods end (from now on, for the pods terminating already too).
@@ -1537,6 +1559,11 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
         let what = format!("{method} {path}");
         let mut inner = store.lock();
         *inner.requests.entry(what.clone()).or_default() += 1;
+        inner
+            .agent_names
+            .entry((agent.clone(), what.clone()))
+            .or_default()
+            .insert(None);
         *inner
             .agent_requests
             .entry((agent.clone(), what))
@@ -1572,7 +1599,21 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
             None if t.name.is_none() && method == Method::GET => format!("LIST {}", def.plural),
             None => format!("{method} {}", def.plural),
         };
+        // The name authorization sees: the path's, or a list's or watch's exact
+        // `metadata.name` field selector.
+        let name = t.name.clone().or_else(|| {
+            parse_selector(q.get("fieldSelector").map_or("", |s| s), false)
+                .ok()?
+                .into_iter()
+                .find(|(k, op, _)| k == "metadata.name" && op == "=")
+                .map(|(_, _, v)| v)
+        });
         *inner.requests.entry(what.clone()).or_default() += 1;
+        inner
+            .agent_names
+            .entry((agent.clone(), what.clone()))
+            .or_default()
+            .insert(name);
         *inner.agent_requests.entry((agent, what)).or_default() += 1;
     }
     let ns = t.namespace.clone().unwrap_or_default();

@@ -3,7 +3,7 @@
 
 use super::apiserver::resource;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The rules of the ClusterRole `name` in manifests/02-rbac.yaml.
 pub fn cluster_role_rules(name: &str) -> Vec<Value> {
@@ -34,11 +34,27 @@ fn has(list: &Value, item: &str) -> bool {
         .is_some_and(|a| a.iter().any(|v| v == item || v == "*"))
 }
 
-/// The requests (as the server counts them: `METHOD plural[/subresource]`) that no rule of
-/// `rules` allows.
-pub fn ungranted(requests: &BTreeMap<String, u64>, rules: &[Value]) -> Vec<String> {
+/// Whether `rule`'s `resourceNames`, if it lists any, hold `name`: as the API server
+/// authorizes, a rule restricted to names never grants a request that names no object (a
+/// create, a list or watch without a `metadata.name` field selector).
+fn names_allow(rule: &Value, name: &Option<String>) -> bool {
+    match rule["resourceNames"].as_array() {
+        Some(names) if !names.is_empty() => name
+            .as_deref()
+            .is_some_and(|n| names.iter().any(|v| v == n)),
+        _ => true,
+    }
+}
+
+/// The requests (as the server keys them, `METHOD plural[/subresource]`, with the object
+/// names they named: [`super::apiserver::Store::requests_named`]) that no rule of `rules`
+/// allows.
+pub fn ungranted(
+    requests: &BTreeMap<String, BTreeSet<Option<String>>>,
+    rules: &[Value],
+) -> Vec<String> {
     let mut missing = Vec::new();
-    for key in requests.keys() {
+    for (key, names) in requests {
         let Some((method, what)) = key.split_once(' ') else {
             continue;
         };
@@ -60,13 +76,16 @@ pub fn ungranted(requests: &BTreeMap<String, u64>, rules: &[Value]) -> Vec<Strin
                 ("GET", 1) => "list",
                 _ => verb_of(method),
             };
-            let allowed = rules.iter().any(|r| {
-                has(&r["apiGroups"], group)
-                    && has(&r["resources"], plural)
-                    && has(&r["verbs"], verb)
-            });
-            if !allowed {
-                missing.push(format!("{verb} {plural} (group {group:?})"));
+            for name in names {
+                let allowed = rules.iter().any(|r| {
+                    has(&r["apiGroups"], group)
+                        && has(&r["resources"], plural)
+                        && has(&r["verbs"], verb)
+                        && names_allow(r, name)
+                });
+                if !allowed {
+                    missing.push(format!("{verb} {plural} {name:?} (group {group:?})"));
+                }
             }
             continue;
         }
@@ -76,11 +95,16 @@ pub fn ungranted(requests: &BTreeMap<String, u64>, rules: &[Value]) -> Vec<Strin
             _ => resource(plural).map_or("?", |d| d.group),
         };
         let verb = verb_of(method);
-        let allowed = rules.iter().any(|r| {
-            has(&r["apiGroups"], group) && has(&r["resources"], what) && has(&r["verbs"], verb)
-        });
-        if !allowed {
-            missing.push(format!("{verb} {what} (group {group:?})"));
+        for name in names {
+            let allowed = rules.iter().any(|r| {
+                has(&r["apiGroups"], group)
+                    && has(&r["resources"], what)
+                    && has(&r["verbs"], verb)
+                    && names_allow(r, name)
+            });
+            if !allowed {
+                missing.push(format!("{verb} {what} {name:?} (group {group:?})"));
+            }
         }
     }
     missing
