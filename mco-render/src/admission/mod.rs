@@ -2,15 +2,37 @@
 //! would do to the cluster, decided before it is stored.
 //!
 //! [`review`] renders every pool the object lands in, with the cluster's other objects as a
-//! [`ClusterView`] holds them, and returns typed [`Findings`]:
-//! - errors, which reject the object: a pool that would fail to render (the message is
-//!   [`RenderError::describe`]'s, as `mco-render render` prints it: `99-worker-broken:
-//!   spec.config.storage.files[0].path: path not absolute`), a config that does not validate,
-//!   a resource whose MachineConfig cannot be generated, an update a pool's nodes cannot
-//!   reconcile;
-//! - warnings, which admit it: one per affected pool from the disruption plan (`pool worker:
-//!   250 nodes will drain and reboot (kernelArguments changed); about 21h at maxUnavailable
-//!   1`), Ignition's own warnings, and the [`lint`]s.
+//! [`ClusterView`] holds them, and returns typed [`Findings`]: errors reject the object,
+//! warnings admit it.
+//!
+//! # The rule: wrong in any order, or not wrong
+//!
+//! kubectl and GitOps tools create a folder's objects one at a time in whatever order they
+//! come (`kubectl apply -f dir/` in file order, Argo CD and Flux by their own), so a review
+//! rejects only what is wrong whatever order the objects arrive in. Errors:
+//! - an object invalid on its own: Ignition that does not parse or validate, a bad path or
+//!   mode, an unknown extension or kernel type, an empty (`{}`) or unparsable selector, a
+//!   KubeletConfig or ContainerRuntimeConfig whose content its controller refuses (the
+//!   messages are [`RenderError::describe`]'s, as `mco-render render` prints them:
+//!   `99-worker-broken: spec.config.storage.files[0].path: path not absolute`);
+//! - a change that makes a pool fail to render with this object's own content: a pool that
+//!   renders today and would not, or an error the pool did not have before (a pool already
+//!   failing keeps its old errors to itself);
+//! - a transition the pool's nodes cannot reconcile in place (FIPS, disks, users, ...),
+//!   when the pool has nodes.
+//!
+//! Warnings ([`FindingKind::Pending`]), for what objects not created yet may resolve:
+//! - a pool selecting no MachineConfigs yet (the pool is created before its configs, or its
+//!   configs are the ones the controllers generate); the render controller reports
+//!   RenderDegraded until they arrive, as upstream's does. A pool that renders today and an
+//!   update would leave with nothing is still an error;
+//! - a KubeletConfig or ContainerRuntimeConfig that matches no pool yet, or whose pool's
+//!   base MachineConfigs the template controller has not generated yet;
+//! - an unreconcilable transition of a pool with no nodes yet: nothing has to move.
+//!
+//! Other warnings: one per affected pool from the disruption plan (`pool worker: 250 nodes
+//! will drain and reboot (kernelArguments changed); about 21h at maxUnavailable 1`),
+//! Ignition's own warnings, and the [`lint`]s.
 //!
 //! The webhook (`mco-k8s`'s `webhook` module) and `mco-render validate --cluster-dir` both call
 //! [`review`], so they cannot disagree. [`v1`] is the AdmissionReview v1 encoding.
@@ -19,6 +41,7 @@ pub mod lint;
 pub mod v1;
 
 use crate::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
+use crate::controllers::generate::Unmet;
 use crate::controllers::rollout::max_unavailable;
 use crate::manifests::expand::{cluster_machine_configs, ClusterOptions};
 use crate::manifests::Manifests;
@@ -26,7 +49,7 @@ use crate::plan::policy::{ActionType, Trigger};
 use crate::plan::reconcile::RenderedInput;
 use crate::plan::report::PlanReport;
 use crate::plan::{self, MachineConfiguration};
-use crate::render::error::RenderError;
+use crate::render::error::{RenderError, RenderErrorKind};
 use crate::render::{render_pool, validate_machine_config, RenderOptions};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -80,6 +103,11 @@ pub enum FindingKind {
     Invalid,
     /// A MachineConfig cannot be generated from the resource.
     Generate,
+    /// What objects not created yet may resolve: a pool selecting no MachineConfigs yet, a
+    /// KubeletConfig or ContainerRuntimeConfig matching no pool or missing its pool's base
+    /// MachineConfigs. Admitted with a warning: kubectl and GitOps tools create a folder's
+    /// objects in whatever order they come.
+    Pending,
     /// A pool's nodes could not move to the new rendered config in place.
     Unreconcilable,
     /// What the change does to a pool's nodes.
@@ -143,8 +171,26 @@ impl Default for ReviewOptions {
     }
 }
 
-/// A pool's render: the diff input, or the described errors.
-type Base = Result<RenderedInput, Vec<String>>;
+/// One reason a pool does not render, as [`RenderError::describe`] words it.
+#[derive(Debug, Clone, PartialEq)]
+struct Problem {
+    /// The render error's kind; `None` when the rendered config could not be read for the
+    /// plan.
+    kind: Option<RenderErrorKind>,
+    message: String,
+}
+
+impl Problem {
+    fn other(message: String) -> Self {
+        Problem {
+            kind: None,
+            message,
+        }
+    }
+}
+
+/// A pool's render: the diff input, or why it does not render.
+type Base = Result<RenderedInput, Vec<Problem>>;
 
 /// The cluster's objects as a review sees them, with each pool's current render computed once
 /// (on the first review that needs it) and kept.
@@ -276,19 +322,24 @@ fn render_input(
 ) -> Base {
     match render_pool(pool, all, cc, opts) {
         Ok(r) => plan::input::rendered_input(r.machine_config.name(), &r.machine_config.spec)
-            .map_err(|e| vec![format!("pool {}: {e}", pool.name())]),
+            .map_err(|e| vec![Problem::other(format!("pool {}: {e}", pool.name()))]),
         Err(f) => Err(f.errors.iter().flat_map(|e| describe(pool, e)).collect()),
     }
 }
 
-fn describe(pool: &MachineConfigPool, e: &RenderError) -> Vec<String> {
+fn describe(pool: &MachineConfigPool, e: &RenderError) -> Vec<Problem> {
     let text = e.describe();
     let prefix = if e.machine_config.is_none() {
         format!("pool {}: ", pool.name())
     } else {
         String::new()
     };
-    text.lines().map(|l| format!("{prefix}{l}")).collect()
+    text.lines()
+        .map(|l| Problem {
+            kind: Some(e.kind),
+            message: format!("{prefix}{l}"),
+        })
+        .collect()
 }
 
 /// A MachineConfig's own checks, as `mco-render validate` prints them: the errors of upstream's
@@ -417,10 +468,14 @@ pub fn review(
                 .iter()
                 .filter(|e| e.kind == kind && e.name == name)
             {
-                out.error(
-                    FindingKind::Generate,
-                    format!("{kind} {name}: {}", e.message),
-                );
+                let message = format!("{kind} {name}: {}", e.message);
+                match e.unmet {
+                    None => out.error(FindingKind::Generate, message),
+                    Some(unmet) => out.warn(
+                        FindingKind::Pending,
+                        format!("{message}: admitted: {}", awaits(unmet)),
+                    ),
+                }
             }
             let after: Vec<MachineConfig> = generated
                 .machine_configs
@@ -522,7 +577,10 @@ pub fn review(
                 .map(|s| s.configuration.name.as_str())
                 .filter(|n| !n.is_empty())
                 .and_then(|n| cluster.machine_config(n))
-                .map(|mc| plan::input::rendered_input(mc.name(), &mc.spec).map_err(|e| vec![e]));
+                .map(|mc| {
+                    plan::input::rendered_input(mc.name(), &mc.spec)
+                        .map_err(|e| vec![Problem::other(e)])
+                });
             let before = match (unpaused, current, old) {
                 (true, Some(c), _) => Some(c),
                 (_, _, Some(o)) => Some(render_input(
@@ -545,6 +603,14 @@ pub fn review(
     out
 }
 
+/// What a resource's MachineConfigs wait for, for its warning.
+fn awaits(unmet: Unmet) -> &'static str {
+    match unmet {
+        Unmet::Pool => "the controller generates its MachineConfigs once a pool its machineConfigPoolSelector matches exists",
+        Unmet::BaseConfig => "the controller generates its MachineConfigs once the pool's base MachineConfigs (rendered from the templates) exist",
+    }
+}
+
 /// Turns one pool's before and after renders into findings.
 fn judge(
     out: &mut Findings,
@@ -555,15 +621,23 @@ fn judge(
     cluster: &ClusterView,
     opts: &ReviewOptions,
 ) {
-    let known: &[String] = match before {
+    let renders_today = matches!(before, Some(Ok(_)));
+    let known: &[Problem] = match before {
         Some(Err(e)) => e,
         _ => &[],
     };
     let new = match after {
-        Err(errors) => {
+        Err(problems) => {
             // Only what this object breaks: a pool already failing keeps its old errors.
-            for e in errors.iter().filter(|e| !known.contains(e)) {
-                out.error(FindingKind::Invalid, e.clone());
+            for p in problems.iter().filter(|p| !known.contains(p)) {
+                if p.kind == Some(RenderErrorKind::NoMatch) && !renders_today {
+                    out.warn(
+                        FindingKind::Pending,
+                        format!("{}: {AWAITS_CONFIGS}", p.message),
+                    );
+                } else {
+                    out.error(FindingKind::Invalid, p.message.clone());
+                }
             }
             return;
         }
@@ -575,16 +649,30 @@ fn judge(
     let plan = plan::compute(old, new, cluster.policies.as_ref());
     let report = PlanReport::new(&plan, old, new);
     if let Some(reason) = &report.reason {
-        out.error(
-            FindingKind::Unreconcilable,
-            format!("{object}: pool {}: not reconcilable: {reason}", pool.name()),
-        );
+        let message = format!("{object}: pool {}: not reconcilable: {reason}", pool.name());
+        if has_nodes(pool) {
+            out.error(FindingKind::Unreconcilable, message);
+        } else {
+            out.warn(
+                FindingKind::Unreconcilable,
+                format!("{message} (admitted: no node is on the pool's config yet, so none has to move)"),
+            );
+        }
         return;
     }
     if plan.diff.is_empty {
         return;
     }
     out.warn(FindingKind::Disruption, disruption(pool, &report, opts));
+}
+
+/// Why a pool selecting no MachineConfigs yet is admitted.
+const AWAITS_CONFIGS: &str = "admitted: the pool renders once MachineConfigs it selects exist (created with it, or generated by the controllers from templates, KubeletConfigs and ContainerRuntimeConfigs)";
+
+/// Whether the pool reports nodes (its status's `machineCount`): only those can fail to move
+/// to a new rendered config in place.
+fn has_nodes(pool: &MachineConfigPool) -> bool {
+    pool.status.as_ref().is_some_and(|s| s.machine_count > 0)
 }
 
 /// The one-line disruption summary for a pool.

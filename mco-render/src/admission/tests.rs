@@ -240,7 +240,7 @@ fn a_paused_pool_says_so() {
 }
 
 #[test]
-fn a_pool_selecting_nothing_is_rejected() {
+fn an_update_leaving_a_rendering_pool_with_nothing_is_rejected() {
     let cluster = view();
     let mut p = pool("worker", 250, None);
     p["spec"]["machineConfigSelector"] = json!({"matchLabels": {ROLE: "nobody"}});
@@ -257,6 +257,112 @@ fn a_pool_selecting_nothing_is_rejected() {
         messages(&f.errors),
         ["pool worker: no MachineConfigs found matching selector machineconfiguration.openshift.io/role=nobody"]
     );
+}
+
+/// A cluster of exactly these objects (no template MachineConfigs added).
+fn view_of(objects: &[Value]) -> ClusterView {
+    let mut m = Manifests::default();
+    let text = serde_json::to_string(objects).unwrap_or_default();
+    assert!(m.add_file("cluster.json", &text).is_ok());
+    ClusterView::new(m, RenderOptions::default())
+}
+
+#[test]
+fn a_new_pool_selecting_nothing_yet_is_admitted_with_a_warning() {
+    // kubectl apply -f dir/ creates the pools (00-pools.yaml) before their configs.
+    let f = create(&pool("infra", 0, None), &view());
+    assert!(f.allowed(), "{f:?}");
+    assert_eq!(f.warnings.len(), 1, "{f:?}");
+    assert_eq!(f.warnings[0].kind, FindingKind::Pending);
+    assert_eq!(
+        f.warnings[0].message,
+        format!("pool infra: no MachineConfigs found matching selector machineconfiguration.openshift.io/role=infra: {AWAITS_CONFIGS}")
+    );
+    // The same pool edited while it still selects nothing: still only a warning.
+    let mut edited = pool("infra", 0, None);
+    edited["spec"]["machineConfigSelector"] = json!({"matchLabels": {ROLE: "infra2"}});
+    let f = review(
+        &edited,
+        Operation::Update,
+        Some(&pool("infra", 0, None)),
+        &view_with(vec![pool("infra", 0, None)]),
+        &ReviewOptions::default(),
+    );
+    assert!(f.allowed(), "{f:?}");
+    assert_eq!(f.warnings[0].kind, FindingKind::Pending);
+}
+
+#[test]
+fn a_new_pool_with_a_selector_wrong_on_its_own_is_rejected() {
+    let mut everything = pool("infra", 0, None);
+    everything["spec"]["machineConfigSelector"] = json!({});
+    let f = create(&everything, &view());
+    assert_eq!(
+        messages(&f.errors),
+        ["pool infra: This machineconfigpool is selecting all machineconfigs. A non-empty selector is required."]
+    );
+    let mut bad = pool("infra", 0, None);
+    bad["spec"]["machineConfigSelector"] =
+        json!({"matchExpressions": [{"key": ROLE, "operator": "Sometimes", "values": ["x"]}]});
+    let f = create(&bad, &view());
+    assert!(!f.allowed(), "{f:?}");
+    assert_eq!(f.errors[0].kind, FindingKind::Invalid);
+    assert!(f.warnings.is_empty(), "{f:?}");
+}
+
+#[test]
+fn configs_that_conflict_in_a_pool_are_refused_in_either_order() {
+    let devel = mc(
+        "99-worker-devel",
+        "worker",
+        json!({"extensions": ["kernel-devel"]}),
+    );
+    let rt = mc("99-worker-rt", "worker", json!({"kernelType": "realtime"}));
+    let p = pool("worker", 0, None);
+    // The pool first: the first config renders it, the second breaks it.
+    let f = create(&devel, &view_of(std::slice::from_ref(&p)));
+    assert!(f.allowed(), "{f:?}");
+    let f = create(&rt, &view_of(&[p.clone(), devel.clone()]));
+    assert!(!f.allowed(), "{f:?}");
+    assert_eq!(f.errors[0].kind, FindingKind::Invalid);
+    // The configs first, selected by no pool: each is fine on its own; the pool that would
+    // bring them together is refused with the same error.
+    assert!(create(&devel, &view_of(&[])).allowed());
+    assert!(create(&rt, &view_of(std::slice::from_ref(&devel))).allowed());
+    let g = create(&p, &view_of(&[devel, rt]));
+    assert!(!g.allowed(), "{g:?}");
+    assert_eq!(messages(&g.errors), messages(&f.errors));
+}
+
+#[test]
+fn an_unreconcilable_change_to_a_pool_without_nodes_is_a_warning() {
+    let disk = mc(
+        "99-worker-disk",
+        "worker",
+        json!({"config": {"ignition": {"version": "3.5.0"}, "storage": {"disks": [{"device": "/dev/sdb", "wipeTable": true}]}}}),
+    );
+    for empty in [pool("worker", 0, None), {
+        let mut p = pool("worker", 0, None);
+        if let Some(o) = p.as_object_mut() {
+            o.remove("status");
+        }
+        p
+    }] {
+        let f = create(&disk, &view_with(vec![empty]));
+        assert!(f.allowed(), "{f:?}");
+        assert_eq!(f.warnings.len(), 1, "{f:?}");
+        assert_eq!(f.warnings[0].kind, FindingKind::Unreconcilable);
+        assert!(
+            f.warnings[0]
+                .message
+                .starts_with("99-worker-disk: pool worker: not reconcilable: ")
+                && f.warnings[0].message.ends_with(
+                    "(admitted: no node is on the pool's config yet, so none has to move)"
+                ),
+            "{}",
+            f.warnings[0].message
+        );
+    }
 }
 
 #[test]
@@ -487,6 +593,45 @@ fn a_kubelet_config_that_cannot_generate_is_rejected() {
         ),
         "{}",
         f.errors[0].message
+    );
+}
+
+#[test]
+fn a_kubelet_config_waiting_for_its_pool_or_base_config_is_admitted_with_a_warning() {
+    // No pool carries the label its selector asks for yet.
+    let mut m = Manifests::default();
+    assert!(m
+        .add_file(
+            "c.json",
+            &serde_json::to_string(&vec![pool("worker", 1, None)]).unwrap_or_default()
+        )
+        .is_ok());
+    let f = create(
+        &kubelet_config(json!({"kubeletConfig": {"maxPods": 250}})),
+        &ClusterView::new(m, RenderOptions::default()),
+    );
+    assert!(f.allowed(), "{f:?}");
+    assert_eq!(
+        messages(&f.warnings),
+        ["KubeletConfig max-pods: could not find any MachineConfigPool set for KubeletConfig: admitted: the controller generates its MachineConfigs once a pool its machineConfigPoolSelector matches exists"]
+    );
+    assert_eq!(f.warnings[0].kind, FindingKind::Pending);
+
+    // The pool is there, its template kubelet MachineConfig not yet.
+    let mut p = pool("worker", 1, None);
+    p["metadata"]["labels"] =
+        json!({"pools.operator.machineconfiguration.openshift.io/worker": ""});
+    let f = create(
+        &kubelet_config(json!({"kubeletConfig": {"maxPods": 250}})),
+        &view_of(&[p]),
+    );
+    assert!(f.allowed(), "{f:?}");
+    assert_eq!(f.warnings.len(), 1, "{f:?}");
+    assert_eq!(f.warnings[0].kind, FindingKind::Pending);
+    assert!(
+        f.warnings[0].message.ends_with("admitted: the controller generates its MachineConfigs once the pool's base MachineConfigs (rendered from the templates) exist"),
+        "{}",
+        f.warnings[0].message
     );
 }
 

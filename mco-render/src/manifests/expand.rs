@@ -16,6 +16,7 @@ use crate::api::{CustomResource, MachineConfig};
 use crate::controllers::generate::sequence::{
     feature_gates_from_status, generate_cluster_state, ClusterInput,
 };
+use crate::controllers::generate::Unmet;
 use crate::controllers::templates::{
     compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
 };
@@ -98,6 +99,7 @@ fn pull_secret(m: &Manifests) -> Result<Option<String>, ClusterError> {
         kind: "Secret".into(),
         name: format!("{namespace}/{name}"),
         message,
+        unmet: None,
     };
     let ty = str_at(secret, "/type");
     if ty != "kubernetes.io/dockerconfigjson" {
@@ -144,6 +146,7 @@ fn apply_templates(
             kind: "ControllerConfig".into(),
             name: String::new(),
             message: "rendering templates needs a ControllerConfig in the manifests".into(),
+            unmet: None,
         });
     };
     let opts = template_options(m, controller_version)?;
@@ -152,6 +155,7 @@ fn apply_templates(
         kind: "ControllerConfig".into(),
         name: cc.metadata.name.clone(),
         message: e.to_string(),
+        unmet: None,
     })?;
     for mc in mcs {
         m.machine_configs.retain(|(_, old)| old.name() != mc.name());
@@ -173,6 +177,8 @@ pub struct ClusterError {
     pub name: String,
     /// Upstream's error text.
     pub message: String,
+    /// When the sync failed for want of objects not created yet, which.
+    pub unmet: Option<Unmet>,
 }
 
 /// The MachineConfigs of the cluster, each with where it came from.
@@ -216,6 +222,7 @@ pub fn cluster_input(
                         kind: kind.to_string(),
                         name: name.to_string(),
                         message: format!("does not decode: {e}"),
+                        unmet: None,
                     }),
                     None => {}
                 }
@@ -301,6 +308,7 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
                 kind: r.kind.clone(),
                 name: r.name.clone(),
                 message: e.clone(),
+                unmet: r.outcome.unmet,
             });
         }
         for mc in r.outcome.machine_configs() {

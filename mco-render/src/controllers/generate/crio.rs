@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::names::{self, Kind};
 use super::{
     base_config, find_file, ign_config, ign_file, machine_config_values, pools_for,
-    resource_condition, template_role, GenerateInput, GenerateOutcome, Sync,
+    resource_condition, template_role, GenerateInput, GenerateOutcome, Sync, Unmet,
 };
 use crate::gocompat::quantity::Quantity;
 use crate::gocompat::quote::go_quote;
@@ -603,7 +603,10 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         ),
     ) {
         Ok(p) => p,
-        Err(e) => fail!(e.to_string(), None),
+        Err(e) => {
+            sync.unmet = e.unmet();
+            fail!(e.to_string(), None)
+        }
     };
     let settings = settings.unwrap_or_default();
     let additional = input.feature_gates.is_enabled(ADDITIONAL_STORAGE_GATE);
@@ -648,6 +651,9 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         .filter_map(|n| base_config(&base, n))
         .collect();
         if let Err(e) = check_original_files(&bases) {
+            if bases.is_empty() {
+                sync.unmet = Some(Unmet::BaseConfig);
+            }
             let msg = format!("could not generate origin ContainerRuntime Configs: {e}");
             fail!(e, Some(msg));
         }

@@ -10,6 +10,7 @@ use super::names::{self, Kind};
 use super::{
     base_config, find_file, ign_config, ign_file, machine_config_values, pools_for,
     resource_condition, template_role, FeatureGates, GenerateInput, GenerateOutcome, Pool, Sync,
+    Unmet,
 };
 use crate::gocompat::duration::parse_duration;
 use crate::gocompat::gostruct::{
@@ -437,7 +438,10 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
     }
     let pools = match pools_for(sync.cfg.selector.as_ref(), &sync.pools, NO_POOL) {
         Ok(p) => p,
-        Err(e) => fail!(e.to_string(), None),
+        Err(e) => {
+            sync.unmet = e.unmet();
+            fail!(e.to_string(), None)
+        }
     };
     for pool in &pools {
         if let Err(e) = validate_static_pod_path(cfg, pool) {
@@ -458,6 +462,10 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
             match original_kubelet_config(&input.feature_gates, &base, template_role(&pool.name)) {
                 Ok(o) => o,
                 Err(e) => {
+                    let role = template_role(&pool.name);
+                    if base_config(&base, &format!("01-{role}-kubelet")).is_none() {
+                        sync.unmet = Some(Unmet::BaseConfig);
+                    }
                     let msg = format!("could not get original kubelet config: {e}");
                     fail!(e, Some(msg));
                 }

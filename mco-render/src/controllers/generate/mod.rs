@@ -120,11 +120,24 @@ impl ObjectAfter {
     }
 }
 
+/// What a failed sync waited for: objects that may simply not have been created yet, so
+/// the same sync succeeds once they are (admission warns about these instead of refusing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unmet {
+    /// No MachineConfigPool matches the resource's `machineConfigPoolSelector`.
+    Pool,
+    /// The pool's base (template) MachineConfig the sync reads is absent.
+    BaseConfig,
+}
+
 /// What one sync did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GenerateOutcome {
     /// The error the sync returned, if any.
     pub error: Option<String>,
+    /// When the error is for want of objects not yet created, which.
+    pub unmet: Option<Unmet>,
     /// The writes to MachineConfigs, in order (creates, updates and deletions).
     pub writes: Vec<Write>,
     /// The resource afterwards.
@@ -199,6 +212,16 @@ pub enum GenError {
     /// An error reported as is.
     #[error("{0}")]
     Plain(String),
+    /// No pool matches the resource's selector (the text is upstream's).
+    #[error("{0}")]
+    NoPool(String),
+}
+
+impl GenError {
+    /// What the error waits for, when objects not created yet may resolve it.
+    pub(crate) fn unmet(&self) -> Option<Unmet> {
+        matches!(self, GenError::NoPool(_)).then_some(Unmet::Pool)
+    }
 }
 
 /// A resource of the synced kind, as the name rule reads it.
@@ -358,7 +381,7 @@ fn pools_for(
         .cloned()
         .collect();
     if out.is_empty() {
-        return Err(GenError::Plain(none_error.to_string()));
+        return Err(GenError::NoPool(none_error.to_string()));
     }
     Ok(out)
 }
@@ -476,6 +499,8 @@ pub(crate) struct Sync {
     pub pools: Vec<Pool>,
     pub cluster: Cluster,
     pub after: ObjectAfter,
+    /// Set before failing for want of objects not created yet.
+    pub unmet: Option<Unmet>,
 }
 
 impl Sync {
@@ -510,6 +535,7 @@ impl Sync {
             pools,
             cluster,
             after,
+            unmet: None,
         })
     }
 
@@ -602,8 +628,10 @@ impl Sync {
     /// The outcome with `error`: the actions as typed writes.
     pub(crate) fn finish(self, mut error: Option<String>) -> GenerateOutcome {
         let writes = Action::into_writes(self.cluster.actions, &mut error);
+        let unmet = error.as_ref().and(self.unmet);
         GenerateOutcome {
             error,
+            unmet,
             writes,
             object_after: self.after,
         }
