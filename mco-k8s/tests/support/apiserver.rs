@@ -49,6 +49,7 @@
 // test server, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+use super::admission;
 use super::patch::{json_patch, merge_patch};
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -408,7 +409,7 @@ pub struct ApiError {
     /// HTTP code.
     pub code: u16,
     /// Machine-readable reason.
-    pub reason: &'static str,
+    pub reason: String,
     /// Message.
     pub message: String,
     name: String,
@@ -416,10 +417,10 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    fn new(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError {
             code,
-            reason,
+            reason: reason.into(),
             message: message.into(),
             name: String::new(),
             def: None,
@@ -542,6 +543,9 @@ pub struct Store {
     watch_cap: Mutex<Option<Duration>>,
     open_watches: Arc<std::sync::atomic::AtomicUsize>,
     kubelet_wake: Notify,
+    /// Where each Service (namespace, name, port) is reached, for webhook calls.
+    routes: Mutex<BTreeMap<(String, String, u16), SocketAddr>>,
+    admission_calls: Mutex<Vec<admission::Call>>,
 }
 
 fn meta(obj: &Value, key: &str) -> Option<String> {
@@ -587,6 +591,90 @@ fn spec_part(obj: &Value) -> Value {
     v
 }
 
+/// The object a write of `candidate` over the stored `old` would store (`status_only`: a
+/// write to the status subresource): the parts a client cannot change kept, the generation
+/// bumped when the spec changed. 409 Conflict for a stale resourceVersion.
+fn updated(
+    def: &ResourceDef,
+    name: &str,
+    old: &Value,
+    candidate: Value,
+    status_only: bool,
+) -> Result<Value, ApiError> {
+    if !candidate.is_object() {
+        return Err(ApiError::bad_request("the body must be an object"));
+    }
+    let old_rv = meta(old, "resourceVersion").unwrap_or_default();
+    if let Some(rv) = meta(&candidate, "resourceVersion").filter(|v| !v.is_empty()) {
+        if rv != old_rv {
+            return Err(ApiError::conflict(def, name));
+        }
+    }
+    if let Some(n) = meta(&candidate, "name") {
+        if n != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+    }
+    let mut new = if status_only {
+        let mut n = old.clone();
+        match candidate.get("status") {
+            Some(s) => n["status"] = s.clone(),
+            None => {
+                if let Some(m) = n.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+        n
+    } else {
+        let mut n = candidate;
+        if def.status {
+            match old.get("status") {
+                Some(s) => n["status"] = s.clone(),
+                None => {
+                    if let Some(m) = n.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        n
+    };
+    new["apiVersion"] = json!(def.api_version());
+    new["kind"] = json!(def.kind);
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "generation",
+    ] {
+        match old["metadata"].get(k) {
+            Some(v) => set_meta(&mut new, k, v.clone()),
+            None => {
+                if let Some(m) = new["metadata"].as_object_mut() {
+                    m.remove(k);
+                }
+            }
+        }
+    }
+    // A deletion under way cannot be undone or moved by a write. (Setting one by a write
+    // is let through: tests mark objects that finalizers hold, which DELETE does not.)
+    for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
+        if let Some(v) = old["metadata"].get(k) {
+            set_meta(&mut new, k, v.clone());
+        }
+    }
+    if spec_part(&new) != spec_part(old) {
+        let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
+        set_meta(&mut new, "generation", json!(g + 1));
+    }
+    set_meta(&mut new, "resourceVersion", json!(old_rv));
+    Ok(new)
+}
+
 impl Store {
     fn new() -> Self {
         Store {
@@ -595,6 +683,8 @@ impl Store {
             watch_cap: Mutex::new(None),
             open_watches: Arc::default(),
             kubelet_wake: Notify::new(),
+            routes: Mutex::default(),
+            admission_calls: Mutex::default(),
         }
     }
 
@@ -606,6 +696,49 @@ impl Store {
     /// every intermediate state exactly once).
     pub fn observe(&self, f: impl FnMut(&Event) + Send + 'static) {
         self.lock().observers.push(Box::new(f));
+    }
+
+    /// Routes the Service `namespace/name` on `port` to `addr`, as its endpoints would: where
+    /// webhook calls to it go.
+    pub fn route_service(&self, namespace: &str, name: &str, port: u16, addr: SocketAddr) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((namespace.into(), name.into(), port), addr);
+    }
+
+    /// Every admission webhook call so far, in order.
+    pub fn admission_calls(&self) -> Vec<admission::Call> {
+        self.admission_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Runs the validating webhooks that apply to `req` (see [`admission`]): the warnings to
+    /// return, or the refusal.
+    async fn admit(&self, req: admission::Request<'_>) -> Result<Vec<String>, ApiError> {
+        let configurations = self.list("validatingwebhookconfigurations");
+        if configurations.is_empty() {
+            return Ok(Vec::new());
+        }
+        let routes = self
+            .routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let route = |ns: &str, name: &str, port: u16| {
+            routes
+                .get(&(ns.to_string(), name.to_string(), port))
+                .copied()
+        };
+        let mut log = Vec::new();
+        let out = admission::admit(&configurations, &route, &req, &mut log).await;
+        self.admission_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(log);
+        out.map_err(|r| ApiError::new(r.code, r.reason, r.message))
     }
 
     /// Ends every watch after at most `cap` (to exercise clients' re-watching).
@@ -905,81 +1038,62 @@ impl Store {
             .cloned()
             .ok_or_else(|| ApiError::not_found(def, name))?;
         let candidate = f(&old)?;
-        if !candidate.is_object() {
-            return Err(ApiError::bad_request("the body must be an object"));
-        }
-        let old_rv = meta(&old, "resourceVersion").unwrap_or_default();
-        if let Some(rv) = meta(&candidate, "resourceVersion").filter(|v| !v.is_empty()) {
-            if rv != old_rv {
-                return Err(ApiError::conflict(def, name));
-            }
-        }
-        if let Some(n) = meta(&candidate, "name") {
-            if n != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({name})"
-                )));
-            }
-        }
-        let mut new = if status_only {
-            let mut n = old.clone();
-            match candidate.get("status") {
-                Some(s) => n["status"] = s.clone(),
-                None => {
-                    if let Some(m) = n.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-            n
-        } else {
-            let mut n = candidate;
-            if def.status {
-                match old.get("status") {
-                    Some(s) => n["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = n.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
-            }
-            n
-        };
-        new["apiVersion"] = json!(def.api_version());
-        new["kind"] = json!(def.kind);
-        for k in [
-            "name",
-            "namespace",
-            "uid",
-            "creationTimestamp",
-            "generation",
-        ] {
-            match old["metadata"].get(k) {
-                Some(v) => set_meta(&mut new, k, v.clone()),
-                None => {
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        m.remove(k);
-                    }
-                }
-            }
-        }
-        // A deletion under way cannot be undone or moved by a write. (Setting one by a write
-        // is let through: tests mark objects that finalizers hold, which DELETE does not.)
-        for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-            if let Some(v) = old["metadata"].get(k) {
-                set_meta(&mut new, k, v.clone());
-            }
-        }
-        if spec_part(&new) != spec_part(&old) {
-            let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
-            set_meta(&mut new, "generation", json!(g + 1));
-        }
-        set_meta(&mut new, "resourceVersion", json!(old_rv));
+        let new = updated(def, name, &old, candidate, status_only)?;
         if new == old {
             return Ok(old);
         }
         Ok(self.commit(&mut inner, def, key, new, "MODIFIED"))
+    }
+
+    /// [`Store::write`] as a client's request: the validating webhooks review the object
+    /// that would be stored (with the stored one as `oldObject`) before it is. The write is
+    /// retried from the review when the object changed meanwhile, as the real server's
+    /// guaranteed update retries. Returns the stored object and the webhooks' warnings.
+    async fn write_admitted(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        sub: Option<&str>,
+        caller: &Caller,
+        f: impl Fn(&Value) -> Result<Value, ApiError>,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let status_only = sub.is_some();
+        loop {
+            let old = self
+                .get(def.plural, namespace, name)
+                .ok_or_else(|| ApiError::not_found(def, name))?;
+            let candidate = f(&old)?;
+            let new = updated(def, name, &old, candidate.clone(), status_only)?;
+            let warnings = self
+                .admit(admission::Request {
+                    def,
+                    sub,
+                    operation: admission::Operation::Update,
+                    object: &new,
+                    old: Some(&old),
+                    user: &caller.user,
+                    dry_run: caller.dry_run,
+                })
+                .await?;
+            if caller.dry_run {
+                return Ok((new, warnings));
+            }
+            let moved = std::cell::Cell::new(false);
+            let out = self.write(def, namespace, name, status_only, |cur| {
+                if meta(cur, "resourceVersion") != meta(&old, "resourceVersion") {
+                    moved.set(true);
+                    return Err(ApiError::conflict(def, name));
+                }
+                Ok(candidate.clone())
+            });
+            if moved.get() {
+                // Again from the object now stored: a conditional request then fails with
+                // 409, an unconditional patch applies to it and is reviewed anew.
+                continue;
+            }
+            return out.map(|v| (v, warnings));
+        }
     }
 
     /// Deletes an object, checking `preconditions` (uid, resourceVersion) when given.
@@ -1284,6 +1398,18 @@ fn full(code: StatusCode, v: &Value) -> Response<Body> {
     r
 }
 
+/// Adds the admission webhooks' warnings as the API server sends them: one
+/// `Warning: 299 - "<text>"` header each.
+fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let text = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
+            r.headers_mut().append(hyper::header::WARNING, v);
+        }
+    }
+    r
+}
+
 fn error(e: &ApiError) -> Response<Body> {
     full(
         StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -1540,6 +1666,15 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    // Authentication: a bearer token is taken as the user's name (tests name their users);
+    // a request without one acts as the cluster's admin, as kubectl with an admin kubeconfig.
+    let user = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or(ADMIN)
+        .to_string();
     let content_type = req
         .headers()
         .get(hyper::header::CONTENT_TYPE)
@@ -1617,6 +1752,11 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
         *inner.agent_requests.entry((agent, what)).or_default() += 1;
     }
     let ns = t.namespace.clone().unwrap_or_default();
+    // `dryRun=All`: admission runs, nothing is stored (`kubectl apply --dry-run=server`).
+    let caller = Caller {
+        user,
+        dry_run: q.get("dryRun").is_some_and(|v| v == "All"),
+    };
     match (&method, &t.name, t.sub.as_deref()) {
         (&Method::GET, None, None) => {
             let sel = Selectors {
@@ -1661,8 +1801,39 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                     "create needs a namespace",
                 ));
             }
-            let obj = store.create(def, &ns, parse_body(&body)?)?;
-            Ok(full(StatusCode::CREATED, &obj))
+            let mut obj = parse_body(&body)?;
+            let warnings = if obj.is_object() {
+                // Reviewed as it would be stored: its type filled in, a custom resource's
+                // status dropped (both happen before validating admission).
+                let mut reviewed = obj.clone();
+                reviewed["apiVersion"] = json!(def.api_version());
+                reviewed["kind"] = json!(def.kind);
+                if def.is_custom() && def.status {
+                    if let Some(m) = reviewed.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+                let w = store
+                    .admit(admission::Request {
+                        def,
+                        sub: None,
+                        operation: admission::Operation::Create,
+                        object: &reviewed,
+                        old: None,
+                        user: &caller.user,
+                        dry_run: caller.dry_run,
+                    })
+                    .await?;
+                obj = reviewed;
+                w
+            } else {
+                Vec::new()
+            };
+            if caller.dry_run {
+                return Ok(with_warnings(full(StatusCode::CREATED, &obj), &warnings));
+            }
+            let obj = store.create(def, &ns, obj)?;
+            Ok(with_warnings(full(StatusCode::CREATED, &obj), &warnings))
         }
         (&Method::POST, Some(name), Some("eviction")) if def.plural == "pods" => {
             let ev = parse_body(&body)?;
@@ -1696,8 +1867,10 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                 )
                 .about(def, name));
             }
-            let out = store.write(def, &ns, name, status_only, |_| Ok(obj))?;
-            Ok(full(StatusCode::OK, &out))
+            let (out, warnings) = store
+                .write_admitted(def, &ns, name, sub, &caller, |_| Ok(obj.clone()))
+                .await?;
+            Ok(with_warnings(full(StatusCode::OK, &out), &warnings))
         }
         (&Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
             let status_only = sub.is_some();
@@ -1723,7 +1896,7 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
                 ));
             }
-            let out = store.write(def, &ns, name, status_only, |old| {
+            let (out, warnings) = store.write_admitted(def, &ns, name, sub, &caller, |old| {
                 let mut doc = old.clone();
                 match kind.as_str() {
                     "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
@@ -1751,8 +1924,8 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                     }
                 }
                 Ok(doc)
-            })?;
-            Ok(full(StatusCode::OK, &out))
+            }).await?;
+            Ok(with_warnings(full(StatusCode::OK, &out), &warnings))
         }
         (&Method::DELETE, Some(name), None) => {
             let opts = if body.is_empty() {
@@ -1777,6 +1950,17 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
         )),
     }
 }
+
+/// Who asks, and whether only to see what would happen.
+struct Caller {
+    /// The authenticated user.
+    user: String,
+    /// `dryRun=All`.
+    dry_run: bool,
+}
+
+/// The user of requests without a bearer token.
+pub const ADMIN: &str = "kubernetes-admin";
 
 /// A running server.
 pub struct ApiServer {
@@ -1845,6 +2029,21 @@ impl ApiServer {
         let value = hyper::header::HeaderValue::from_str(agent)
             .unwrap_or_else(|e| panic!("user agent {agent:?}: {e}"));
         config.headers.push((hyper::header::USER_AGENT, value));
+        self.client_with(config)
+    }
+
+    /// A kube client authenticated as `user` (its bearer token; see the server's
+    /// authentication in `serve`), sending `agent` as its User-Agent.
+    pub fn client_for(&self, user: &str, agent: &str) -> kube::Client {
+        let mut config = kube::Config::new(self.url());
+        for (header, value) in [
+            (hyper::header::USER_AGENT, agent.to_string()),
+            (hyper::header::AUTHORIZATION, format!("Bearer {user}")),
+        ] {
+            let value = hyper::header::HeaderValue::from_str(&value)
+                .unwrap_or_else(|e| panic!("{header}: {value:?}: {e}"));
+            config.headers.push((header, value));
+        }
         self.client_with(config)
     }
 

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod admission;
 pub mod apiserver;
 pub mod cluster;
 pub mod patch;
