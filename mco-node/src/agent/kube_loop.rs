@@ -24,7 +24,6 @@ use crate::desired_config::{rendered_input, DesiredConfig, LoadError};
 use crate::drift::FORCE_FILE;
 use crate::host::Host;
 use crate::root::HostRoot;
-use crate::rpm_ostree::OSTREE_BOOTED;
 use crate::state::read_current;
 
 /// The MachineConfig resource (cluster-scoped, `machineconfiguration.openshift.io/v1`).
@@ -600,7 +599,9 @@ impl<H: Host> Agent<H> {
                         drained: true,
                         policies: self.policies.as_ref(),
                     };
-                    let (started, staged) = super::os_update_events(&current.input, &desired.input);
+                    let rpm_ostree = crate::rpm_ostree::is_rpm_ostree_host(&self.root)?;
+                    let (started, staged) =
+                        super::os_update_events(&current.input, &desired.input, rpm_ostree);
                     let uid = self.node_uid.clone();
                     self.publish(started.into_iter().collect(), uid.clone())
                         .await;
@@ -653,12 +654,15 @@ impl<H: Host> Agent<H> {
 
     /// Holds back the uncordon and Done of an update while the host is booted into another
     /// OS image than `current` names ([`super::os_check`]); hosts without `/run/ostree-booted`
-    /// are not rpm-ostree hosts and are not checked.
+    /// are not rpm-ostree hosts and are not checked, nor are hosts that only print commands.
     fn check_booted_image(&mut self, step: Step, node: &Node, current: &DesiredConfig) -> Step {
         if !matches!(step, Step::Done { .. } | Step::RequestUncordon { .. })
             || current.input.os_image_url.is_empty()
-            || !self.root.exists(OSTREE_BOOTED).unwrap_or(false)
         {
+            return step;
+        }
+        if !crate::rpm_ostree::status_readable(&self.root, &self.host).unwrap_or(false) {
+            tracing::debug!(node = %self.opts.node_name, "the booted OS image is not checked: not an rpm-ostree host");
             return step;
         }
         let status = crate::rpm_ostree::query(&mut self.host).map_err(|e| e.to_string());

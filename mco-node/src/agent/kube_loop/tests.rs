@@ -582,6 +582,7 @@ async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
 #[tokio::test]
 async fn an_os_update_records_started_and_staged_around_the_apply() {
     let (fake, _dir, root) = setup();
+    rpm_ostree_host(root.base());
     let mut r4 = machine_config(
         "r4",
         &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "1")],
@@ -733,6 +734,75 @@ async fn a_machine_that_joined_on_another_os_image_pivots_before_finishing_the_b
     assert!(!agent.host().calls.iter().any(|c| c.contains("rebase")));
     let annos = lock(&fake).node["metadata"]["annotations"].clone();
     assert_eq!(annos[super::super::POST_CONFIG_ACTION], "");
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn a_plain_linux_host_applies_all_but_the_os_part_and_ends_done() {
+    // setup()'s root has no /run/ostree-booted: not an rpm-ostree host.
+    let (fake, dir, root) = setup();
+    let mut r5 = machine_config(
+        "r5",
+        &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "5")],
+    );
+    r5["spec"]["osImageURL"] = json!("quay.io/ocp/os@sha256:cccc");
+    r5["spec"]["baseOSExtensionsContainerImage"] = json!("quay.io/ocp/ext@sha256:eeee");
+    r5["spec"]["kernelArguments"] = json!(["nosmt"]);
+    r5["spec"]["extensions"] = json!(["usbguard"]);
+    r5["spec"]["config"]["systemd"] = json!({"units": [{"name": "hello.service",
+        "enabled": true,
+        "contents": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]});
+    lock(&fake).machine_configs.insert("r5".into(), r5);
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r5", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r5".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("drain-r5");
+    let applied = agent.sync(node_of(&fake)).await;
+    assert_eq!(applied.ok(), Some(Synced::Rebooting));
+    // Back from the reboot: the uncordon asked, then done.
+    let back = agent.sync(node_of(&fake)).await;
+    assert_eq!(back.ok(), Some(Synced::Waiting("uncordon-r5".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r5");
+    let done = agent.sync(node_of(&fake)).await;
+    assert_eq!(done.ok(), Some(Synced::Idle("on desired config r5".into())));
+    assert!(node_of(&fake).is_done_on("r5"));
+
+    // The files and the unit are on disk, the unit enabled; nothing of the OS part ran.
+    let foo = std::fs::read_to_string(dir.path().join("etc/foo"));
+    assert_eq!(foo.ok().as_deref(), Some("5"));
+    assert!(dir.path().join("etc/systemd/system/hello.service").exists());
+    assert_eq!(
+        agent.host().calls,
+        ["systemctl enable hello.service", "reboot"]
+    );
+    let on_disk = read_current(&HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(
+        on_disk.ok().map(|c| c.name().to_string()).as_deref(),
+        Some("r5")
+    );
+
+    // One Event says the OS part was skipped; none says it started or was staged.
+    let reasons = events(&fake);
+    assert_eq!(
+        reasons,
+        ["Cordon", "Drain", "OSUpdateSkipped", "Reboot", "NodeDone"],
+        "{reasons:?}"
+    );
+    let note = lock(&fake)
+        .events
+        .iter()
+        .find(|e| e.2["reason"] == "OSUpdateSkipped")
+        .map(|e| e.2["note"].clone())
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        note,
+        "not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS; Installing extensions; Changing kernel arguments)"
+    );
     drop(agent);
     let _ = server.await;
 }
