@@ -806,3 +806,93 @@ async fn a_plain_linux_host_applies_all_but_the_os_part_and_ends_done() {
     drop(agent);
     let _ = server.await;
 }
+
+#[tokio::test]
+async fn an_idle_node_gets_its_machine_config_node_when_the_agent_starts() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    for _ in 0..2 {
+        let synced = agent.sync(node_of(&fake)).await;
+        assert_eq!(
+            synced.ok(),
+            Some(Synced::Idle("on desired config r1".into()))
+        );
+    }
+    // Nothing else written: no Node patch, no Event.
+    assert!(requests(&fake).iter().all(|r| r.0 != "PATCH"));
+    assert!(events(&fake).is_empty());
+    let mcn = lock(&fake).mcn.clone().unwrap_or(Value::Null);
+    assert_eq!(
+        mcn["spec"],
+        json!({"node": {"name": "w1"}, "pool": {"name": "worker"},
+               "configVersion": {"desired": "r1"}})
+    );
+    assert_eq!(
+        mcn["status"]["configVersion"],
+        json!({"current": "r1", "desired": "r1"})
+    );
+    assert_eq!(
+        mcn["metadata"]["ownerReferences"][0]["uid"],
+        json!("uid-w1")
+    );
+    let conds = mcn_conditions(&fake);
+    assert_eq!(conds.len(), 12, "{conds:?}");
+    assert_eq!(conds["Updated"], "True");
+    assert!(
+        conds.iter().all(|(t, s)| t == "Updated" || s == "False"),
+        "{conds:?}"
+    );
+    // Written once, at the first sync: one create, one status patch; the second sync reads
+    // nothing more.
+    let log = mcn_requests(&fake);
+    let mcn_path = format!("{MCN_PATH}/w1");
+    assert_eq!(
+        log,
+        [
+            ("GET".to_string(), mcn_path.clone()),
+            ("POST".to_string(), MCN_PATH.to_string()),
+            ("PATCH".to_string(), format!("{mcn_path}/status")),
+        ]
+    );
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn the_pool_the_operator_wrote_is_kept_and_a_node_without_configs_is_not_yet_set() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({}));
+    // The operator created it first, naming the pool from the pools' node selectors.
+    lock(&fake).mcn = Some(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
+        "metadata": {"name": "w1", "generation": 1},
+        "spec": {"node": {"name": "w1"}, "pool": {"name": "infra"},
+                 "configVersion": {"desired": "not-yet-set"}}
+    }));
+    // No config on disk or on the node.
+    std::fs::remove_file(root.base().join("etc/machine-config-daemon/currentconfig"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    let mcn = lock(&fake).mcn.clone().unwrap_or(Value::Null);
+    assert_eq!(mcn["spec"]["pool"]["name"], "infra");
+    assert_eq!(mcn["spec"]["configVersion"]["desired"], "not-yet-set");
+    assert_eq!(
+        mcn["status"]["configVersion"],
+        json!({"current": "", "desired": "not-yet-set"})
+    );
+    assert!(mcn_conditions(&fake).is_empty());
+    assert!(
+        mcn_requests(&fake).iter().all(|r| r.0 != "POST"),
+        "not created twice"
+    );
+    drop(agent);
+    let _ = server.await;
+}
