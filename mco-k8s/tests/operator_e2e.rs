@@ -4,8 +4,8 @@
 //! degraded pools, and a pass over an up-to-date cluster writes nothing. Started on an
 //! installed cluster whose administrator set the OS images and changed the pools, it leaves
 //! them alone and nothing re-renders; the release's OS images ConfigMap is what it writes
-//! into the ControllerConfig. The built binary is run once against the server through a
-//! kubeconfig.
+//! into the ControllerConfig. Every Node gets a MachineConfigNode, removed with its Node. The
+//! built binary is run once against the server through a kubeconfig.
 
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
@@ -824,4 +824,86 @@ async fn the_binary_deploys_through_a_kubeconfig() {
         missing.is_empty(),
         "not granted by manifests/02-rbac.yaml: {missing:?}"
     );
+}
+
+/// Every Node gets a MachineConfigNode from the operator, agent or not, as upstream's
+/// operator gives one; a deleted Node's goes.
+#[tokio::test]
+async fn every_node_has_a_machine_config_node_and_a_deleted_nodes_goes() {
+    let (server, op) = deployed("4.99.0").await;
+    let store = &server.store;
+    for (name, role, annos) in [
+        (
+            "master-0",
+            "master",
+            json!({CURRENT_CONFIG: "rendered-master-1", DESIRED_CONFIG: "rendered-master-1", STATE: "Done"}),
+        ),
+        ("worker-0", "worker", json!({})),
+    ] {
+        let node = json!({"metadata": {"name": name,
+            "labels": {format!("node-role.kubernetes.io/{role}"): ""}, "annotations": annos}});
+        store
+            .create(def("nodes"), "", node)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.machine_config_nodes, 2, "{r:?}");
+    let mcn = |name: &str| store.get("machineconfignodes", "", name);
+    let spec = |name: &str| {
+        mcn(name)
+            .map(|m| m["spec"].clone())
+            .unwrap_or_else(|| panic!("{name}: no MachineConfigNode"))
+    };
+    assert_eq!(
+        spec("master-0"),
+        json!({"node": {"name": "master-0"}, "pool": {"name": "master"},
+               "configVersion": {"desired": "rendered-master-1"}})
+    );
+    assert_eq!(
+        spec("worker-0"),
+        json!({"node": {"name": "worker-0"}, "pool": {"name": "worker"},
+               "configVersion": {"desired": "not-yet-set"}})
+    );
+    let owner = mcn("worker-0").map(|m| m["metadata"]["ownerReferences"][0].clone());
+    let node_uid = store
+        .get("nodes", "", "worker-0")
+        .map(|n| n["metadata"]["uid"].clone());
+    assert_eq!(
+        owner.as_ref().map(|o| o["kind"].clone()),
+        Some(json!("Node"))
+    );
+    assert_eq!(owner.map(|o| o["uid"].clone()), node_uid);
+    // Up to date: nothing written.
+    let again = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.machine_config_nodes, 0, "{again:?}");
+
+    // The node's first desired config is filled in.
+    store
+        .write(def("nodes"), "", "worker-0", false, |n| {
+            let mut n = n.clone();
+            n["metadata"]["annotations"] = json!({DESIRED_CONFIG: "rendered-worker-1"});
+            Ok(n)
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        spec("worker-0")["configVersion"]["desired"],
+        "rendered-worker-1"
+    );
+
+    // The node goes: so does its MachineConfigNode.
+    store
+        .delete(def("nodes"), "", "worker-0", None)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.machine_config_nodes, 1, "{r:?}");
+    assert!(mcn("worker-0").is_none());
+    assert!(mcn("master-0").is_some());
+    // Everything it asked for, its ClusterRole grants.
+    let missing = rbac::ungranted(
+        &store.requests_named(None),
+        &rbac::cluster_role_rules("machine-config-operator"),
+    );
+    assert!(missing.is_empty(), "not granted: {missing:?}");
 }

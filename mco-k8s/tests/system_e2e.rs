@@ -359,10 +359,54 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             "{w}"
         );
     }
-    assert!(server
-        .store
-        .get("machineconfignodes", "", "master-0")
-        .is_none());
+    // Every node has its MachineConfigNode, the idle master too (written when its agent
+    // started), and `kubectl get mcn` shows it as the CRD's printer columns read it.
+    let columns = mcn_columns();
+    let row = |name: &str| -> Vec<(String, String)> {
+        let mcn = server
+            .store
+            .get("machineconfignodes", "", name)
+            .unwrap_or_else(|| panic!("{name}: no MachineConfigNode"));
+        columns
+            .iter()
+            .filter(|(column, _)| column != "Age")
+            .map(|(column, path)| (column.clone(), column_value(&mcn, path)))
+            .collect()
+    };
+    let master_row = row("master-0");
+    let get = |r: &[(String, String)], c: &str| {
+        r.iter()
+            .find(|(n, _)| n == c)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no column {c} in {r:?}"))
+    };
+    assert_eq!(get(&master_row, "PoolName"), "master");
+    assert_eq!(get(&master_row, "DesiredConfig"), master.name());
+    assert_eq!(get(&master_row, "CurrentConfig"), master.name());
+    assert_eq!(get(&master_row, "Updated"), "True");
+    for wide in [
+        "UpdatePrepared",
+        "UpdateExecuted",
+        "UpdatePostActionComplete",
+        "UpdateComplete",
+        "Resumed",
+        "UpdatedFilesAndOS",
+        "CordonedNode",
+        "DrainedNode",
+        "RebootedNode",
+        "UncordonedNode",
+    ] {
+        assert_eq!(get(&master_row, wide), "False", "master-0: {wide}");
+    }
+    for w in ["worker-0", "worker-1"] {
+        let r = row(w);
+        assert_eq!(get(&r, "PoolName"), "worker", "{w}");
+        assert_eq!(get(&r, "DesiredConfig"), target, "{w}");
+        assert_eq!(get(&r, "CurrentConfig"), target, "{w}");
+        assert_eq!(get(&r, "Updated"), "True", "{w}");
+        assert_eq!(get(&r, "UpdatePostActionComplete"), "False", "{w}");
+    }
+    assert_eq!(server.store.list("machineconfignodes").len(), 3);
     let pool_events = reasons("MachineConfigPool", "worker");
     assert!(
         pool_events.iter().any(|r| r == "RenderedConfigGenerated"),
@@ -372,6 +416,40 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     for a in agents {
         a.abort();
     }
+}
+
+/// The MachineConfigNode CRD's printer columns (name, JSON path), default then wide.
+fn mcn_columns() -> Vec<(String, String)> {
+    let crds = crd::crds().unwrap();
+    let mcn = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "MachineConfigNode")
+        .unwrap();
+    mcn.spec.versions[0]
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| (c.name.clone(), c.json_path.clone()))
+        .collect()
+}
+
+/// What a printer column's JSON path reads from `obj`, as kubectl prints it: the paths the
+/// MachineConfigNode columns use (`.a.b` and `.status.conditions[?(@.type=="T")].status`).
+fn column_value(obj: &serde_json::Value, path: &str) -> String {
+    let text = |v: Option<&serde_json::Value>| match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    };
+    if let Some(rest) = path.strip_prefix(".status.conditions[?(@.type==\"") {
+        let (type_, field) = rest.split_once("\")].").unwrap();
+        let found = obj["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == type_));
+        return text(found.and_then(|c| c.get(field)));
+    }
+    let pointer = path.replace('.', "/");
+    text(obj.pointer(&pointer))
 }
 
 /// GETs `path` from a plain HTTP server on 127.0.0.1 and returns status and body.
@@ -515,8 +593,10 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     let done = firstboot::complete_machine_config(&root, &mut firstboot_host, Some(&booted))
         .unwrap_or_else(|e| panic!("firstboot: {e}"));
     match &done {
+        // The test root is no rpm-ostree host: the OS part does not apply to it.
+        Firstboot::NotRpmOstree { config } => assert_eq!(config, &target),
         Firstboot::NoChanges { config } | Firstboot::Rebooting { config, .. } => {
-            assert_eq!(config, &target)
+            panic!("{config}: the OS part was applied to a host that is no rpm-ostree host")
         }
         Firstboot::AlreadyComplete => panic!("the encapsulated config was not found"),
     }

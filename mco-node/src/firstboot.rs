@@ -80,6 +80,12 @@ pub enum Firstboot {
         /// The encapsulated config's name.
         config: String,
     },
+    /// The host is not an rpm-ostree host: the config's OS part (all the first boot applies)
+    /// does not apply there; the file is removed, no reboot.
+    NotRpmOstree {
+        /// The encapsulated config's name.
+        config: String,
+    },
     /// The OS changes are applied and the host was asked to reboot.
     Rebooting {
         /// The encapsulated config's name.
@@ -143,13 +149,14 @@ pub fn booted_state(
 }
 
 /// The OS image the machine booted, from `rpm-ostree status --json`; `None` off rpm-ostree
-/// hosts (no `/run/ostree-booted` under the root) or for a deployment booted from no image.
+/// hosts (no `/run/ostree-booted` under the root), on a host that only prints commands, or for
+/// a deployment booted from no image.
 pub fn read_booted_image(
     root: &HostRoot,
     host: &mut dyn Host,
 ) -> Result<Option<String>, FirstbootError> {
-    use crate::rpm_ostree::{query, OSTREE_BOOTED};
-    if !root.exists(OSTREE_BOOTED)? {
+    use crate::rpm_ostree::{query, status_readable};
+    if !status_readable(root, host)? {
         return Ok(None);
     }
     let failed = |reason: String| FirstbootError::Update {
@@ -181,6 +188,12 @@ pub fn complete_machine_config(
     };
     let desired = DesiredConfig::from_bytes(&data, ENCAPSULATED_PATH)?;
     let config = desired.name().to_string();
+    if !crate::rpm_ostree::is_rpm_ostree_host(root)? {
+        let mut dirty = BTreeSet::new();
+        root.remove(ENCAPSULATED_PATH, &mut dirty)?;
+        sync_dirs(&dirty).map_err(|e| RootError::io(ENCAPSULATED_PATH, e))?;
+        return Ok(Firstboot::NotRpmOstree { config });
+    }
     let old = booted_state(root, &desired, booted_image);
     let plan = mco_render::plan::compute(&old.input, &desired.input, None);
     if let Err(e) = &plan.reconcilable {

@@ -35,6 +35,12 @@ pub trait Host {
     fn arch(&self) -> String {
         std::env::consts::ARCH.to_string()
     }
+    /// Whether commands really run, so their output can be read: `false` for a host that only
+    /// prints them ([`PrintHost`]), on which the steps that read an output (the OS part of an
+    /// update, the booted deployment) are described instead of run.
+    fn runs_commands(&self) -> bool {
+        true
+    }
 }
 
 impl<H: Host + ?Sized> Host for Box<H> {
@@ -58,6 +64,9 @@ impl<H: Host + ?Sized> Host for Box<H> {
     }
     fn arch(&self) -> String {
         (**self).arch()
+    }
+    fn runs_commands(&self) -> bool {
+        (**self).runs_commands()
     }
 }
 
@@ -507,9 +516,11 @@ impl Host for RecordingHost {
     }
 }
 
-/// A host that prints the commands it would run (used for roots other than `/`). Commands
-/// whose output the agent reads (`rpm-ostree status --json`, `podman create`) cannot be
-/// printed instead: they fail, so an OS update that needs them is not faked.
+/// A host that prints the commands it would run (used for roots other than `/`). It says so
+/// ([`Host::runs_commands`] is `false`), so the agent never asks it for a command whose output
+/// it reads (`rpm-ostree status --json`, `podman create`): the OS part of an update is printed
+/// as steps instead ([`crate::apply::os::run`]). Asked anyway, those commands fail rather than
+/// fake an answer.
 #[derive(Debug, Default)]
 pub struct PrintHost;
 
@@ -545,6 +556,9 @@ impl Host for PrintHost {
     fn reboot(&mut self) -> Result<(), HostError> {
         eprintln!("host (not run): reboot");
         Ok(())
+    }
+    fn runs_commands(&self) -> bool {
+        false
     }
 }
 

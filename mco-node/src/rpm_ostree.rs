@@ -1,15 +1,32 @@
 //! What `rpm-ostree status --json` says, typed, and the OS image a deployment runs.
 //!
-//! Pure: the text in, values out. Follows the fields upstream's daemon reads through
+//! Parsing is pure: the text in, values out ([`query`] runs the command through the [`Host`]
+//! trait; [`is_rpm_ostree_host`] and [`status_readable`] say where it may run). Follows the fields upstream's daemon reads through
 //! `rpmostree-client-go` (`Deployment`, `GetBootedDeployment`, `GetStagedDeployment`) and how
 //! it turns a deployment's origin into the image it compares with `osImageURL`
 //! (`GetBootedOSImageURL` in `pkg/daemon/rpm-ostree.go`, the client's `imgref` parser).
 
 use serde::Deserialize;
 
+use crate::host::Host;
+use crate::root::{HostRoot, RootError};
+
 /// The file ostree creates in `/run` when the system booted from an ostree deployment: its
 /// absence means the host is no rpm-ostree host and the OS checks do not apply.
 pub const OSTREE_BOOTED: &str = "/run/ostree-booted";
+
+/// Whether the host under `root` is an rpm-ostree host ([`OSTREE_BOOTED`] exists). On any other
+/// host the agent applies everything but the OS part of a config (image, kernel arguments,
+/// kernel type, extensions), as upstream's daemon does on hosts that are not CoreOS.
+pub fn is_rpm_ostree_host(root: &HostRoot) -> Result<bool, RootError> {
+    root.exists(OSTREE_BOOTED)
+}
+
+/// Whether the booted deployment can be read on this host: an rpm-ostree host whose commands
+/// run (a host that only prints commands cannot answer `rpm-ostree status`).
+pub fn status_readable(root: &HostRoot, host: &dyn Host) -> Result<bool, RootError> {
+    Ok(host.runs_commands() && is_rpm_ostree_host(root)?)
+}
 
 /// The `rpm-ostree status --json` arguments.
 pub fn status_args() -> Vec<String> {
@@ -70,7 +87,7 @@ pub enum StatusError {
 }
 
 /// Runs `rpm-ostree status --json` on `host` and parses it.
-pub fn query(host: &mut dyn crate::host::Host) -> Result<Status, StatusError> {
+pub fn query(host: &mut dyn Host) -> Result<Status, StatusError> {
     let text = host.rpm_ostree_output(&status_args())?;
     parse_status(&text).map_err(StatusError::Parse)
 }

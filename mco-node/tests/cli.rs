@@ -202,6 +202,9 @@ fn the_first_boot_unit_applies_the_encapsulated_config_and_reboots() {
     common::seed_users(&root);
     std::fs::create_dir_all(root.join("proc")).unwrap();
     std::fs::write(root.join("proc/cmdline"), "root=UUID=1 rw\n").unwrap();
+    // An rpm-ostree host's root.
+    std::fs::create_dir_all(root.join("run")).unwrap();
+    std::fs::write(root.join("run/ostree-booted"), "").unwrap();
     let mc = json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
         "metadata": {"name": "rendered-worker-1"},
@@ -226,9 +229,10 @@ fn the_first_boot_unit_applies_the_encapsulated_config_and_reboots() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("rebooting"), "{stdout}");
+    // The printing host runs nothing: the OS steps are printed, not asked of it.
     assert!(
-        stderr.contains("rpm-ostree kargs --append=nosmt"),
-        "{stderr}"
+        stdout.contains("not run (the host only prints commands): rpm-ostree kargs --append=nosmt"),
+        "{stdout}"
     );
     assert!(stderr.contains("host (not run): reboot"), "{stderr}");
     assert!(root
@@ -237,4 +241,98 @@ fn the_first_boot_unit_applies_the_encapsulated_config_and_reboots() {
     // Run again (the unit's condition would skip it): nothing left to do.
     let out = Command::new(BIN).args(&args).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("already complete"));
+}
+
+/// The example cluster's rendered worker config (OS image, kernel arguments, extensions,
+/// files, SSH keys), rendered as `mco-render render --pool worker examples/cluster` renders
+/// it, written to `dir`.
+fn example_rendered_worker(dir: &Path) -> std::path::PathBuf {
+    use mco_render::manifests::expand::{expand_manifests, ClusterOptions};
+    let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cluster");
+    let mut m = mco_render::load::read_manifests(&[cluster]).unwrap();
+    assert!(expand_manifests(&mut m, &ClusterOptions::default()).is_empty());
+    let pool = m
+        .pools
+        .iter()
+        .map(|(_, p)| p)
+        .find(|p| p.name() == "worker")
+        .unwrap();
+    let cc = m.controller_config.as_ref().unwrap().1.spec.clone();
+    let rendered = mco_render::render_pool(pool, &m.configs(), &cc, &Default::default()).unwrap();
+    let mc = &rendered.machine_config;
+    assert!(!mc.spec.os_image_url.is_empty());
+    assert!(!mc.spec.kernel_arguments.is_empty() && !mc.spec.extensions.is_empty());
+    let path = dir.join("rendered-worker.yaml");
+    std::fs::write(&path, serde_yaml_ng::to_string(mc).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn once_from_under_another_root_applies_the_files_and_skips_the_os_part() {
+    let d = tempfile::tempdir().unwrap();
+    let config = example_rendered_worker(d.path());
+    // An empty root but for the users the SSH keys belong to.
+    let root = d.path().join("root");
+    common::seed_users(&root);
+    let r = root.to_str().unwrap();
+    let (ok, planned) = run(&[
+        "once-from",
+        config.to_str().unwrap(),
+        "--root",
+        r,
+        "--dry-run",
+    ]);
+    assert!(ok, "{planned}");
+    assert!(
+        planned.contains("would skip the OS part (Upgrading OS; Installing extensions; Changing kernel arguments): not an rpm-ostree host (no /run/ostree-booted)"),
+        "{planned}"
+    );
+    let out = Command::new(BIN)
+        .args(["once-from", config.to_str().unwrap(), "--root", r])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("state: Done"), "{stdout}");
+    assert!(
+        stdout.contains("not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS; Installing extensions; Changing kernel arguments)"),
+        "{stdout}"
+    );
+    assert!(root.join("etc/chrony.conf").is_file());
+    assert!(root
+        .join("home/core/.ssh/authorized_keys.d/ignition")
+        .is_file());
+    let current = std::fs::read_to_string(root.join("etc/machine-config-daemon/currentconfig"));
+    assert!(current.unwrap().contains("rendered-worker-"));
+    // Host commands were printed, none of rpm-ostree or podman.
+    assert!(stderr.contains("host (not run): reboot"), "{stderr}");
+    assert!(
+        !stderr.contains("rpm-ostree") && !stderr.contains("podman"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn once_from_under_an_rpm_ostree_root_prints_the_os_steps_and_goes_on() {
+    let d = tempfile::tempdir().unwrap();
+    let config = example_rendered_worker(d.path());
+    let root = d.path().join("root");
+    common::seed_users(&root);
+    std::fs::create_dir_all(root.join("run")).unwrap();
+    std::fs::write(root.join("run/ostree-booted"), "").unwrap();
+    let r = root.to_str().unwrap();
+    let (ok, out) = run(&["once-from", config.to_str().unwrap(), "--root", r]);
+    assert!(ok, "{out}");
+    assert!(out.contains("state: Done"), "{out}");
+    let not_run = "not run (the host only prints commands): ";
+    for step in [
+        "rpm-ostree cleanup -p",
+        "rpm-ostree rebase --experimental ostree-unverified-registry:registry.example.net/os/coreos@sha256:",
+        "rpm-ostree update <extension packages of [usbguard] not yet layered>, then verify them staged",
+    ] {
+        assert!(out.contains(&format!("{not_run}{step}")), "{step}: {out}");
+    }
+    assert!(root.join("etc/chrony.conf").is_file());
+    assert!(!root.join("run/ostree/auth.json").exists());
 }

@@ -130,10 +130,151 @@ impl Host for Spy {
     }
 }
 
+/// The root of an rpm-ostree host (`/run/ostree-booted`) with the kubelet's pull secret.
 fn setup() -> (tempfile::TempDir, HostRoot) {
+    let (d, root) = plain_setup();
+    write(&root, "/run/ostree-booted", "");
+    (d, root)
+}
+
+/// The root of a host that is not an rpm-ostree host, with the kubelet's pull secret.
+fn plain_setup() -> (tempfile::TempDir, HostRoot) {
     let (d, root) = temp_root();
     write(&root, "/var/lib/kubelet/config.json", r#"{"auths": {}}"#);
     (d, root)
+}
+
+/// Everything the OS part can change, with a file and a unit beside it.
+fn os_heavy_pair() -> (DesiredConfig, DesiredConfig) {
+    let old = os_mc(
+        "r1",
+        json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let new = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_B, "baseOSExtensionsContainerImage": EXT_IMAGE,
+               "kernelType": "realtime", "kernelArguments": ["nosmt"], "extensions": ["sysstat"],
+               "config": {"ignition": {"version": "3.4.0"},
+                   "storage": {"files": [file("/etc/motd", "hi\n")]},
+                   "systemd": {"units": [{"name": "hello.service", "enabled": true,
+                       "contents": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]},
+                   "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA core"]}]}}}),
+    );
+    (old, new)
+}
+
+#[test]
+fn off_rpm_ostree_hosts_everything_but_the_os_part_is_applied() {
+    let (_d, root) = plain_setup();
+    let mut host = Spy::new(&root);
+    let (old, new) = os_heavy_pair();
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    // Files, units, SSH keys and the reboot; no rpm-ostree, no podman, no pull secret link.
+    assert_eq!(read(&root, "/etc/motd").as_deref(), Some("hi\n"));
+    assert!(read(&root, "/etc/systemd/system/hello.service").is_some());
+    assert!(
+        read(&root, "/home/core/.ssh/authorized_keys.d/ignition")
+            .is_some_and(|k| k.contains("ssh-ed25519 AAAA core")),
+        "{:?}",
+        out.log
+    );
+    assert_eq!(
+        host.inner.calls,
+        strings(&["systemctl enable hello.service", "reboot"])
+    );
+    assert!(std::fs::symlink_metadata(host_path(&root, OSTREE_AUTH_FILE)).is_err());
+    let skipped: Vec<&String> = out
+        .log
+        .iter()
+        .filter(|l| l.contains("the OS part of the update is skipped"))
+        .collect();
+    assert_eq!(
+        skipped,
+        [&"not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS; Installing extensions; Changing kernel type; Changing kernel arguments)".to_string()],
+        "{:?}",
+        out.log
+    );
+    assert_eq!(
+        read_current(&root)
+            .map(|c| c.name().to_string())
+            .ok()
+            .as_deref(),
+        Some("r2")
+    );
+}
+
+#[test]
+fn a_failed_update_off_rpm_ostree_hosts_rolls_back_without_rpm_ostree() {
+    let (_d, root) = plain_setup();
+    let mut host = Spy::new(&root);
+    host.inner.fail_on.push("systemctl enable".into());
+    let (old, new) = os_heavy_pair();
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Degraded, "{:?}", out.status);
+    assert!(
+        out.status.reason.contains("rolled back"),
+        "{}",
+        out.status.reason
+    );
+    assert!(
+        !out.status.reason.contains("undo errors"),
+        "{}",
+        out.status.reason
+    );
+    assert!(
+        host.inner
+            .calls
+            .iter()
+            .all(|c| !c.starts_with("rpm-ostree")),
+        "{:?}",
+        host.inner.calls
+    );
+    assert_eq!(read(&root, "/etc/motd"), None);
+}
+
+#[test]
+fn a_host_that_only_prints_commands_prints_the_os_steps_and_goes_on() {
+    let (_d, root) = setup();
+    let (old, new) = os_heavy_pair();
+    let opts = ApplyOptions {
+        reboot: mco_node::apply::RebootMode::Skip,
+        ..ApplyOptions::default()
+    };
+    let out = run_update(
+        &root,
+        &mut mco_node::host::PrintHost,
+        &old,
+        &new,
+        opts,
+        None,
+    );
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(read(&root, "/etc/motd").as_deref(), Some("hi\n"));
+    let printed: Vec<&str> = out
+        .log
+        .iter()
+        .filter_map(|l| l.strip_prefix(mco_node::apply::os::NOT_RUN))
+        .collect();
+    assert_eq!(
+        printed,
+        strings(&[
+            &format!("extract {EXT_IMAGE} to {CONTENT} and write {EXTENSIONS_REPO}"),
+            "rpm-ostree cleanup -p",
+            "rpm-ostree override reset <the booted deployment's kernel overrides>",
+            &format!("link {OSTREE_AUTH_FILE} to the pull secret"),
+            &format!("rpm-ostree rebase --experimental ostree-unverified-registry:{IMAGE_B}"),
+            "rpm-ostree kargs --append=nosmt",
+            &format!("rpm-ostree override remove {DEFAULT_KERNEL} --install kernel-rt-core --install kernel-rt-modules --install kernel-rt-modules-extra"),
+            "rpm-ostree update <extension packages of [sysstat] not yet layered>, then verify them staged",
+        ]),
+        "{:?}",
+        out.log
+    );
+    // Nothing was extracted or linked.
+    assert!(std::fs::symlink_metadata(host_path(&root, OSTREE_AUTH_FILE)).is_err());
+    assert_eq!(read(&root, EXTENSIONS_REPO), None);
+    assert!(out.reboot_pending);
 }
 
 fn update(

@@ -3,7 +3,8 @@
 //! ControllerConfig built from the cluster's config objects, the release's OS images (the
 //! `machine-config-osimageurl` ConfigMap in its namespace) and the CA ConfigMaps upstream
 //! reads (`mco_render::controllers::operator::certificates`), creates the built-in pools when
-//! missing, and reports in the `machine-config` ClusterOperator.
+//! missing, keeps one MachineConfigNode per Node (`machine_config_nodes`), and reports in the
+//! `machine-config` ClusterOperator.
 //!
 //! The decisions are `mco_render::controllers::operator`'s; this module reads the cluster, applies the
 //! desired objects in order (create when missing, JSON merge patch when a field the operator
@@ -13,6 +14,7 @@
 pub mod apply;
 pub mod embedded;
 pub mod kinds;
+pub mod machine_config_nodes;
 
 use crate::objects::{self, Model};
 use crate::reflect::{wake_on, Wake};
@@ -84,6 +86,8 @@ pub struct SyncReport {
     pub created: usize,
     /// Objects patched.
     pub patched: usize,
+    /// MachineConfigNodes created, patched or deleted.
+    pub machine_config_nodes: usize,
     /// Whether the ClusterOperator (or its status) was written.
     pub status_written: bool,
     /// The first task that failed.
@@ -95,7 +99,7 @@ pub struct SyncReport {
 impl SyncReport {
     /// Whether the pass wrote anything.
     pub fn wrote(&self) -> bool {
-        self.created > 0 || self.patched > 0 || self.status_written
+        self.created > 0 || self.patched > 0 || self.machine_config_nodes > 0 || self.status_written
     }
 }
 
@@ -260,6 +264,18 @@ impl Operator {
                 }
             }
         }
+        // After the manifests (the MachineConfigNode CRD among them), as upstream orders it.
+        if report.failure.is_none() {
+            match machine_config_nodes::sync(&self.client).await {
+                Ok(n) => report.machine_config_nodes = n,
+                Err(e) => {
+                    report.failure = Some(SyncFailure {
+                        task: machine_config_nodes::TASK.to_string(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
         let mut workloads = Vec::new();
         for obj in desired.iter().filter(|o| is_workload(o)) {
             let (api, _) = apply::api_for(&self.client, obj)?;
@@ -406,6 +422,16 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
             tx.clone(),
         ));
     }
+    // Nodes joining and leaving: their MachineConfigNodes.
+    let nodes = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Node>(&());
+    watchers.push(wake_on(
+        Api::all_with(client.clone(), &nodes),
+        watcher::Config::default(),
+        nodes,
+        "Nodes",
+        Wake::SpecChanges,
+        tx.clone(),
+    ));
     loop {
         match operator.sync_once().await {
             Ok(r) => {
@@ -416,6 +442,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
                     tracing::info!(
                         created = r.created,
                         patched = r.patched,
+                        machine_config_nodes = r.machine_config_nodes,
                         status = r.status_written,
                         "synced"
                     );

@@ -24,7 +24,6 @@ use crate::desired_config::{rendered_input, DesiredConfig, LoadError};
 use crate::drift::FORCE_FILE;
 use crate::host::Host;
 use crate::root::HostRoot;
-use crate::rpm_ostree::OSTREE_BOOTED;
 use crate::state::read_current;
 
 /// The MachineConfig resource (cluster-scoped, `machineconfiguration.openshift.io/v1`).
@@ -181,6 +180,8 @@ pub struct Agent<H: Host> {
     on_disk: Option<DesiredConfig>,
     /// The config whose booted OS image was checked since the agent started.
     os_checked: Option<String>,
+    /// The MachineConfigNode was written since the agent started.
+    mcn_started: bool,
 }
 
 /// Converts a Kubernetes object to this project's model through JSON.
@@ -238,6 +239,7 @@ impl<H: Host> Agent<H> {
             written: None,
             on_disk: None,
             os_checked: None,
+            mcn_started: false,
         }
     }
 
@@ -335,18 +337,38 @@ impl<H: Host> Agent<H> {
         use mco_render::api::machine_config_node::{StatusConfigVersion, NOT_YET_SET};
         use mco_render::api::MachineConfigNodeStatus;
         let name = self.opts.node_name.clone();
-        let desired = node.desired_config().to_string();
-        let spec = json!({
-            "node": {"name": name},
-            "pool": {"name": super::node_conditions::pool_of(node)},
-            "configVersion": {"desired": desired},
-        });
+        let desired = match node.desired_config() {
+            "" => NOT_YET_SET.to_string(),
+            d => d.to_string(),
+        };
         let stored = match self.mcns.get_opt(&name).await? {
-            Some(o) => o,
+            Some(o) => Some(o),
             None => {
                 if self.node_uid.is_none() {
-                    self.node_uid = self.nodes.get(&name).await?.metadata.uid;
+                    self.node_uid = match &node.metadata.uid {
+                        Some(uid) => Some(uid.clone()),
+                        None => self.nodes.get(&name).await?.metadata.uid,
+                    };
                 }
+                None
+            }
+        };
+        // The pool the operator names (from the pools' node selectors) is kept; the roles
+        // only name it while nobody has.
+        let pool = stored
+            .as_ref()
+            .and_then(|o| o.data.pointer("/spec/pool/name"))
+            .and_then(serde_json::Value::as_str)
+            .filter(|p| !p.is_empty() && *p != NOT_YET_SET)
+            .map_or_else(|| super::node_conditions::pool_of(node), str::to_string);
+        let spec = json!({
+            "node": {"name": name},
+            "pool": {"name": pool},
+            "configVersion": {"desired": desired},
+        });
+        let stored = match stored {
+            Some(o) => o,
+            None => {
                 let obj: DynamicObject = convert(
                     &format!("MachineConfigNode {name}"),
                     &json!({
@@ -359,7 +381,12 @@ impl<H: Host> Agent<H> {
                         "spec": spec,
                     }),
                 )?;
-                self.mcns.create(&Default::default(), &obj).await?
+                match self.mcns.create(&Default::default(), &obj).await {
+                    Ok(o) => o,
+                    // The operator created it meanwhile.
+                    Err(kube::Error::Api(e)) if e.code == 409 => self.mcns.get(&name).await?,
+                    Err(e) => return Err(e.into()),
+                }
             }
         };
         if stored.data.get("spec") != Some(&spec) {
@@ -382,11 +409,7 @@ impl<H: Host> Agent<H> {
         }
         status.config_version = Some(StatusConfigVersion {
             current: node.current_config().to_string(),
-            desired: if desired.is_empty() {
-                NOT_YET_SET.into()
-            } else {
-                desired.clone()
-            },
+            desired: desired.clone(),
         });
         status.observed_generation = stored.metadata.generation;
         if status != before {
@@ -506,8 +529,25 @@ impl<H: Host> Agent<H> {
         Ok(self.fetch(node.current_config()).await?.unwrap_or(on_disk))
     }
 
+    /// Writes the node's MachineConfigNode once the agent starts, idle node or not (as
+    /// upstream's daemon does at start-up): spec and configVersion, and on a node idle on its
+    /// desired config `Updated` True ([`super::node_conditions::start_phases`]). A failure is
+    /// logged and the next sync tries again.
+    async fn report_start(&mut self, node: &Node) {
+        let phases = super::node_conditions::start_phases(node);
+        match self.write_mcn(&phases, node).await {
+            Ok(()) => self.mcn_started = true,
+            Err(e) => {
+                tracing::warn!(node = %self.opts.node_name, "MachineConfigNode not written at start-up: {e}")
+            }
+        }
+    }
+
     /// Runs steps for `node` until the agent has to wait for someone else.
     pub async fn sync(&mut self, node: Node) -> Result<Synced, AgentError> {
+        if !self.mcn_started {
+            self.report_start(&node).await;
+        }
         let mut node = node;
         for _ in 0..MAX_STEPS {
             let current = self.current(&node).await?;
@@ -600,7 +640,9 @@ impl<H: Host> Agent<H> {
                         drained: true,
                         policies: self.policies.as_ref(),
                     };
-                    let (started, staged) = super::os_update_events(&current.input, &desired.input);
+                    let rpm_ostree = crate::rpm_ostree::is_rpm_ostree_host(&self.root)?;
+                    let (started, staged) =
+                        super::os_update_events(&current.input, &desired.input, rpm_ostree);
                     let uid = self.node_uid.clone();
                     self.publish(started.into_iter().collect(), uid.clone())
                         .await;
@@ -653,12 +695,15 @@ impl<H: Host> Agent<H> {
 
     /// Holds back the uncordon and Done of an update while the host is booted into another
     /// OS image than `current` names ([`super::os_check`]); hosts without `/run/ostree-booted`
-    /// are not rpm-ostree hosts and are not checked.
+    /// are not rpm-ostree hosts and are not checked, nor are hosts that only print commands.
     fn check_booted_image(&mut self, step: Step, node: &Node, current: &DesiredConfig) -> Step {
         if !matches!(step, Step::Done { .. } | Step::RequestUncordon { .. })
             || current.input.os_image_url.is_empty()
-            || !self.root.exists(OSTREE_BOOTED).unwrap_or(false)
         {
+            return step;
+        }
+        if !crate::rpm_ostree::status_readable(&self.root, &self.host).unwrap_or(false) {
+            tracing::debug!(node = %self.opts.node_name, "the booted OS image is not checked: not an rpm-ostree host");
             return step;
         }
         let status = crate::rpm_ostree::query(&mut self.host).map_err(|e| e.to_string());

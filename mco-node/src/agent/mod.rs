@@ -168,10 +168,13 @@ pub fn step_events(step: &Step, node: &str) -> Vec<NodeEvent> {
 
 /// The Events of an update's OS part, as upstream records them: `OSUpdateStarted` (the OS
 /// changes, or the non-default kernel a node on realtime or 64k-pages keeps current) before it,
-/// `OSUpdateStaged` after it. Empty when the update leaves the OS alone.
+/// `OSUpdateStaged` after it. Empty when the update leaves the OS alone. On a host that is not
+/// an rpm-ostree host (`rpm_ostree` false) the OS part is skipped: one `OSUpdateSkipped`
+/// before the update says so.
 pub fn os_update_events(
     old: &mco_render::plan::reconcile::RenderedInput,
     new: &mco_render::plan::reconcile::RenderedInput,
+    rpm_ostree: bool,
 ) -> (Option<NodeEvent>, Option<NodeEvent>) {
     let d = plan::diff::MachineConfigDiff::new(old, new);
     let kernel = plan::diff::canonical_kernel_type(&new.kernel_type);
@@ -189,6 +192,10 @@ pub fn os_update_events(
         reason,
         note,
     };
+    if !rpm_ostree {
+        let note = crate::apply::os::skipped_note(&note);
+        return (Some(normal("OSUpdateSkipped", note)), None);
+    }
     (
         Some(normal("OSUpdateStarted", note)),
         Some(normal("OSUpdateStaged", "Changes to OS staged".into())),

@@ -219,6 +219,22 @@ pub fn step_phases(step: &Step, node: &Node) -> Vec<Phase> {
     }
 }
 
+/// The phases the agent records when it starts: `Updated` True (upstream's idle-sync
+/// record) on a node Done on its desired config, none otherwise (the steps of the update or
+/// bootstrap under way record theirs). The MachineConfigNode is written either way.
+pub fn start_phases(node: &Node) -> Vec<Phase> {
+    let desired = node.desired_config();
+    if desired.is_empty() || node.current_config() != desired || !node.is_done_on(desired) {
+        return Vec::new();
+    }
+    vec![parent(
+        UPDATED,
+        "True",
+        UPDATED,
+        format!("Node {} Updated", node.name()),
+    )]
+}
+
 fn degraded(name: &str, reason: &str) -> Phase {
     parent(
         NODE_DEGRADED,
@@ -264,6 +280,29 @@ mod tests {
                 .insert(format!("{ROLE_LABEL_PREFIX}{l}"), String::new());
         }
         n
+    }
+
+    #[test]
+    fn an_idle_node_starts_updated_and_a_busy_one_with_no_phase() {
+        use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, STATE};
+        let mut n = node(&["master"]);
+        for (k, v) in [
+            (CURRENT_CONFIG, "r1"),
+            (DESIRED_CONFIG, "r1"),
+            (STATE, "Done"),
+        ] {
+            n.metadata.annotations.insert(k.into(), v.into());
+        }
+        let phases = start_phases(&n);
+        assert_eq!(phases.len(), 1);
+        assert_eq!(phases[0].parent.type_, UPDATED);
+        assert!(phases[0].parent.is_true());
+        assert_eq!(phases[0].parent.message(), "Node n1 Updated");
+        n.metadata
+            .annotations
+            .insert(DESIRED_CONFIG.into(), "r2".into());
+        assert!(start_phases(&n).is_empty());
+        assert!(start_phases(&node(&["worker"])).is_empty());
     }
 
     #[test]

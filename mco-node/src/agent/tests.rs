@@ -503,11 +503,11 @@ fn drift_is_not_reported_between_configs_or_while_waiting() {
 #[test]
 fn os_update_events_name_the_os_changes_as_upstream() {
     let (r1, r2, _) = configs();
-    assert_eq!(os_update_events(&r1.input, &r2.input), (None, None));
+    assert_eq!(os_update_events(&r1.input, &r2.input, true), (None, None));
     let mut new = r2.input.clone();
     new.os_image_url = "quay.io/os@sha256:2".into();
     new.kernel_arguments = vec!["nosmt".into()];
-    let (started, staged) = os_update_events(&r1.input, &new);
+    let (started, staged) = os_update_events(&r1.input, &new, true);
     let started = started.unwrap_or_else(|| panic!("no OSUpdateStarted"));
     assert_eq!(started.reason, "OSUpdateStarted");
     assert_eq!(started.note, "Upgrading OS; Changing kernel arguments");
@@ -521,9 +521,22 @@ fn os_update_events_name_the_os_changes_as_upstream() {
     old_rt.kernel_type = "realtime".into();
     let mut new_rt = r2.input.clone();
     new_rt.kernel_type = "realtime".into();
-    let (started, _) = os_update_events(&old_rt, &new_rt);
+    let (started, _) = os_update_events(&old_rt, &new_rt, true);
     assert_eq!(
         started.map(|e| e.note),
         Some("Updating to a target config with realtime kernel".to_string())
     );
+    // Not an rpm-ostree host: one Event says the OS part is skipped, none says it is staged.
+    let (skipped, staged) = os_update_events(&r1.input, &new, false);
+    let skipped = skipped.unwrap_or_else(|| panic!("no OSUpdateSkipped"));
+    assert_eq!(
+        (skipped.reason, skipped.note.as_str(), skipped.warning),
+        (
+            "OSUpdateSkipped",
+            "not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS; Changing kernel arguments)",
+            false
+        )
+    );
+    assert_eq!(staged, None);
+    assert_eq!(os_update_events(&r1.input, &r2.input, false), (None, None));
 }

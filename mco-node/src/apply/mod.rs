@@ -1,7 +1,9 @@
 //! Applying a rendered config: plan the changes, journal them, apply them, act.
 //!
 //! Order (as upstream): files, units and their enablement, stale files and units, SSH keys, OS
-//! changes, `currentconfig`; then the post-config actions (reload, restart, reboot). Everything
+//! changes, `currentconfig`; then the post-config actions (reload, restart, reboot). The OS
+//! changes are planned only on rpm-ostree hosts (`/run/ostree-booted`); elsewhere they are a
+//! logged [`Action::SkipOs`], as upstream's daemon skips them on hosts that are not CoreOS. Everything
 //! up to `currentconfig` runs inside one [`Transaction`]: a failing step rolls all of it back and
 //! leaves the node Degraded with a reason naming the path and the cause.
 
@@ -59,6 +61,8 @@ pub enum Action {
     Host(HostCall),
     /// The OS part of the update (rpm-ostree, the extensions image), inside the transaction.
     Os(os::OsUpdate),
+    /// The OS part of the update, left out: the host is not an rpm-ostree host.
+    SkipOs(os::OsUpdate),
 }
 
 impl Action {
@@ -68,6 +72,11 @@ impl Action {
             Action::Fs(op) => op.describe(),
             Action::Host(c) => format!("run {}", c.command_line()),
             Action::Os(u) => format!("update the OS: {}", u.describe().join("; ")),
+            Action::SkipOs(u) => format!(
+                "skip the OS part ({}): not an rpm-ostree host (no {})",
+                u.summary,
+                crate::rpm_ostree::OSTREE_BOOTED
+            ),
         }
     }
 }
@@ -96,7 +105,7 @@ impl UpdatePlan {
             .iter()
             .filter_map(|a| match a {
                 Action::Fs(op) => Some(op.clone()),
-                Action::Host(_) | Action::Os(_) => None,
+                Action::Host(_) | Action::Os(_) | Action::SkipOs(_) => None,
             })
             .collect()
     }
@@ -141,14 +150,21 @@ pub fn plan_update(
     }
 
     let os = os::plan(&p, o, n);
+    let rpm_ostree = os.is_some() && crate::rpm_ostree::is_rpm_ostree_host(root)?;
     let mut host_undo = units::undo_calls(&o.config, &d.changed_units);
-    if os.is_some() {
+    if rpm_ostree {
         host_undo.push(HostCall::CleanupPending);
     }
     if !d.changed_units.is_empty() {
         host_undo.push(HostCall::DaemonReload);
     }
-    actions.extend(os.map(Action::Os));
+    actions.extend(os.map(|u| {
+        if rpm_ostree {
+            Action::Os(u)
+        } else {
+            Action::SkipOs(u)
+        }
+    }));
 
     actions.push(Action::Fs(FsOp::Write {
         path: CURRENT_CONFIG.into(),
@@ -334,10 +350,14 @@ pub fn run_update(
                 .mark_host_started()
                 .map_err(ApplyError::from)
                 .and_then(|()| os::run(root, host, u, &mut out.log)),
+            Action::SkipOs(_) => Ok(()),
         };
         match r {
             Ok(()) if matches!(a, Action::Os(_)) => {}
-            Ok(()) => out.log.push(a.describe()),
+            Ok(()) => out.log.push(match a {
+                Action::SkipOs(u) => os::skipped_note(&u.summary),
+                _ => a.describe(),
+            }),
             Err(e) => {
                 failure = Some(e.to_string());
                 break;

@@ -23,7 +23,7 @@ use mco_render::plan::Plan;
 
 use crate::host::{Host, HostCall, HostError};
 use crate::root::HostRoot;
-use crate::rpm_ostree::{self, Deployment, Status};
+use crate::rpm_ostree::{self, Deployment, Status, OSTREE_BOOTED};
 
 use super::ApplyError;
 
@@ -325,9 +325,22 @@ fn query_status(host: &mut dyn Host) -> Result<Status, ApplyError> {
     })
 }
 
+/// The log line (and Event note) of an OS part left out on a host that is not an rpm-ostree
+/// host.
+pub fn skipped_note(summary: &str) -> String {
+    format!(
+        "not an rpm-ostree host (no {OSTREE_BOOTED}): the OS part of the update is skipped ({summary})"
+    )
+}
+
+/// The prefix of the OS steps a host that only prints commands is not asked to run.
+pub const NOT_RUN: &str = "not run (the host only prints commands): ";
+
 /// Carries out `u`, logging each step. The extracted content and the repo are removed
 /// whatever happens; rpm-ostree's changes stay staged for the reboot (a failure leaves them
-/// to the update's undo, `rpm-ostree cleanup -p`).
+/// to the update's undo, `rpm-ostree cleanup -p`). On a host that only prints commands
+/// ([`Host::runs_commands`] `false`) the steps are logged as [`OsUpdate::describe`] puts them,
+/// each after [`NOT_RUN`], and nothing runs: the steps read outputs such a host cannot give.
 pub fn run(
     root: &HostRoot,
     host: &mut dyn Host,
@@ -335,6 +348,10 @@ pub fn run(
     log: &mut Vec<String>,
 ) -> Result<(), ApplyError> {
     log.push(format!("OS update: {}", u.summary));
+    if !host.runs_commands() {
+        log.extend(u.describe().into_iter().map(|l| format!("{NOT_RUN}{l}")));
+        return Ok(());
+    }
     let result = run_steps(root, host, u, log);
     if u.extensions_image.is_some() {
         let mut dirty = BTreeSet::new();

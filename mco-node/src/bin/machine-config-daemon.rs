@@ -393,6 +393,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 Firstboot::NoChanges { config } => {
                     println!("no OS changes from the boot image to {config}; not rebooting")
                 }
+                Firstboot::NotRpmOstree { config } => println!(
+                    "not an rpm-ostree host: the OS part of {config} does not apply; not rebooting"
+                ),
                 Firstboot::Rebooting { config, log } => {
                     for l in &log {
                         println!("{l}");

@@ -3,9 +3,17 @@ use crate::host::RecordingHost;
 use crate::state::read_current;
 use serde_json::{json, Value};
 
+/// A plain root: not an rpm-ostree host.
 fn root() -> (tempfile::TempDir, HostRoot) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("root: {e}"));
+    (dir, root)
+}
+
+/// The root of an rpm-ostree host (`/run/ostree-booted`), where the first boot applies the OS.
+fn rpm_ostree_root() -> (tempfile::TempDir, HostRoot) {
+    let (dir, root) = root();
+    put(&root, crate::rpm_ostree::OSTREE_BOOTED, b"");
     (dir, root)
 }
 
@@ -44,7 +52,7 @@ fn without_the_encapsulated_config_the_first_boot_is_complete() {
 
 #[test]
 fn a_boot_image_that_already_matches_only_loses_the_file() {
-    let (_d, root) = root();
+    let (_d, root) = rpm_ostree_root();
     put(
         &root,
         PROC_CMDLINE,
@@ -71,7 +79,7 @@ fn a_boot_image_that_already_matches_only_loses_the_file() {
 
 #[test]
 fn os_changes_from_the_boot_image_are_applied_then_the_host_reboots() {
-    let (_d, root) = root();
+    let (_d, root) = rpm_ostree_root();
     put(&root, PROC_CMDLINE, b"root=UUID=1 nosmt rw\n");
     put(
         &root,
@@ -110,8 +118,37 @@ fn os_changes_from_the_boot_image_are_applied_then_the_host_reboots() {
 }
 
 #[test]
-fn a_fips_mode_the_machine_was_not_installed_with_is_refused() {
+fn off_rpm_ostree_hosts_the_os_part_does_not_apply_and_the_host_does_not_reboot() {
     let (_d, root) = root();
+    put(&root, PROC_CMDLINE, b"root=UUID=1 rw\n");
+    put(
+        &root,
+        ENCAPSULATED_PATH,
+        &encapsulated(json!({
+            "osImageURL": "quay.io/os@sha256:2",
+            "kernelArguments": ["nosmt"],
+            "extensions": ["usbguard"],
+        })),
+    );
+    let mut host = RecordingHost::new();
+    let out = complete_machine_config(&root, &mut host, None);
+    assert_eq!(
+        out.ok(),
+        Some(Firstboot::NotRpmOstree {
+            config: "rendered-worker-abc".into()
+        })
+    );
+    assert!(host.calls.is_empty(), "{:?}", host.calls);
+    assert!(!exists(&root, ENCAPSULATED_PATH));
+    assert!(!exists(&root, CURRENT_CONFIG));
+    // Done once: the next boot finds nothing to complete.
+    let again = complete_machine_config(&root, &mut host, None);
+    assert_eq!(again.ok(), Some(Firstboot::AlreadyComplete));
+}
+
+#[test]
+fn a_fips_mode_the_machine_was_not_installed_with_is_refused() {
+    let (_d, root) = rpm_ostree_root();
     put(&root, FIPS_ENABLED, b"0\n");
     put(
         &root,
@@ -212,4 +249,7 @@ fn the_booted_image_comes_from_rpm_ostree_on_rpm_ostree_hosts() {
         read_booted_image(&root, &mut host).ok(),
         Some(Some("quay.io/os@sha256:1".to_string()))
     );
+    // A host that only prints commands cannot say: no image, and nothing asked of it.
+    let printed = read_booted_image(&root, &mut crate::host::PrintHost);
+    assert_eq!(printed.ok(), Some(None));
 }

@@ -77,6 +77,9 @@ pub struct NodeMeta {
     /// RFC 3339 creation time (Kubernetes writes `YYYY-MM-DDTHH:MM:SSZ`, which sorts as text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// The API server's id of the object (what owner references name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 /// Node spec.
@@ -97,6 +100,9 @@ pub struct NodeStatus {
         deserialize_with = "nullable_vec"
     )]
     pub conditions: Vec<NodeCondition>,
+    /// The node's lifecycle phase (`Pending`, `Running`, `Terminated`; deprecated, mostly unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
 }
 
 /// One node condition.

@@ -582,6 +582,7 @@ async fn a_node_back_on_another_os_image_is_degraded_not_uncordoned() {
 #[tokio::test]
 async fn an_os_update_records_started_and_staged_around_the_apply() {
     let (fake, _dir, root) = setup();
+    rpm_ostree_host(root.base());
     let mut r4 = machine_config(
         "r4",
         &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "1")],
@@ -733,6 +734,165 @@ async fn a_machine_that_joined_on_another_os_image_pivots_before_finishing_the_b
     assert!(!agent.host().calls.iter().any(|c| c.contains("rebase")));
     let annos = lock(&fake).node["metadata"]["annotations"].clone();
     assert_eq!(annos[super::super::POST_CONFIG_ACTION], "");
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn a_plain_linux_host_applies_all_but_the_os_part_and_ends_done() {
+    // setup()'s root has no /run/ostree-booted: not an rpm-ostree host.
+    let (fake, dir, root) = setup();
+    let mut r5 = machine_config(
+        "r5",
+        &[("/var/lib/kubelet/config.json", "a"), ("/etc/foo", "5")],
+    );
+    r5["spec"]["osImageURL"] = json!("quay.io/ocp/os@sha256:cccc");
+    r5["spec"]["baseOSExtensionsContainerImage"] = json!("quay.io/ocp/ext@sha256:eeee");
+    r5["spec"]["kernelArguments"] = json!(["nosmt"]);
+    r5["spec"]["extensions"] = json!(["usbguard"]);
+    r5["spec"]["config"]["systemd"] = json!({"units": [{"name": "hello.service",
+        "enabled": true,
+        "contents": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]});
+    lock(&fake).machine_configs.insert("r5".into(), r5);
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r5", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r5".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("drain-r5");
+    let applied = agent.sync(node_of(&fake)).await;
+    assert_eq!(applied.ok(), Some(Synced::Rebooting));
+    // Back from the reboot: the uncordon asked, then done.
+    let back = agent.sync(node_of(&fake)).await;
+    assert_eq!(back.ok(), Some(Synced::Waiting("uncordon-r5".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r5");
+    let done = agent.sync(node_of(&fake)).await;
+    assert_eq!(done.ok(), Some(Synced::Idle("on desired config r5".into())));
+    assert!(node_of(&fake).is_done_on("r5"));
+
+    // The files and the unit are on disk, the unit enabled; nothing of the OS part ran.
+    let foo = std::fs::read_to_string(dir.path().join("etc/foo"));
+    assert_eq!(foo.ok().as_deref(), Some("5"));
+    assert!(dir.path().join("etc/systemd/system/hello.service").exists());
+    assert_eq!(
+        agent.host().calls,
+        ["systemctl enable hello.service", "reboot"]
+    );
+    let on_disk = read_current(&HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(
+        on_disk.ok().map(|c| c.name().to_string()).as_deref(),
+        Some("r5")
+    );
+
+    // One Event says the OS part was skipped; none says it started or was staged.
+    let reasons = events(&fake);
+    assert_eq!(
+        reasons,
+        ["Cordon", "Drain", "OSUpdateSkipped", "Reboot", "NodeDone"],
+        "{reasons:?}"
+    );
+    let note = lock(&fake)
+        .events
+        .iter()
+        .find(|e| e.2["reason"] == "OSUpdateSkipped")
+        .map(|e| e.2["note"].clone())
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        note,
+        "not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS; Installing extensions; Changing kernel arguments)"
+    );
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn an_idle_node_gets_its_machine_config_node_when_the_agent_starts() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    for _ in 0..2 {
+        let synced = agent.sync(node_of(&fake)).await;
+        assert_eq!(
+            synced.ok(),
+            Some(Synced::Idle("on desired config r1".into()))
+        );
+    }
+    // Nothing else written: no Node patch, no Event.
+    assert!(requests(&fake).iter().all(|r| r.0 != "PATCH"));
+    assert!(events(&fake).is_empty());
+    let mcn = lock(&fake).mcn.clone().unwrap_or(Value::Null);
+    assert_eq!(
+        mcn["spec"],
+        json!({"node": {"name": "w1"}, "pool": {"name": "worker"},
+               "configVersion": {"desired": "r1"}})
+    );
+    assert_eq!(
+        mcn["status"]["configVersion"],
+        json!({"current": "r1", "desired": "r1"})
+    );
+    assert_eq!(
+        mcn["metadata"]["ownerReferences"][0]["uid"],
+        json!("uid-w1")
+    );
+    let conds = mcn_conditions(&fake);
+    assert_eq!(conds.len(), 12, "{conds:?}");
+    assert_eq!(conds["Updated"], "True");
+    assert!(
+        conds.iter().all(|(t, s)| t == "Updated" || s == "False"),
+        "{conds:?}"
+    );
+    // Written once, at the first sync: one create, one status patch; the second sync reads
+    // nothing more.
+    let log = mcn_requests(&fake);
+    let mcn_path = format!("{MCN_PATH}/w1");
+    assert_eq!(
+        log,
+        [
+            ("GET".to_string(), mcn_path.clone()),
+            ("POST".to_string(), MCN_PATH.to_string()),
+            ("PATCH".to_string(), format!("{mcn_path}/status")),
+        ]
+    );
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn the_pool_the_operator_wrote_is_kept_and_a_node_without_configs_is_not_yet_set() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({}));
+    // The operator created it first, naming the pool from the pools' node selectors.
+    lock(&fake).mcn = Some(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
+        "metadata": {"name": "w1", "generation": 1},
+        "spec": {"node": {"name": "w1"}, "pool": {"name": "infra"},
+                 "configVersion": {"desired": "not-yet-set"}}
+    }));
+    // No config on disk or on the node.
+    std::fs::remove_file(root.base().join("etc/machine-config-daemon/currentconfig"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    let mcn = lock(&fake).mcn.clone().unwrap_or(Value::Null);
+    assert_eq!(mcn["spec"]["pool"]["name"], "infra");
+    assert_eq!(mcn["spec"]["configVersion"]["desired"], "not-yet-set");
+    assert_eq!(
+        mcn["status"]["configVersion"],
+        json!({"current": "", "desired": "not-yet-set"})
+    );
+    assert!(mcn_conditions(&fake).is_empty());
+    assert!(
+        mcn_requests(&fake).iter().all(|r| r.0 != "POST"),
+        "not created twice"
+    );
     drop(agent);
     let _ = server.await;
 }

@@ -6,12 +6,13 @@
 //! ControllerConfig from the manifest's and the cluster's config objects and the release's
 //! OS images ([`controller_config`]), writes only the fields it owns on objects that exist
 //! ([`ownership`]: never a pool's spec, never an empty placeholder over a ControllerConfig
-//! value), and reports how far the rollout got in the `machine-config` ClusterOperator
-//! ([`status`]). Reading and writing the API server is the adapter's job.
+//! value), keeps one MachineConfigNode per Node ([`machine_config_nodes`]), and reports how
+//! far the rollout got in the `machine-config` ClusterOperator ([`status`]). Reading and writing the API server is the adapter's job.
 
 pub mod certificates;
 pub mod controller_config;
 pub mod desired;
+pub mod machine_config_nodes;
 pub mod ownership;
 pub mod status;
 
