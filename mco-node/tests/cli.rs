@@ -313,6 +313,27 @@ fn once_from_under_another_root_applies_the_files_and_skips_the_os_part() {
     );
 }
 
+/// The README's command into a folder holding nothing at all (no user database: the SSH
+/// keys keep the agent's owner) exits 0 with the config's files in place.
+#[test]
+fn once_from_into_an_empty_root_exits_0() {
+    let d = tempfile::tempdir().unwrap();
+    let config = example_rendered_worker(d.path());
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let (ok, out) = run(&[
+        "once-from",
+        config.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("state: Done"), "{out}");
+    let keys = root.join("home/core/.ssh/authorized_keys.d/ignition");
+    assert!(std::fs::read_to_string(keys).unwrap().starts_with("ssh-"));
+    assert!(root.join("etc/chrony.conf").is_file());
+}
+
 #[test]
 fn once_from_under_an_rpm_ostree_root_prints_the_os_steps_and_goes_on() {
     let d = tempfile::tempdir().unwrap();

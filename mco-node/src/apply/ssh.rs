@@ -14,6 +14,8 @@ pub const SSH_DIR: &str = "/home/core/.ssh";
 pub const KEY_DIR: &str = "/home/core/.ssh/authorized_keys.d";
 /// The key file.
 pub const KEY_FILE: &str = "/home/core/.ssh/authorized_keys.d/ignition";
+/// The user database whose absence marks a root that holds no system.
+const PASSWD: &str = "/etc/passwd";
 
 /// The key file's contents for a config: `core`'s keys joined with newlines (empty when the
 /// config has no `core` user).
@@ -28,16 +30,27 @@ pub fn key_file_contents(config: &Config) -> String {
 }
 
 /// Changes writing the key file (0600, directories 0700, owned by `core`) when it differs.
+///
+/// A root with no `/etc/passwd` at all holds no system (a folder an image or a test is
+/// staged in, `once-from --root DIR`): there is no `core` to own the files, so they keep the
+/// owner the agent writes them with. A root whose user database lacks `core` fails, as
+/// upstream's daemon does.
 pub fn plan(root: &HostRoot, new: &Config, ops: &mut Vec<FsOp>) -> Result<(), ApplyError> {
     let keys = key_file_contents(new);
     let fail = |cause: String| ApplyError::File {
         path: KEY_FILE.into(),
         cause,
     };
-    let uid = lookup_uid(root, CORE_USER).map_err(fail)?;
-    let gid = lookup_gid(root, CORE_USER).map_err(fail)?;
+    let owner = if !root.exists(PASSWD)? {
+        None
+    } else {
+        Some((
+            lookup_uid(root, CORE_USER).map_err(fail)?,
+            lookup_gid(root, CORE_USER).map_err(fail)?,
+        ))
+    };
     if matches!(root.entry(KEY_FILE)?, Entry::File { ref data, mode, uid: u, gid: g }
-        if data == keys.as_bytes() && mode == 0o600 && (u, g) == (uid, gid))
+        if data == keys.as_bytes() && mode == 0o600 && owner.is_none_or(|o| o == (u, g)))
     {
         return Ok(());
     }
@@ -45,14 +58,14 @@ pub fn plan(root: &HostRoot, new: &Config, ops: &mut Vec<FsOp>) -> Result<(), Ap
         ops.push(FsOp::Dir {
             path: d.into(),
             mode: 0o700,
-            owner: Some((uid, gid)),
+            owner,
         });
     }
     ops.push(FsOp::Write {
         path: KEY_FILE.into(),
         data: keys.into_bytes(),
         mode: 0o600,
-        owner: Some((uid, gid)),
+        owner,
         dir_mode: 0o700,
         replace_link: false,
     });
