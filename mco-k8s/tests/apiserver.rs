@@ -1,4 +1,6 @@
 //! The in-process API server speaks the protocol kube-rs expects.
+// The test API server's write closures return its Status error by value.
+#![allow(clippy::result_large_err)]
 
 mod support;
 
@@ -470,4 +472,118 @@ async fn rules_restricted_to_names_grant_only_requests_naming_them() {
     );
     let lister = json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]});
     assert!(ungranted(&requests, &[by_name, creator, lister]).is_empty());
+}
+
+/// Validating admission as kube-apiserver runs it: a webhook that cannot be reached fails a
+/// matching request under `failurePolicy: Fail` (500, "failed calling webhook") and is
+/// skipped under `Ignore`; a status write matches only a rule naming the subresource; a
+/// matchCondition excluding a user lets that user through unreviewed; one the server cannot
+/// evaluate fails loudly; a dry run is reviewed and never stored.
+#[tokio::test]
+async fn validating_webhooks_as_the_real_server_calls_them() {
+    let server = ApiServer::start().await.unwrap();
+    let configuration = |policy: &str, condition: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "test"},
+            "webhooks": [{
+                "name": "pools.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "failurePolicy": policy,
+                "clientConfig": {"service": {"namespace": "ns", "name": "absent", "path": "/v"}},
+                "rules": [{"apiGroups": ["machineconfiguration.openshift.io"], "apiVersions": ["v1"],
+                           "operations": ["CREATE", "UPDATE"], "resources": ["machineconfigpools"]}],
+                "matchConditions": [{"name": "c", "expression": condition}],
+            }]
+        })
+    };
+    let def = support::apiserver::resource("validatingwebhookconfigurations").unwrap();
+    server
+        .store
+        .create(
+            def,
+            "",
+            configuration("Fail", "request.userInfo.username != 'system:controller'"),
+        )
+        .unwrap();
+    let admin = pools(server.client());
+    let e = admin
+        .create(&PostParams::default(), &pool("worker"))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(s) = e else {
+        panic!("not an API error")
+    };
+    assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
+    assert!(
+        s.message.starts_with(
+            "Internal error occurred: failed calling webhook \"pools.test\": failed to call webhook: Post \"https://absent.ns.svc:443/v\""
+        ),
+        "{}",
+        s.message
+    );
+    assert!(server
+        .store
+        .get("machineconfigpools", "", "worker")
+        .is_none());
+    // The excluded user is not reviewed; its status writes never are.
+    let controller = pools(server.client_for("system:controller", "controller"));
+    controller
+        .create(&PostParams::default(), &pool("worker"))
+        .await
+        .unwrap();
+    let status = Patch::Merge(json!({"status": {"machineCount": 3}}));
+    admin
+        .patch_status("worker", &PatchParams::default(), &status)
+        .await
+        .unwrap();
+    let spec = Patch::Merge(json!({"spec": {"paused": true}}));
+    assert_eq!(
+        code(
+            admin
+                .patch("worker", &PatchParams::default(), &spec)
+                .await
+                .unwrap_err()
+        ),
+        (500, "InternalError".into())
+    );
+    // Ignore: the unreachable webhook is skipped (and logged).
+    server
+        .store
+        .write(def, "", "test", false, |_| {
+            Ok(configuration("Ignore", "request.userInfo.username != 'x'"))
+        })
+        .unwrap();
+    admin
+        .patch("worker", &PatchParams::default(), &spec)
+        .await
+        .unwrap();
+    let calls = server.store.admission_calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(calls
+        .iter()
+        .all(|c| matches!(c.outcome, support::admission::Outcome::Failed(_))));
+    // A dry run is reviewed, not stored.
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    admin.create(&dry, &pool("infra")).await.unwrap();
+    assert!(server
+        .store
+        .get("machineconfigpools", "", "infra")
+        .is_none());
+    assert_eq!(server.store.admission_calls().len(), 4);
+    // An expression the server cannot evaluate fails the request rather than pass it.
+    server
+        .store
+        .write(def, "", "test", false, |_| {
+            Ok(configuration("Ignore", "has(object.metadata.labels)"))
+        })
+        .unwrap();
+    let e = admin
+        .create(&PostParams::default(), &pool("infra"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(e).0, 500);
 }
