@@ -423,6 +423,47 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     assert_eq!(stats.updates.load(Ordering::SeqCst), WORKERS);
     assert_eq!(unavailable_max.load(Ordering::SeqCst), MAX_UNAVAILABLE);
     assert!(stats.max_in_flight.load(Ordering::SeqCst) <= MAX_UNAVAILABLE);
+    // The pool's Events tell the rollout's steps in upstream's words: three nodes targeted
+    // at first (maxUnavailable 3), then one at a time as each finished; every worker at
+    // least once. None is on a Node.
+    let events = server.store.list("events");
+    let targeted: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["reason"] == "SetDesiredConfig")
+        .collect();
+    assert!(
+        targeted
+            .iter()
+            .all(|e| e["regarding"]["kind"] == "MachineConfigPool"
+                && e["regarding"]["name"] == "worker"),
+        "{targeted:#?}"
+    );
+    let config = format!(" to config {second_worker}");
+    let mut nodes_targeted = 0;
+    for e in &targeted {
+        let note = e["note"].as_str().unwrap_or_default();
+        let times = e["series"]["count"].as_u64().unwrap_or(1);
+        let nodes = if let Some(n) = note
+            .strip_prefix("Targeted node worker-")
+            .and_then(|r| r.strip_suffix(config.as_str()))
+        {
+            assert!(n.parse::<usize>().is_ok_and(|n| n < WORKERS), "{note}");
+            1
+        } else {
+            note.strip_prefix("Set target for ")
+                .and_then(|r| r.strip_suffix(&format!(" nodes{config}")))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("unexpected note {note:?}"))
+        };
+        nodes_targeted += nodes * times;
+    }
+    assert!(
+        targeted.iter().any(
+            |e| e["note"] == format!("Set target for {MAX_UNAVAILABLE} nodes{config}").as_str()
+        ),
+        "{targeted:#?}"
+    );
+    assert!(nodes_targeted >= WORKERS as u64, "{targeted:#?}");
     // The masters were left alone.
     let m = pool_settled(&server, "master", MASTERS).unwrap();
     assert_eq!(m["spec"]["configuration"]["name"], first_master.as_str());
