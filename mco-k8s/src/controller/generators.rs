@@ -42,7 +42,7 @@ pub struct Caches {
     config: Vec<Reflector<DynamicObject>>,
 }
 
-/// The index in [`Caches::config`] of each cluster-wide kind.
+/// A cluster-wide kind [`Caches`] watches (its value is the index of its cache).
 #[derive(Debug, Clone, Copy)]
 pub enum ConfigKind {
     /// `config.openshift.io/v1` FeatureGate.
