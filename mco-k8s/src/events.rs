@@ -1,44 +1,162 @@
 //! Kubernetes Events on Nodes and pools for the steps the controllers take, under upstream's
 //! reasons (`RenderedConfigGenerated` on a pool, `FailedToDrain` on a node, and
-//! `SetDesiredConfig` when a node is targeted), as `events.k8s.io/v1` Events that
+//! `SetDesiredConfig` on a pool when its nodes are targeted), as `events.k8s.io/v1` Events that
 //! `kubectl describe` shows. Recording is best effort: a refused Event is logged, never a
 //! failed sync.
+//!
+//! The same Event recorded again (same object, type, reason and note) within a few minutes
+//! counts up the first one's `series` instead of adding another. The note is part of that
+//! identity, as it is for upstream's recorder (client-go's `record` correlator keys on the
+//! message): `Targeted node worker-0 ...` and `Targeted node worker-1 ...` on one pool are two
+//! Events, not one counted twice. (kube-runtime's `Recorder` leaves the note out of the key.)
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a recorded Event is counted up rather than recorded anew.
+const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+
+/// What makes two Events the same: the object, type, reason and note.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    kind: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+    warning: bool,
+    reason: String,
+    note: String,
+}
+
+/// An Event recorded recently: its namespace and name, how often it happened, when last.
+#[derive(Debug, Clone)]
+struct Recorded {
+    namespace: String,
+    name: String,
+    count: i32,
+    last: Instant,
+}
 
 /// The controller's Event recorder.
 #[derive(Clone)]
 pub struct Events {
-    recorder: Recorder,
+    client: Client,
+    controller: String,
+    instance: String,
+    recent: Arc<Mutex<HashMap<Key, Recorded>>>,
 }
 
 impl Events {
     /// Events reported as `component`.
     pub fn new(client: Client, component: &str) -> Self {
-        let reporter = Reporter {
-            controller: component.to_string(),
-            instance: std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()),
-        };
+        let instance = std::env::var("POD_NAME")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| component.to_string());
         Events {
-            recorder: Recorder::new(client, reporter),
+            client,
+            controller: component.to_string(),
+            instance,
+            recent: Arc::default(),
+        }
+    }
+
+    /// The Event recorded anew: named after the object and the time, in the object's
+    /// namespace (`default` for cluster-scoped objects).
+    fn fresh(
+        &self,
+        reference: ObjectReference,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) -> Event {
+        let now = Timestamp::now();
+        Event {
+            metadata: ObjectMeta {
+                name: Some(format!(
+                    "{}.{:x}",
+                    reference.name.as_deref().unwrap_or(&self.controller),
+                    now.as_nanosecond()
+                )),
+                namespace: Some(
+                    reference
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".to_string()),
+                ),
+                ..ObjectMeta::default()
+            },
+            action: Some(reason.to_string()),
+            reason: Some(reason.to_string()),
+            note: Some(note),
+            type_: Some(if warning { "Warning" } else { "Normal" }.to_string()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(reference),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
         }
     }
 
     async fn publish(&self, reference: ObjectReference, warning: bool, reason: &str, note: String) {
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
+        let key = Key {
+            kind: reference.kind.clone(),
+            namespace: reference.namespace.clone(),
+            name: reference.name.clone(),
+            uid: reference.uid.clone(),
+            warning,
             reason: reason.to_string(),
-            note: Some(note),
-            action: reason.to_string(),
-            secondary: None,
+            note: note.clone(),
         };
-        if let Err(e) = self.recorder.publish(&event, &reference).await {
+        let again = self.recent.lock().ok().and_then(|mut recent| {
+            recent.retain(|_, r| r.last.elapsed() < SERIES_WINDOW);
+            let r = recent.get_mut(&key)?;
+            r.count = r.count.saturating_add(1);
+            r.last = Instant::now();
+            Some(r.clone())
+        });
+        let result = match again {
+            Some(r) => {
+                let events: Api<Event> = Api::namespaced(self.client.clone(), &r.namespace);
+                let patch = serde_json::json!({"series": EventSeries {
+                    count: r.count,
+                    last_observed_time: MicroTime(Timestamp::now()),
+                }});
+                events
+                    .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map(|_| ())
+            }
+            None => {
+                let event = self.fresh(reference, warning, reason, note);
+                let namespace = event.metadata.namespace.clone().unwrap_or_default();
+                let name = event.metadata.name.clone().unwrap_or_default();
+                let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+                let created = events.create(&PostParams::default(), &event).await;
+                if created.is_ok() {
+                    if let Ok(mut recent) = self.recent.lock() {
+                        recent.insert(
+                            key,
+                            Recorded {
+                                namespace,
+                                name,
+                                count: 1,
+                                last: Instant::now(),
+                            },
+                        );
+                    }
+                }
+                created.map(|_| ())
+            }
+        };
+        if let Err(e) = result {
             tracing::debug!("event {reason} not recorded: {e}");
         }
     }

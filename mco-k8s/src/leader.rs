@@ -3,7 +3,9 @@
 //! holder renews the Lease every retry period, a candidate takes it once the holder has not
 //! renewed for a whole lease duration (measured on the candidate's own clock, from when it last
 //! saw the record change, so clock skew between machines does not matter), and a holder that
-//! shuts down releases it so the next candidate takes over at once.
+//! shuts down releases it so the next candidate takes over at once. A candidate whose
+//! identity is the holder's (the same pod, its container restarted after a crash) takes the
+//! Lease back at once, as client-go renews a record it holds.
 //!
 //! [`decide`] is the pure rule; [`Elector`] carries it out against the API server with
 //! optimistic concurrency (a write races through `resourceVersion`: of two candidates, one
@@ -27,7 +29,7 @@ pub struct LeaseSettings {
     pub namespace: String,
     /// The Lease's name (upstream: `machine-config-controller`, `machine-config`).
     pub name: String,
-    /// This candidate's identity (pod name plus a per-process suffix).
+    /// This candidate's identity (the pod name: see [`default_identity`]).
     pub identity: String,
     /// How long a holder's claim stands without renewal.
     pub lease_duration: Duration,
@@ -115,17 +117,49 @@ pub async fn run_elected<T>(
     }
 }
 
-/// This process's identity: the pod name (`POD_NAME`, else `HOSTNAME`) and a suffix unique
-/// to this process start, as client-go adds a UUID.
+/// Where the kernel keeps this machine's (in a pod: this pod's UTS namespace's) host name.
+const KERNEL_HOSTNAME: &str = "/proc/sys/kernel/hostname";
+
+/// This process's identity as a candidate: its pod's name. Two replicas are two pods with
+/// two names; a container restarted in its pod (after a crash, a SIGKILL, a failed liveness
+/// probe) keeps the name, so it finds itself holding its own Lease and leads again at once
+/// instead of waiting for its old claim to lapse. The name comes from `POD_NAME` (the
+/// downward API, as `manifests/` sets it), else `HOSTNAME`, else the kernel's host name
+/// (a pod's host name is its name). Only when none is known does the identity fall back to
+/// one unique to this process, which never collides and never resumes.
 pub fn default_identity() -> String {
-    let host = std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "unknown".to_string());
+    let env = |k: &str| std::env::var(k).ok();
+    let kernel = std::fs::read_to_string(KERNEL_HOSTNAME).ok();
+    identity_from(env("POD_NAME"), env("HOSTNAME"), kernel).unwrap_or_else(|| {
+        let id = process_unique_identity();
+        tracing::warn!(
+            "no pod or host name known (POD_NAME, HOSTNAME, {KERNEL_HOSTNAME}); leader identity {id} will not survive a restart"
+        );
+        id
+    })
+}
+
+/// The identity from the pod name, the `HOSTNAME` variable and the kernel's host name, the
+/// first that is not blank (trimmed; the kernel's ends in a newline).
+pub fn identity_from(
+    pod_name: Option<String>,
+    hostname_env: Option<String>,
+    kernel_hostname: Option<String>,
+) -> Option<String> {
+    [pod_name, hostname_env, kernel_hostname]
+        .into_iter()
+        .flatten()
+        .map(|n| n.trim().to_string())
+        .find(|n| !n.is_empty())
+}
+
+/// `unknown_<pid><nanoseconds>`: an identity no other process has.
+fn process_unique_identity() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    format!("{host}_{:x}{nanos:08x}", std::process::id())
+    format!("unknown_{:x}{nanos:08x}", std::process::id())
 }
 
 /// What a candidate or holder does next with the Lease.
@@ -452,6 +486,46 @@ mod tests {
         assert_eq!(decide(Some(&released), "a", Duration::ZERO), Step::Take);
         let empty = spec(Some(""), 137);
         assert_eq!(decide(Some(&empty), "a", Duration::ZERO), Step::Take);
+    }
+
+    #[test]
+    fn identity_is_the_first_name_known() {
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            identity_from(s("mcc-7d9f-abcde"), s("other"), s("host\n")),
+            s("mcc-7d9f-abcde")
+        );
+        assert_eq!(identity_from(None, s("mcc-x"), s("host\n")), s("mcc-x"));
+        // The kernel's name ends in a newline; blank values do not count.
+        assert_eq!(identity_from(s(""), s(" "), s("mcc-y\n")), s("mcc-y"));
+        assert_eq!(identity_from(None, None, s("\n")), None);
+        assert_eq!(identity_from(None, None, None), None);
+    }
+
+    #[test]
+    fn a_restarted_holder_renews_its_lapsed_claim_and_others_wait_for_it() {
+        // The record a killed process left: its own name, renewed just now as far as the
+        // restarted process has seen.
+        let s = spec(Some("mcc-0"), 137);
+        assert_eq!(decide(Some(&s), "mcc-0", Duration::ZERO), Step::Renew);
+        assert_eq!(
+            decide(Some(&s), "mcc-1", Duration::from_secs(136)),
+            Step::Wait {
+                holder: "mcc-0".into()
+            }
+        );
+        // Its renewal keeps the original acquisition and does not count a transition.
+        let settings = LeaseSettings::new("l", "mcc-0".into());
+        let renewed = claimed(Some(&s), &Step::Renew, &settings, Timestamp::UNIX_EPOCH);
+        assert_eq!(renewed.lease_transitions, Some(3));
+        assert_eq!(renewed.acquire_time, s.acquire_time);
+    }
+
+    #[test]
+    fn the_fallback_identity_is_unique_per_process() {
+        let id = process_unique_identity();
+        assert!(id.starts_with("unknown_"), "{id}");
+        assert!(id.contains(&format!("{:x}", std::process::id())), "{id}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!
 //! Errors back off on their own schedule ([`Backoff`]): a dropped watch is retried within
 //! seconds, an API the server does not serve (404: its CRD is not installed) every few
-//! minutes. kube-runtime's stock backoff resets on every event, and its watcher emits an
+//! minutes; such a kind's store is empty and ready, as a LIST of it would have nothing. kube-runtime's stock backoff resets on every event, and its watcher emits an
 //! `Init` event before each retry, which turned an absent API into a request a second.
 
 use futures::StreamExt;
@@ -127,6 +127,13 @@ where
                 }
                 Err(e) => {
                     let absent = is_absent(&e);
+                    if absent && !reported_absent {
+                        // Not served: the kind holds nothing. The store says so (emptied, and
+                        // ready, so that readers waiting for it go on) and readers look again.
+                        writer.apply_watcher_event(&watcher::Event::Init);
+                        writer.apply_watcher_event(&watcher::Event::InitDone);
+                        on_change(Change::Relisted, &reader);
+                    }
                     let policy = if absent {
                         Backoff::ABSENT_API
                     } else {
@@ -163,32 +170,37 @@ pub enum Wake {
     NotRendered,
 }
 
-/// Watches `api` (objects of `resource`) and sends a wake-up into `tx` on the changes `wake`
-/// names (a full channel already holds one).
-pub fn wake_on(
-    api: Api<kube::api::DynamicObject>,
+/// Watches `api` (objects of `dyntype`) into a store and sends a wake-up into `tx` on the
+/// changes `wake` names (a full channel already holds one).
+pub fn wake_on<K>(
+    api: Api<K>,
     config: watcher::Config,
-    resource: kube::api::ApiResource,
+    dyntype: K::DynamicType,
     what: &'static str,
     wake: Wake,
     tx: tokio::sync::mpsc::Sender<()>,
-) -> Reflector<kube::api::DynamicObject> {
+) -> Reflector<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync,
+{
     let mut generations: std::collections::BTreeMap<String, Option<i64>> = Default::default();
-    reflect_with(api, config, resource, what, move |change, _| {
+    reflect_with(api, config, dyntype, what, move |change, _| {
         let relevant = match (&change, wake) {
             (_, Wake::Every) | (Change::Relisted, _) => true,
             (Change::Applied(o) | Change::Deleted(o), Wake::NotRendered) => !o
-                .metadata
+                .meta()
                 .name
                 .as_deref()
                 .is_some_and(|n| n.starts_with("rendered-")),
             (Change::Deleted(o), Wake::SpecChanges) => {
-                generations.remove(o.metadata.name.as_deref().unwrap_or(""));
+                generations.remove(o.meta().name.as_deref().unwrap_or(""));
                 true
             }
             (Change::Applied(o), Wake::SpecChanges) => {
-                let name = o.metadata.name.clone().unwrap_or_default();
-                generations.insert(name, o.metadata.generation) != Some(o.metadata.generation)
+                let name = o.meta().name.clone().unwrap_or_default();
+                let generation = o.meta().generation;
+                generations.insert(name, generation) != Some(generation)
             }
         };
         if relevant {

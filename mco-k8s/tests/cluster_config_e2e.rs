@@ -13,6 +13,7 @@ use support::cluster::{generating_options, repo, start_all_controllers};
 use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::Api;
 use mco_k8s::controller::cluster_config::{image_resources, ClusterConfigs};
+use mco_k8s::controller::generators::Caches;
 use mco_k8s::controller::writes::comparable;
 use mco_render::api::{MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::cluster_config::{sync_all, ClusterConfigInput};
@@ -281,11 +282,14 @@ async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
     settle(&server, Duration::from_millis(1500)).await;
     assert_eq!(pure_writes(&server), Vec::<String>::new());
     let before = mc_writes(&server);
+    let (tx, _rx) = tokio::sync::mpsc::channel(1);
+    let caches = Caches::start(&client, &tx);
+    assert!(caches.ready().await);
     let pass = ClusterConfigs::new(
         client.clone(),
         &generating_options().render.controller_version,
     )
-    .sync()
+    .sync(&caches, &mut caches.machine_configs_by_name())
     .await
     .unwrap();
     assert!(!pass.retry);

@@ -33,6 +33,7 @@ use support::yaml_docs;
 use tokio::task::JoinHandle;
 
 const WORKERS: usize = 50;
+const CONTROLLER: &str = "machine-config-controller";
 const MASTERS: usize = 3;
 const MAX_UNAVAILABLE: usize = 3;
 const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
@@ -144,6 +145,17 @@ async fn update_node(api: Api<KubeNode>, name: String, desired: String, stats: A
     stats.updates.fetch_add(1, Ordering::SeqCst);
     annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
     stats.busy.lock().unwrap().remove(&name);
+    // Retargeted meanwhile (its watch event found the node busy): update again.
+    let fresh = api.get(&name).await.unwrap();
+    let ann = fresh.metadata.annotations.unwrap_or_default();
+    if let Some(next) = ann
+        .get(DESIRED_CONFIG)
+        .filter(|d| ann.get(CURRENT_CONFIG) != Some(*d))
+    {
+        if stats.busy.lock().unwrap().insert(name.clone()) {
+            Box::pin(update_node(api, name, next.clone(), stats)).await;
+        }
+    }
 }
 
 /// The simulated daemons: one watch over all nodes, one task per node being updated.
@@ -423,6 +435,47 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     assert_eq!(stats.updates.load(Ordering::SeqCst), WORKERS);
     assert_eq!(unavailable_max.load(Ordering::SeqCst), MAX_UNAVAILABLE);
     assert!(stats.max_in_flight.load(Ordering::SeqCst) <= MAX_UNAVAILABLE);
+    // The pool's Events tell the rollout's steps in upstream's words: three nodes targeted
+    // at first (maxUnavailable 3), then one at a time as each finished; every worker at
+    // least once. None is on a Node.
+    let events = server.store.list("events");
+    let targeted: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["reason"] == "SetDesiredConfig")
+        .collect();
+    assert!(
+        targeted
+            .iter()
+            .all(|e| e["regarding"]["kind"] == "MachineConfigPool"
+                && e["regarding"]["name"] == "worker"),
+        "{targeted:#?}"
+    );
+    let config = format!(" to config {second_worker}");
+    let mut nodes_targeted = 0;
+    for e in &targeted {
+        let note = e["note"].as_str().unwrap_or_default();
+        let times = e["series"]["count"].as_u64().unwrap_or(1);
+        let nodes = if let Some(n) = note
+            .strip_prefix("Targeted node worker-")
+            .and_then(|r| r.strip_suffix(config.as_str()))
+        {
+            assert!(n.parse::<usize>().is_ok_and(|n| n < WORKERS), "{note}");
+            1
+        } else {
+            note.strip_prefix("Set target for ")
+                .and_then(|r| r.strip_suffix(&format!(" nodes{config}")))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("unexpected note {note:?}"))
+        };
+        nodes_targeted += nodes * times;
+    }
+    assert!(
+        targeted.iter().any(
+            |e| e["note"] == format!("Set target for {MAX_UNAVAILABLE} nodes{config}").as_str()
+        ),
+        "{targeted:#?}"
+    );
+    assert!(nodes_targeted >= WORKERS as u64, "{targeted:#?}");
     // The masters were left alone.
     let m = pool_settled(&server, "master", MASTERS).unwrap();
     assert_eq!(m["spec"]["configuration"]["name"], first_master.as_str());
@@ -499,6 +552,184 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     })
     .await;
 
+    ctrl.abort();
+    agents.abort();
+}
+
+/// The controller's requests so far, by `METHOD resource`.
+fn controller_requests(server: &ApiServer) -> BTreeMap<String, u64> {
+    server
+        .store
+        .request_counts_by_agent()
+        .into_iter()
+        .filter(|((agent, _), _)| agent == "machine-config-controller")
+        .map(|((_, what), n)| (what, n))
+        .collect()
+}
+
+// The test server's error type is what its store closures return.
+#[allow(clippy::result_large_err)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_with_the_generators_running_lists_only_the_drained_pods() {
+    const NODES: usize = 4;
+    let limit = Duration::from_secs(30);
+    let server = ApiServer::start().await.unwrap();
+    support::cluster::seed_examples(&server);
+    // The built-in pools, labelled as the operator installs them.
+    for pool in ["master", "worker"] {
+        let def = resource("machineconfigpools").unwrap();
+        server
+            .store
+            .write(def, "", pool, false, |p| {
+                let mut p = p.clone();
+                p["metadata"]["labels"] = json!({
+                    "machineconfiguration.openshift.io/mco-built-in": "",
+                    format!("pools.operator.machineconfiguration.openshift.io/{pool}"): "",
+                });
+                Ok(p)
+            })
+            .unwrap();
+    }
+    // Something for each generator to do: a KubeletConfig for the workers, a mirror set,
+    // the Image and FeatureGate `cluster`; the templates come with the options.
+    let store = |plural: &str, v: Value| {
+        server
+            .store
+            .create(resource(plural).unwrap(), "", v)
+            .unwrap();
+    };
+    store(
+        "kubeletconfigs",
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+            "metadata": {"name": "max-pods"},
+            "spec": {"machineConfigPoolSelector": {"matchLabels":
+                        {"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+                     "kubeletConfig": {"maxPods": 300}}}),
+    );
+    store(
+        "imagedigestmirrorsets",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
+            "metadata": {"name": "release-mirror"},
+            "spec": {"imageDigestMirrors": [{"source": "registry.example.net/release",
+                                             "mirrors": ["mirror.example.net/release"]}]}}),
+    );
+    store(
+        "images",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "Image",
+            "metadata": {"name": "cluster"}, "spec": {}}),
+    );
+    let nodes = resource("nodes").unwrap();
+    for i in 0..NODES + 1 {
+        let (name, role) = if i == 0 {
+            ("master-0".to_string(), MASTER_ROLE)
+        } else {
+            (format!("worker-{i}"), WORKER_ROLE)
+        };
+        server
+            .store
+            .create(
+                nodes,
+                "",
+                json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {role: "", "kubernetes.io/os": "linux"},
+                    "annotations": {CURRENT_CONFIG: "rendered-before", DESIRED_CONFIG: "rendered-before",
+                                    STATE: "Done"}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+            )
+            .unwrap();
+    }
+    let stats = Arc::new(AgentStats::default());
+    let agents = start_agents(server.client_as("agents"), stats.clone());
+    let ctrl = support::cluster::start_all_controllers(server.client_as(CONTROLLER));
+
+    // Settled: every node on its pool's config, the generated configs written, and the
+    // worker pool's target unchanged across a few generator passes (resync 1 s).
+    let settled = |server: &ApiServer| {
+        pool_settled(server, "worker", NODES).is_some()
+            && pool_settled(server, "master", 1).is_some()
+    };
+    let mut target = String::new();
+    let mut quiet = 0;
+    eventually("the cluster to settle", limit, || {
+        let now = pool_obj(&server, "worker")["spec"]["configuration"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let steady = settled(&server)
+            && now == target
+            && server
+                .store
+                .get("machineconfigs", "", "99-worker-generated-kubelet")
+                .is_some();
+        quiet = if steady { quiet + 1 } else { 0 };
+        target = now;
+        async move { (quiet >= 60).then_some(()) }
+    })
+    .await;
+
+    // A rollout, with the generators woken by the new MachineConfig and by their resync.
+    let before = controller_requests(&server);
+    let updates = stats.updates.load(Ordering::SeqCst);
+    server
+        .store
+        .create(
+            resource("machineconfigs").unwrap(),
+            "",
+            file_mc("99-worker-motd", "/etc/motd", "hello\n"),
+        )
+        .unwrap();
+    let first = target.clone();
+    eventually("the rollout", limit, || {
+        let p = pool_obj(&server, "worker");
+        let moved = p["spec"]["configuration"]["name"] != first.as_str();
+        let done = moved && settled(&server);
+        async move { done.then_some(()) }
+    })
+    .await;
+    // A few more generator passes over the new state.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after = controller_requests(&server);
+    let delta: BTreeMap<&str, u64> = after
+        .iter()
+        .map(|(k, n)| (k.as_str(), n - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    // The only LIST is the drains' (one per drain and uncordon at most); nothing the
+    // generators read is fetched, only watched.
+    let lists: Vec<&&str> = delta.keys().filter(|k| k.starts_with("LIST ")).collect();
+    assert_eq!(lists, [&"LIST pods"], "{delta:#?}");
+    assert!(delta["LIST pods"] <= 2 * NODES as u64, "{delta:#?}");
+    let reads: Vec<&&str> = delta
+        .keys()
+        .filter(|k| k.starts_with("GET ") || k.starts_with("WATCH "))
+        .collect();
+    assert!(reads.is_empty(), "{delta:#?}");
+    // The rollout did happen, and the generators kept their MachineConfigs.
+    assert_eq!(stats.updates.load(Ordering::SeqCst) - updates, NODES);
+    assert!(delta.contains_key("PATCH nodes"), "{delta:#?}");
+    // The generators were running all along, reading their caches: a KubeletConfig change
+    // reaches its MachineConfig.
+    let generated = |server: &ApiServer| {
+        server
+            .store
+            .get("machineconfigs", "", "99-worker-generated-kubelet")
+            .map(|m| m["spec"]["config"].to_string())
+    };
+    let was = generated(&server).unwrap();
+    let def = resource("kubeletconfigs").unwrap();
+    server
+        .store
+        .write(def, "", "max-pods", false, |k| {
+            let mut k = k.clone();
+            k["spec"]["kubeletConfig"]["maxPods"] = json!(250);
+            Ok(k)
+        })
+        .unwrap();
+    eventually("the generated kubelet config to follow", limit, || {
+        let changed = generated(&server).is_some_and(|c| c != was);
+        async move { changed.then_some(()) }
+    })
+    .await;
     ctrl.abort();
     agents.abort();
 }

@@ -1,14 +1,19 @@
 //! Leader election against the in-process API server: one leader at a time, a hand-over
-//! when the leader shuts down (without waiting for the lease to lapse), and a takeover when
-//! a leader stops renewing.
+//! when the leader shuts down (without waiting for the lease to lapse), a takeover when
+//! a leader stops renewing, and a killed leader restarted under its own identity (the same
+//! pod) leading again at once while another pod waits.
 
 mod support;
 
 use mco_k8s::leader::{Elector, LeaseSettings};
+use mco_render::RenderOptions;
+use serde_json::json;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::apiserver::ApiServer;
+use support::apiserver::{resource, ApiServer};
+use support::cluster::{expected_rendered, seed_examples};
 use tokio::sync::oneshot;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -114,4 +119,160 @@ async fn a_leader_that_stops_renewing_is_replaced() {
     until("b to take over", || b_running.load(Ordering::SeqCst)).await;
     assert_eq!(holder(&server).as_deref(), Some("b"));
     b_task.abort();
+}
+
+fn lease(server: &ApiServer) -> serde_json::Value {
+    server
+        .store
+        .get(
+            "leases",
+            "openshift-machine-config-operator",
+            "machine-config-controller",
+        )
+        .unwrap_or_default()
+}
+
+/// The Lease reads the candidates made so far.
+fn lease_reads(server: &ApiServer) -> u64 {
+    server
+        .store
+        .request_counts()
+        .get("GET leases")
+        .copied()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_restarted_as_itself_leads_at_once_while_another_pod_waits() {
+    let server = ApiServer::start().await.unwrap();
+    // Far longer than the test: only the holder itself can take this lease back.
+    let long = Duration::from_secs(3600);
+    let first = Arc::new(AtomicBool::new(false));
+    let a = Elector::new(server.client(), settings("mcc-a", long));
+    let a_task = tokio::spawn(a.lead(work(first.clone()), std::future::pending()));
+    until("a to lead", || first.load(Ordering::SeqCst)).await;
+    let acquired = lease(&server)["spec"]["acquireTime"].clone();
+    // Killed: no release.
+    a_task.abort();
+    let _ = a_task.await;
+
+    // Another pod keeps asking and keeps waiting.
+    let b_running = Arc::new(AtomicBool::new(false));
+    let b = Elector::new(server.client(), settings("mcc-b", long));
+    let b_task = tokio::spawn(b.lead(work(b_running.clone()), std::future::pending()));
+    let reads = lease_reads(&server);
+    until("b to try a few times", || lease_reads(&server) >= reads + 3).await;
+    assert!(!b_running.load(Ordering::SeqCst), "b took a standing lease");
+
+    // The same pod's container, restarted: a new process, the same identity.
+    let again = Arc::new(AtomicBool::new(false));
+    let a2 = Elector::new(server.client(), settings("mcc-a", long));
+    let a2_task = tokio::spawn(a2.lead(work(again.clone()), std::future::pending()));
+    until("the restarted a to lead", || again.load(Ordering::SeqCst)).await;
+    let l = lease(&server);
+    assert_eq!(l["spec"]["holderIdentity"], "mcc-a");
+    // Resumed, not taken over: the acquisition stands and no transition is counted.
+    assert_eq!(l["spec"]["acquireTime"], acquired);
+    assert_eq!(l["spec"]["leaseTransitions"], 0);
+    let reads = lease_reads(&server);
+    until("b to try again", || lease_reads(&server) >= reads + 3).await;
+    assert!(!b_running.load(Ordering::SeqCst), "b leads next to a");
+    assert_eq!(holder(&server).as_deref(), Some("mcc-a"));
+    a2_task.abort();
+    b_task.abort();
+}
+
+/// Kills the process when the test ends, however it ends.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker_mc(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name,
+                     "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": format!("/etc/{name}"), "mode": 420, "contents": {"source": "data:,x"}}]}}}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_binary_leads_as_its_host_name_and_resumes_after_sigkill() {
+    let server = ApiServer::start().await.unwrap();
+    seed_examples(&server);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    // Neither the pod name nor HOSTNAME exported: the name is the kernel's.
+    let start = || {
+        let child = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"))
+            .args([
+                "--debounce-ms",
+                "20",
+                "--leader-elect-lease-duration",
+                "3600",
+            ])
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("POD_NAME")
+            .env_remove("HOSTNAME")
+            .env_remove("POD_NAMESPACE")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Process(child)
+    };
+    let rendered_as = |server: &ApiServer, want: &str| {
+        server
+            .store
+            .get("machineconfigpools", "", "worker")
+            .is_some_and(|p| p["spec"]["configuration"]["name"] == want)
+    };
+    let opts = RenderOptions::default();
+    let worker = expected_rendered(&server, "worker", &opts)
+        .name()
+        .to_string();
+    let mut process = start();
+    until("the first process to render", || {
+        rendered_as(&server, &worker)
+    })
+    .await;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let l = lease(&server);
+    assert_eq!(l["spec"]["holderIdentity"], host.trim(), "{l}");
+    let acquired = l["spec"]["acquireTime"].clone();
+
+    // SIGKILL mid-flight: the lease stays claimed for an hour.
+    process.0.kill().unwrap();
+    process.0.wait().unwrap();
+    server
+        .store
+        .create(
+            resource("machineconfigs").unwrap(),
+            "",
+            worker_mc("99-after-restart"),
+        )
+        .unwrap();
+    let next = expected_rendered(&server, "worker", &opts)
+        .name()
+        .to_string();
+    assert_ne!(next, worker);
+
+    // The container restarted: the same name resumes its own lease and acts at once.
+    let _process = start();
+    until("the restarted process to render", || {
+        rendered_as(&server, &next)
+    })
+    .await;
+    let l = lease(&server);
+    assert_eq!(l["spec"]["holderIdentity"], host.trim(), "{l}");
+    assert_eq!(l["spec"]["acquireTime"], acquired, "{l}");
+    assert_eq!(l["spec"]["leaseTransitions"], 0, "{l}");
 }

@@ -272,12 +272,28 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     };
     for w in ["worker-0", "worker-1"] {
         let got = reasons("Node", w);
-        for want in ["SetDesiredConfig", "Cordon", "Drain", "Reboot", "NodeDone"] {
+        for want in ["Cordon", "Drain", "Reboot", "NodeDone"] {
             assert!(
                 got.iter().any(|r| r == want),
                 "{w}: {want} missing from {got:?}"
             );
         }
+        assert!(!got.iter().any(|r| r == "SetDesiredConfig"), "{w}: {got:?}");
+    }
+    // Targeting a node is the pool's step (maxUnavailable 1: one node at a time), in
+    // upstream's words, so `kubectl describe mcp worker` shows the rollout.
+    let pool_notes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["regarding"]["kind"] == "MachineConfigPool")
+        .filter(|e| e["regarding"]["name"] == "worker" && e["reason"] == "SetDesiredConfig")
+        .filter_map(|e| e["note"].as_str())
+        .collect();
+    for w in ["worker-0", "worker-1"] {
+        let want = format!("Targeted node {w} to config {target}");
+        assert!(
+            pool_notes.contains(&want.as_str()),
+            "{want}: {pool_notes:?}"
+        );
     }
     // Each worker's MachineConfigNode: owned by its Node, on the new config, its conditions
     // the record of upstream's sequence (every phase the update went through reset to False

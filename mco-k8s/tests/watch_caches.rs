@@ -1,5 +1,5 @@
 //! The watch caches against the in-process API server: an API the server does not serve is
-//! not re-requested in a tight loop, and a loop woken on spec changes sleeps through status
+//! an empty, ready store, not re-requested in a tight loop, and a loop woken on spec changes sleeps through status
 //! updates.
 
 mod support;
@@ -24,7 +24,7 @@ async fn an_absent_api_is_not_polled() {
         plural: "machineconfigurations".into(),
     };
     let api = Api::<DynamicObject>::all_with(server.client_as("absent-test"), &ar);
-    let (tx, _rx) = mpsc::channel(1);
+    let (tx, mut rx) = mpsc::channel(1);
     let watch = wake_on(
         api,
         watcher::Config::default(),
@@ -33,6 +33,14 @@ async fn an_absent_api_is_not_polled() {
         Wake::Every,
         tx,
     );
+    // Readers of the kind go on at once, finding nothing, as a LIST would have told them;
+    // and the loop it wakes looks once.
+    tokio::time::timeout(Duration::from_secs(5), watch.store().wait_until_ready())
+        .await
+        .expect("an absent kind's store is ready")
+        .unwrap();
+    assert!(watch.store().state().is_empty());
+    assert!(wait(&mut rx).await, "the absence wakes the loop once");
     // kube-runtime's stock backoff re-listed about once a second; the absent-API delay
     // starts at 10 s.
     tokio::time::sleep(Duration::from_millis(2500)).await;

@@ -1,7 +1,7 @@
 //! The cluster-config controllers in the cluster: each pass reads the Image `cluster`, the
 //! ClusterVersion `version`, the ImageContentSourcePolicies, ImageDigestMirrorSets and
 //! ImageTagMirrorSets, the FeatureGate, APIServer and Node `cluster`, the pools and the
-//! MachineConfigs, runs `mco_render::controllers::generate::cluster_config::sync_all`, and
+//! MachineConfigs from the watch caches ([`Caches`]), runs `mco_render::controllers::generate::cluster_config::sync_all`, and
 //! carries out its writes: `99-<pool>-generated-registries`, `98-<pool>-generated-kubelet`
 //! and `97-<pool>-generated-kubelet`. The generated MachineConfigs carry the owner references
 //! the pure function gives them; when the Image `cluster` is gone, the registries
@@ -10,17 +10,16 @@
 //! An absent kind or API reads as none. A MachineConfig already equal to what is wanted is
 //! not written; a write that conflicts is left to the next pass.
 
+use super::generators::{Caches, ConfigKind};
 use super::resources::{PassResult, CLUSTER};
-use super::writes::{
-    config_resource, ensure, get_optional, is_absent, to_json, WriteError, Written,
-};
-use crate::objects::{self, Model, Stored};
-use kube::api::{ApiResource, DynamicObject, ListParams};
+use super::writes::{config_resource, ensure, WriteError, Written};
+use crate::objects::{self, Stored};
+use kube::api::ApiResource;
 use kube::{Api, Client};
-use mco_render::api::{MachineConfig, MachineConfigPool};
+use mco_render::api::MachineConfig;
 use mco_render::controllers::generate::cluster_config::{sync_all, ClusterConfigInput};
 use mco_render::controllers::generate::sequence::feature_gates_from_status;
-use mco_render::controllers::generate::{upstream_json, FeatureGates};
+use mco_render::controllers::generate::upstream_json;
 use mco_render::controllers::Write;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -55,34 +54,7 @@ pub fn image_resources() -> [ApiResource; 5] {
 /// The controllers' handle on the cluster.
 pub struct ClusterConfigs {
     mcs: Api<Stored<MachineConfig>>,
-    pools: Api<Stored<MachineConfigPool>>,
-    images: Api<DynamicObject>,
-    cluster_versions: Api<DynamicObject>,
-    digest_mirror_sets: Api<DynamicObject>,
-    tag_mirror_sets: Api<DynamicObject>,
-    content_source_policies: Api<DynamicObject>,
-    feature_gates: Api<DynamicObject>,
-    api_servers: Api<DynamicObject>,
-    node_configs: Api<DynamicObject>,
     controller_version: String,
-}
-
-/// Every object of a dynamic kind as JSON; an API that is not installed holds none.
-async fn list_json(api: &Api<DynamicObject>) -> Result<Vec<Value>, WriteError> {
-    match api.list(&ListParams::default()).await {
-        Ok(l) => l.items.iter().map(to_json).collect(),
-        Err(e) if is_absent(&e) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// A list of a typed kind; an API that is not installed holds none.
-async fn list_typed<M: Model>(api: &Api<Stored<M>>) -> Result<Vec<M>, WriteError> {
-    match api.list(&ListParams::default()).await {
-        Ok(l) => Ok(l.into_iter().map(M::from_object).collect()),
-        Err(e) if is_absent(&e) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// The MachineConfigs an Image owned that outlive it: `99-*-generated-registries` with an
@@ -112,56 +84,46 @@ pub fn orphaned_registries(mcs: &[MachineConfig]) -> Vec<String> {
 impl ClusterConfigs {
     /// A handle using `client`; generated MachineConfigs are stamped `controller_version`.
     pub fn new(client: Client, controller_version: &str) -> Self {
-        let [images, cvs, idms, itms, icsps] = image_resources();
-        let [fg, apis, nodes] = super::resources::config_resources();
-        let dynamic = |ar: &ApiResource| Api::<DynamicObject>::all_with(client.clone(), ar);
         ClusterConfigs {
             mcs: objects::api::<MachineConfig>(&client),
-            pools: objects::api::<MachineConfigPool>(&client),
-            images: dynamic(&images),
-            cluster_versions: dynamic(&cvs),
-            digest_mirror_sets: dynamic(&idms),
-            tag_mirror_sets: dynamic(&itms),
-            content_source_policies: dynamic(&icsps),
-            feature_gates: dynamic(&fg),
-            api_servers: dynamic(&apis),
-            node_configs: dynamic(&nodes),
             controller_version: controller_version.to_string(),
         }
     }
 
-    /// The syncs' input as the cluster holds it now, and the MachineConfigs by name.
-    async fn read(
-        &self,
-    ) -> Result<(ClusterConfigInput, BTreeMap<String, MachineConfig>), WriteError> {
-        let fg = get_optional(&self.feature_gates, CLUSTER).await?;
-        let mcs: Vec<MachineConfig> = list_typed(&self.mcs).await?;
-        let as_json: Vec<Value> = mcs.iter().map(upstream_json).collect();
-        let input = ClusterConfigInput {
-            image: get_optional(&self.images, CLUSTER).await?,
-            cluster_version: get_optional(&self.cluster_versions, CLUSTER_VERSION).await?,
-            image_content_source_policies: list_json(&self.content_source_policies).await?,
-            image_digest_mirror_sets: list_json(&self.digest_mirror_sets).await?,
-            image_tag_mirror_sets: list_json(&self.tag_mirror_sets).await?,
+    /// The syncs' input as `caches` hold the cluster now, with `mcs` for the MachineConfigs.
+    fn read(&self, caches: &Caches, mcs: &BTreeMap<String, MachineConfig>) -> ClusterConfigInput {
+        let fg = caches.config_object(ConfigKind::FeatureGate, CLUSTER);
+        let as_json: Vec<Value> = mcs.values().map(upstream_json).collect();
+        ClusterConfigInput {
+            image: caches.config_object(ConfigKind::Image, CLUSTER),
+            cluster_version: caches.config_object(ConfigKind::ClusterVersion, CLUSTER_VERSION),
+            image_content_source_policies: caches
+                .config_objects(ConfigKind::ImageContentSourcePolicy),
+            image_digest_mirror_sets: caches.config_objects(ConfigKind::ImageDigestMirrorSet),
+            image_tag_mirror_sets: caches.config_objects(ConfigKind::ImageTagMirrorSet),
             feature_gates: fg
                 .as_ref()
                 .map(feature_gates_from_status)
-                .unwrap_or_else(FeatureGates::default),
+                .unwrap_or_default(),
             feature_gate_exists: fg.is_some(),
-            api_server: get_optional(&self.api_servers, CLUSTER).await?,
-            node: get_optional(&self.node_configs, CLUSTER).await?,
-            pools: list_typed(&self.pools).await?,
+            api_server: caches.config_object(ConfigKind::ApiServer, CLUSTER),
+            node: caches.config_object(ConfigKind::Node, CLUSTER),
+            pools: caches.pools(),
             existing_machine_configs: as_json.clone(),
             base_machine_configs: as_json,
             controller_version: self.controller_version.clone(),
-        };
-        let by_name = mcs.into_iter().map(|m| (m.name().to_string(), m)).collect();
-        Ok((input, by_name))
+        }
     }
 
-    /// One pass: the MachineConfigs made equal to the syncs' output.
-    pub async fn sync(&self) -> Result<PassResult, WriteError> {
-        let (input, mut mcs) = self.read().await?;
+    /// One pass, read from `caches`: the MachineConfigs made equal to the syncs' output.
+    /// `mcs` holds the MachineConfigs by name as this pass's earlier writes left them, and
+    /// takes this pass's writes.
+    pub async fn sync(
+        &self,
+        caches: &Caches,
+        mcs: &mut BTreeMap<String, MachineConfig>,
+    ) -> Result<PassResult, WriteError> {
+        let input = self.read(caches, mcs);
         let mut result = PassResult::default();
         if input.image.is_none() {
             let stored: Vec<MachineConfig> = mcs.values().cloned().collect();

@@ -10,8 +10,8 @@
 //! when a watch must re-list.
 //!
 //! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
-//! template controller (with a templates folder) and the KubeletConfig and
-//! ContainerRuntimeConfig controllers.
+//! template controller (with a templates folder), the cluster-config controllers and the
+//! KubeletConfig and ContainerRuntimeConfig controllers, reading watch caches of their own.
 
 pub mod cluster_config;
 pub mod drain;

@@ -17,7 +17,7 @@ use mco_render::controllers::gc::garbage_writes;
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
 use mco_render::controllers::pool_status::calculate_status;
 use mco_render::controllers::render_sync::sync_pool;
-use mco_render::controllers::rollout::plan_rollout;
+use mco_render::controllers::rollout::{plan_rollout, SET_DESIRED_CONFIG};
 use mco_render::controllers::Write;
 use serde_json::json;
 
@@ -303,22 +303,18 @@ impl Cluster {
                     self.nodes
                         .patch(node, &merge, &Patch::Merge(&patch))
                         .await?;
-                    self.events
-                        .on_node(
-                            node,
-                            false,
-                            "SetDesiredConfig",
-                            format!("Targeted node {node} to {}", plan.target),
-                        )
-                        .await;
                     if let Some(n) = view.nodes.iter_mut().find(|n| n.name() == node) {
                         n.metadata
                             .annotations
                             .insert(DESIRED_CONFIG.into(), plan.target.clone());
                     }
                 }
-                if !plan.update.is_empty() {
+                if let Some(note) = plan.set_desired_config_note() {
                     tracing::info!(pool = name, "targeted {:?} to {}", plan.update, plan.target);
+                    // On the pool, once every node is targeted, as upstream records it.
+                    self.events
+                        .on_pool(name, pool.metadata.uid.as_deref(), SET_DESIRED_CONFIG, note)
+                        .await;
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! The KubeletConfig and ContainerRuntimeConfig controllers in the cluster: each pass reads
 //! the resources, pools, MachineConfigs and the `config.openshift.io` objects named
-//! `cluster`, runs `mco_render::controllers::generate` for every resource (oldest first, each seeing the
+//! `cluster` from the watch caches ([`Caches`]), runs `mco_render::controllers::generate` for every resource (oldest first, each seeing the
 //! writes of the ones before), and carries out what it decided: the generated MachineConfigs
 //! (`99-<pool>-generated-kubelet[-N]`, `99-<pool>-generated-containerruntime[-N]`), the
 //! resource's annotations and finalizers, and its status. A resource being deleted has the
@@ -9,19 +9,20 @@
 //! Every write is skipped when the stored object already matches; a write that conflicts is
 //! left to the next pass.
 
+use super::generators::{Caches, ConfigKind};
 use super::pool_sync::now_rfc3339;
 use super::writes::{
-    config_resource, ensure, get_optional, is_absent, is_conflict, map_patch, WriteError, Written,
+    config_resource, ensure, is_absent, is_conflict, map_patch, WriteError, Written,
 };
 use crate::objects::{self, Model, Stored};
-use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{ApiResource, Patch, PatchParams};
 use kube::{Api, Client};
 use mco_render::api::{
     Condition, ContainerRuntimeConfig, CustomResource, KubeletConfig, MachineConfig,
     MachineConfigPool,
 };
 use mco_render::controllers::generate::sequence::feature_gates_from_status;
-use mco_render::controllers::generate::{generate, FeatureGates, GenerateInput, ObjectAfter};
+use mco_render::controllers::generate::{generate, GenerateInput, ObjectAfter};
 use mco_render::controllers::Write;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -34,10 +35,6 @@ pub struct Resources {
     kubelet: Api<Stored<KubeletConfig>>,
     runtime: Api<Stored<ContainerRuntimeConfig>>,
     mcs: Api<Stored<MachineConfig>>,
-    pools: Api<Stored<MachineConfigPool>>,
-    feature_gates: Api<DynamicObject>,
-    api_servers: Api<DynamicObject>,
-    node_configs: Api<DynamicObject>,
     controller_version: String,
 }
 
@@ -107,27 +104,13 @@ fn status_conditions(stored: &[Condition], after: &[Condition], now: &str) -> Ve
         .collect()
 }
 
-/// A list of a kind; an API that is not installed holds none.
-async fn list_or_none<M: Model>(api: &Api<Stored<M>>) -> Result<Vec<M>, WriteError> {
-    match api.list(&ListParams::default()).await {
-        Ok(l) => Ok(l.into_iter().map(M::from_object).collect()),
-        Err(e) if is_absent(&e) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 impl Resources {
     /// A handle using `client`; generated MachineConfigs are stamped `controller_version`.
     pub fn new(client: Client, controller_version: &str) -> Self {
-        let [fg, apis, nodes] = config_resources();
         Resources {
             kubelet: objects::api::<KubeletConfig>(&client),
             runtime: objects::api::<ContainerRuntimeConfig>(&client),
             mcs: objects::api::<MachineConfig>(&client),
-            pools: objects::api::<MachineConfigPool>(&client),
-            feature_gates: Api::all_with(client.clone(), &fg),
-            api_servers: Api::all_with(client.clone(), &apis),
-            node_configs: Api::all_with(client, &nodes),
             controller_version: controller_version.to_string(),
         }
     }
@@ -159,30 +142,36 @@ impl Resources {
         })
     }
 
-    /// One pass over every KubeletConfig and ContainerRuntimeConfig.
-    pub async fn sync_all(&self) -> Result<PassResult, WriteError> {
-        let mut resources: Vec<CustomResource> = list_or_none(&self.kubelet)
-            .await?
+    /// One pass over every KubeletConfig and ContainerRuntimeConfig, read from `caches`;
+    /// `mcs` holds the MachineConfigs by name as this pass's earlier writes left them, and
+    /// takes this pass's writes.
+    pub async fn sync_all(
+        &self,
+        caches: &Caches,
+        mcs: &mut BTreeMap<String, MachineConfig>,
+    ) -> Result<PassResult, WriteError> {
+        let mut resources: Vec<CustomResource> = caches
+            .kubelet_configs()
             .into_iter()
             .map(CustomResource::Kubelet)
             .collect();
         resources.extend(
-            list_or_none(&self.runtime)
-                .await?
+            caches
+                .runtime_configs()
                 .into_iter()
                 .map(CustomResource::ContainerRuntime),
         );
         if resources.is_empty() {
             return Ok(PassResult::default());
         }
-        let initial: Vec<MachineConfig> = list_or_none(&self.mcs).await?;
-        let pools: Vec<MachineConfigPool> = list_or_none(&self.pools).await?;
-        let feature_gates = get_optional(&self.feature_gates, CLUSTER)
-            .await?
+        let initial: Vec<MachineConfig> = mcs.values().cloned().collect();
+        let pools: Vec<MachineConfigPool> = caches.pools();
+        let feature_gates = caches
+            .config_object(ConfigKind::FeatureGate, CLUSTER)
             .map(|fg| feature_gates_from_status(&fg))
-            .unwrap_or_else(FeatureGates::default);
-        let api_server = get_optional(&self.api_servers, CLUSTER).await?;
-        let node_config = get_optional(&self.node_configs, CLUSTER).await?;
+            .unwrap_or_default();
+        let api_server = caches.config_object(ConfigKind::ApiServer, CLUSTER);
+        let node_config = caches.config_object(ConfigKind::Node, CLUSTER);
 
         resources.sort_by(|a, b| {
             let key = |r: &CustomResource| {
@@ -193,16 +182,12 @@ impl Resources {
             };
             key(a).cmp(&key(b))
         });
-        let mut mcs: BTreeMap<String, MachineConfig> = initial
-            .iter()
-            .map(|m| (m.name().to_string(), m.clone()))
-            .collect();
         let mut result = PassResult::default();
         for i in 0..resources.len() {
             let object = resources[i].clone();
             let kind = object.kind();
             if object.metadata().is_deleting() {
-                if !self.finalize(&object, &mut mcs).await? {
+                if !self.finalize(&object, mcs).await? {
                     result.retry = true;
                 }
                 continue;

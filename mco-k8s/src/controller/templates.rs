@@ -3,12 +3,12 @@
 //! `mco_render::controllers::templates` renders from the ControllerConfig and a folder of templates, owned
 //! by the ControllerConfig.
 
+use super::generators::{Caches, ConfigKind};
 use super::pool_sync::CONTROLLER_CONFIG_NAME;
 use super::resources::CLUSTER;
-use super::writes::{config_resource, ensure, get_optional, is_absent, WriteError, Written};
-use crate::objects::{self, Model, Stored};
+use super::writes::{ensure, WriteError, Written};
+use crate::objects::{self, Stored};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::DynamicObject;
 use kube::{Api, Client};
 use mco_render::api::value_at::str_at;
 use mco_render::api::{ControllerConfig, MachineConfig};
@@ -16,6 +16,7 @@ use mco_render::controllers::templates::{
     compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
 };
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The key of a pull secret's Docker config.
@@ -49,8 +50,6 @@ pub struct Templates {
     tree: TemplateTree,
     client: Client,
     mcs: Api<Stored<MachineConfig>>,
-    ccs: Api<Stored<ControllerConfig>>,
-    api_servers: Api<DynamicObject>,
     controller_version: String,
 }
 
@@ -60,8 +59,6 @@ impl Templates {
         Templates {
             tree,
             mcs: objects::api::<MachineConfig>(&client),
-            ccs: objects::api::<ControllerConfig>(&client),
-            api_servers: Api::all_with(client.clone(), &config_resource("APIServer", "apiservers")),
             client,
             controller_version: controller_version.to_string(),
         }
@@ -90,16 +87,19 @@ impl Templates {
         }
     }
 
-    /// One pass: renders the templates with the ControllerConfig and writes the
-    /// MachineConfigs that differ. Without a ControllerConfig there is nothing to render.
-    pub async fn sync(&self) -> Result<bool, WriteError> {
-        let cc = match self.ccs.get(CONTROLLER_CONFIG_NAME).await {
-            Ok(o) => ControllerConfig::from_object(o),
-            Err(e) if is_absent(&e) => return Ok(true),
-            Err(e) => return Err(e.into()),
+    /// One pass, read from `caches`: renders the templates with the ControllerConfig and
+    /// writes the MachineConfigs that differ from those in `mcs` (by name), which takes the
+    /// writes. Without a ControllerConfig there is nothing to render.
+    pub async fn sync(
+        &self,
+        caches: &Caches,
+        mcs: &mut BTreeMap<String, MachineConfig>,
+    ) -> Result<bool, WriteError> {
+        let Some(cc) = caches.controller_config(CONTROLLER_CONFIG_NAME) else {
+            return Ok(true);
         };
-        let profile = get_optional(&self.api_servers, CLUSTER)
-            .await?
+        let profile = caches
+            .config_object(ConfigKind::ApiServer, CLUSTER)
             .and_then(|a| a.pointer("/spec/tlsSecurityProfile").cloned())
             .filter(|p| !p.is_null());
         let (tls_min_version, tls_cipher_suites) =
@@ -112,7 +112,7 @@ impl Templates {
             tls_min_version,
             tls_cipher_suites,
         };
-        let mcs = match generate_template_machine_configs(&self.tree, &cc, &opts) {
+        let wanted = match generate_template_machine_configs(&self.tree, &cc, &opts) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("templates: {e}");
@@ -120,18 +120,17 @@ impl Templates {
             }
         };
         let mut settled = true;
-        for mc in mcs {
-            let current = match self.mcs.get(mc.name()).await {
-                Ok(o) => Some(MachineConfig::from_object(o)),
-                Err(e) if is_absent(&e) => None,
-                Err(e) => return Err(e.into()),
-            };
-            match ensure(&self.mcs, current.as_ref(), &mc).await? {
-                Written::Conflict => settled = false,
-                Written::Unchanged => {}
+        for mc in wanted {
+            match ensure(&self.mcs, mcs.get(mc.name()), &mc).await? {
+                Written::Conflict => {
+                    settled = false;
+                    continue;
+                }
+                Written::Unchanged => continue,
                 Written::Created => tracing::info!("created {}", mc.name()),
                 Written::Updated => tracing::info!("updated {}", mc.name()),
             }
+            mcs.insert(mc.name().to_string(), mc);
         }
         Ok(settled)
     }

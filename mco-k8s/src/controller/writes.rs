@@ -1,10 +1,10 @@
 //! Shared helpers for the controllers that keep MachineConfigs equal to what a pure function
-//! gives: reading optional cluster-wide `config.openshift.io` objects, comparing
+//! gives: the `config.openshift.io` resources they read, comparing
 //! MachineConfigs as the server stores them, and create-or-update writes that are skipped
 //! when nothing would change.
 
 use crate::objects::{Model, Stored};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::api::{ApiResource, DeleteParams, PostParams};
 use kube::Api;
 use mco_render::api::MachineConfig;
 use serde_json::{Map, Value};
@@ -15,14 +15,6 @@ pub enum WriteError {
     /// The API server refused or failed a request.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
-    /// An object did not encode or decode.
-    #[error("encoding {name}: {source}")]
-    Json {
-        /// The object's name.
-        name: String,
-        /// The error.
-        source: serde_json::Error,
-    },
 }
 
 /// The `config.openshift.io/v1` resource with this kind and plural.
@@ -44,26 +36,6 @@ pub fn is_absent(e: &kube::Error) -> bool {
 /// Whether an error is a write conflict (stale resourceVersion or a name already taken).
 pub fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
-}
-
-/// The object named `name` as JSON, or `None` when it or its API does not exist.
-pub async fn get_optional(
-    api: &Api<DynamicObject>,
-    name: &str,
-) -> Result<Option<Value>, WriteError> {
-    match api.get(name).await {
-        Ok(o) => Ok(Some(to_json(&o)?)),
-        Err(e) if is_absent(&e) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// An object as JSON.
-pub fn to_json<T: serde::Serialize + kube::ResourceExt>(o: &T) -> Result<Value, WriteError> {
-    serde_json::to_value(o).map_err(|source| WriteError::Json {
-        name: o.name_any(),
-        source,
-    })
 }
 
 /// Drops null members, recursively: a server does not keep them for most fields.

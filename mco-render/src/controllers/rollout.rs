@@ -92,6 +92,27 @@ pub struct RolloutPlan {
     pub target: String,
 }
 
+/// The reason of the Event recorded on the pool when nodes are targeted.
+pub const SET_DESIRED_CONFIG: &str = "SetDesiredConfig";
+
+impl RolloutPlan {
+    /// The note of the `SetDesiredConfig` Event recorded on the pool once every node of
+    /// `update` is targeted, in upstream's words: `Targeted node <name> to config <target>`
+    /// for one node, `Set target for <n> nodes to config <target>` for more. `None` when
+    /// no node is targeted (upstream records nothing without candidates).
+    pub fn set_desired_config_note(&self) -> Option<String> {
+        match self.update.as_slice() {
+            [] => None,
+            [node] => Some(format!("Targeted node {node} to config {}", self.target)),
+            nodes => Some(format!(
+                "Set target for {} nodes to config {}",
+                nodes.len(),
+                self.target
+            )),
+        }
+    }
+}
+
 /// Plans the next step of a pool's rollout. `nodes` are the pool's nodes; `defer` names a node
 /// to update last (upstream defers the node running the operator in the master pool).
 pub fn plan_rollout(
@@ -173,6 +194,25 @@ mod tests {
         p.spec.configuration.name = target.into();
         p.spec.max_unavailable = max;
         p
+    }
+
+    #[test]
+    fn set_desired_config_notes_are_upstreams() {
+        let mut plan = RolloutPlan {
+            target: "rendered-worker-1".into(),
+            ..RolloutPlan::default()
+        };
+        assert_eq!(plan.set_desired_config_note(), None);
+        plan.update = vec!["worker-3".into()];
+        assert_eq!(
+            plan.set_desired_config_note().as_deref(),
+            Some("Targeted node worker-3 to config rendered-worker-1")
+        );
+        plan.update.push("worker-4".into());
+        assert_eq!(
+            plan.set_desired_config_note().as_deref(),
+            Some("Set target for 2 nodes to config rendered-worker-1")
+        );
     }
 
     #[test]
