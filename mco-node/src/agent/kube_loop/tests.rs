@@ -259,6 +259,21 @@ fn events(f: &Shared) -> Vec<String> {
         .collect()
 }
 
+/// Takes the agent through an update that drains and reboots: the drain asked, granted as
+/// the controller grants it, the update applied up to the reboot.
+async fn updates_through_a_drain_to_a_reboot(
+    agent: &mut Agent<RecordingHost>,
+    fake: &Shared,
+    config: &str,
+) {
+    let first = agent.sync(node_of(fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting(format!("drain-{config}"))));
+    lock(fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] =
+        json!(format!("drain-{config}"));
+    let applied = agent.sync(node_of(fake)).await;
+    assert_eq!(applied.ok(), Some(Synced::Rebooting));
+}
+
 fn annotation_patch(k: &str, v: &str) -> Value {
     json!({"metadata": {"annotations": {k: v}}})
 }
@@ -595,11 +610,7 @@ async fn an_os_update_records_started_and_staged_around_the_apply() {
     }));
     let (client, server) = fake_client(fake.clone());
     let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
-    let first = agent.sync(node_of(&fake)).await;
-    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r4".into())));
-    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("drain-r4");
-    let second = agent.sync(node_of(&fake)).await;
-    assert_eq!(second.ok(), Some(Synced::Rebooting));
+    updates_through_a_drain_to_a_reboot(&mut agent, &fake, "r4").await;
     let _ = requests(&fake);
     assert_eq!(
         events(&fake),
@@ -759,11 +770,7 @@ async fn a_plain_linux_host_applies_all_but_the_os_part_and_ends_done() {
     }));
     let (client, server) = fake_client(fake.clone());
     let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
-    let first = agent.sync(node_of(&fake)).await;
-    assert_eq!(first.ok(), Some(Synced::Waiting("drain-r5".into())));
-    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("drain-r5");
-    let applied = agent.sync(node_of(&fake)).await;
-    assert_eq!(applied.ok(), Some(Synced::Rebooting));
+    updates_through_a_drain_to_a_reboot(&mut agent, &fake, "r5").await;
     // Back from the reboot: the uncordon asked, then done.
     let back = agent.sync(node_of(&fake)).await;
     assert_eq!(back.ok(), Some(Synced::Waiting("uncordon-r5".into())));
