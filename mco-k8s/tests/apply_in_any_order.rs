@@ -139,6 +139,14 @@ fn offline(objects: &[Value]) -> BTreeMap<String, MachineConfig> {
         .collect()
 }
 
+/// Each pool's rendered config name.
+fn names(rendered: &BTreeMap<String, MachineConfig>) -> BTreeMap<String, String> {
+    rendered
+        .iter()
+        .map(|(pool, mc)| (pool.clone(), mc.name().to_string()))
+        .collect()
+}
+
 /// A cluster as installed: the API server, the controller's webhook behind the manifests'
 /// Service and ValidatingWebhookConfiguration, and the controllers, all as the controller's
 /// service account.
@@ -341,10 +349,8 @@ fn with_controller_config(mut objects: Vec<Value>) -> Vec<Value> {
 /// cluster each time.
 async fn any_order(what: &str, objects: Vec<Value>) {
     let objects = with_controller_config(objects);
-    let expected: BTreeMap<String, String> = offline(&objects)
-        .into_iter()
-        .map(|(pool, mc)| (pool, mc.name().to_string()))
-        .collect();
+    let rendered = offline(&objects);
+    let expected = names(&rendered);
     for (i, order) in orders(&objects).into_iter().enumerate() {
         let what = format!("{what} (order {i})");
         let cluster = Cluster::install().await;
@@ -372,8 +378,7 @@ async fn any_order(what: &str, objects: Vec<Value>) {
                 .get("machineconfigs", "", &expected["worker"])
                 .expect("rendered worker"),
         );
-        let offline = offline(&objects);
-        assert_eq!(stored.spec, offline["worker"].spec, "{what}");
+        assert_eq!(stored.spec, rendered["worker"].spec, "{what}");
         cluster.stop().await;
     }
 }
@@ -385,10 +390,7 @@ async fn the_example_cluster_applies_in_any_order_and_a_broken_config_is_still_r
     let cluster = Cluster::install().await;
     let objects = folder("examples/cluster");
     cluster.apply("examples/cluster", &objects).await;
-    let expected: BTreeMap<String, String> = offline(&objects)
-        .into_iter()
-        .map(|(p, mc)| (p, mc.name().to_string()))
-        .collect();
+    let expected = names(&offline(&objects));
     cluster.settles_on("examples/cluster", &expected).await;
     let broken = folder("examples/invalid").remove(0);
     let d: DynamicObject = serde_json::from_value(broken).expect("object");
@@ -437,10 +439,7 @@ async fn the_admission_example_applies_in_any_order_and_its_bad_changes_are_refu
     let cluster = Cluster::install().await;
     let objects = with_controller_config(folder("examples/admission/cluster"));
     cluster.apply("examples/admission/cluster", &objects).await;
-    let expected: BTreeMap<String, String> = offline(&objects)
-        .into_iter()
-        .map(|(p, mc)| (p, mc.name().to_string()))
-        .collect();
+    let expected = names(&offline(&objects));
     cluster
         .settles_on("examples/admission/cluster", &expected)
         .await;

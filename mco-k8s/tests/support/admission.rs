@@ -155,9 +155,7 @@ pub async fn admit(
         match outcome {
             Ok(Answer::Allowed(w)) => warnings.extend(w),
             Ok(Answer::Denied(r)) => return Err(r),
-            Err(e) if hook["failurePolicy"] == "Ignore" => {
-                let _ = e;
-            }
+            Err(_) if hook["failurePolicy"] == "Ignore" => {}
             Err(e) => {
                 return Err(Refusal {
                     code: 500,
