@@ -141,6 +141,17 @@ impl MachineConfigNodeStatus {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
 
+    /// Whether the daemon reports the node updated to `config`: `Updated` True and `config`
+    /// as the current config.
+    pub fn is_updated_on(&self, config: &str) -> bool {
+        self.condition(conditions::UPDATED)
+            .is_some_and(Condition::is_true)
+            && self
+                .config_version
+                .as_ref()
+                .is_some_and(|v| v.current == config)
+    }
+
     /// Records a phase as upstream's upgrade monitor does: `parent` (and `child`, when the
     /// phase has one) replace the conditions of their types. The first record fills in every
     /// other type of [`conditions::ALL`] as False `NotYetOccurred`. A parent equal to the one

@@ -1,5 +1,5 @@
 //! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig, MachineConfigNode and
-//! their parts.
+//! their parts, and this project's RolloutPolicy.
 
 pub mod condition;
 pub mod controller_config;
@@ -10,6 +10,7 @@ pub mod meta;
 pub mod node;
 pub mod pool;
 pub mod registries_conf;
+pub mod rollout_policy;
 pub mod schema;
 pub mod selector;
 pub mod value_at;
@@ -28,4 +29,5 @@ pub use machine_config_node::{MachineConfigNode, MachineConfigNodeSpec, MachineC
 pub use meta::{ObjectMeta, OwnerReference};
 pub use node::Node;
 pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};
+pub use rollout_policy::{RolloutPolicy, RolloutPolicySpec, RolloutPolicyStatus};
 pub use selector::LabelSelector;

@@ -113,6 +113,12 @@ pub struct NodeCondition {
     pub type_: String,
     /// "True", "False" or "Unknown".
     pub status: String,
+    /// Machine-readable reason (`KubeletNotReady`, `NodeStatusUnknown`...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Human-readable message (`Kubelet stopped posting node status.`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl Node {
@@ -250,6 +256,7 @@ pub(crate) mod testing {
         n.status.conditions.push(NodeCondition {
             type_: "Ready".into(),
             status: "True".into(),
+            ..NodeCondition::default()
         });
         n
     }

@@ -15,6 +15,7 @@ pub mod operator;
 pub mod pool_status;
 pub mod render_sync;
 pub mod rollout;
+pub mod rollout_policy;
 pub mod templates;
 pub mod write;
 

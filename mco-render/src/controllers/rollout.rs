@@ -120,12 +120,44 @@ pub fn plan_rollout(
     nodes: &[&Node],
     defer: Option<&str>,
 ) -> Result<RolloutPlan, MaxUnavailableError> {
-    let target = pool.spec.configuration.name.clone();
+    plan_rollout_in(pool, nodes, defer, &Scope::pool(pool))
+}
+
+/// What a rollout step may do beyond upstream's rule: which config, which nodes may start,
+/// and nodes that count as unavailable although their daemon is done (a health gate).
+#[derive(Debug, Clone, Default)]
+pub struct Scope<'a> {
+    /// The config nodes are pointed at.
+    pub target: &'a str,
+    /// Only these nodes may start (`None`: any node).
+    pub allow: Option<&'a std::collections::BTreeSet<String>>,
+    /// Nodes to count as unavailable on top of upstream's count (by name; counted once).
+    pub also_unavailable: &'a [String],
+}
+
+impl<'a> Scope<'a> {
+    /// Upstream's rule: the pool's config, any node.
+    pub fn pool(pool: &'a MachineConfigPool) -> Self {
+        Scope {
+            target: &pool.spec.configuration.name,
+            ..Scope::default()
+        }
+    }
+}
+
+/// [`plan_rollout`] within a [`Scope`].
+pub fn plan_rollout_in(
+    pool: &MachineConfigPool,
+    nodes: &[&Node],
+    defer: Option<&str>,
+    scope: &Scope<'_>,
+) -> Result<RolloutPlan, MaxUnavailableError> {
+    let target = scope.target.to_string();
     let max = max_unavailable(pool, nodes.len())?;
     let unavailable: Vec<&Node> = nodes
         .iter()
         .copied()
-        .filter(|n| n.is_unavailable())
+        .filter(|n| n.is_unavailable() || scope.also_unavailable.iter().any(|u| u == n.name()))
         .collect();
     let mut plan = RolloutPlan {
         max_unavailable: max,
@@ -156,6 +188,9 @@ pub fn plan_rollout(
             continue;
         }
         if !n.is_ready() {
+            continue;
+        }
+        if scope.allow.is_some_and(|a| !a.contains(n.name())) {
             continue;
         }
         candidates.push(n);
