@@ -232,7 +232,9 @@ pub fn health(
     let Some((what, detail)) = lacks else {
         return Health::Healthy;
     };
-    let Some(g) = gate else {
+    // Without a gate nothing times out; pods not looked at yet are no failure either.
+    let unseen_pods = what == "pods not Ready" && sig.pods_ready.is_none();
+    let Some(g) = gate.filter(|_| !unseen_pods) else {
         return Health::Pending {
             lacks: format!("{what}: {detail}"),
             deadline: None,
@@ -264,6 +266,11 @@ pub fn pods_to_check(input: &Input<'_>) -> Vec<String> {
         return Vec::new();
     };
     let target = effective_target(input.pool, input.policy);
+    let status = input.policy.status.as_ref();
+    if status.and_then(|s| s.last_known_good.as_deref()) == Some(target.as_str()) {
+        // Every node passed on it already.
+        return Vec::new();
+    }
     input
         .nodes
         .iter()
@@ -449,6 +456,8 @@ pub fn decide(input: &Input<'_>) -> Decision {
         st.previous_known_good = st.last_known_good.replace(g);
     }
 
+    let passed = st.last_known_good.as_deref() == Some(newest.as_str());
+
     // Rollbacks: cleared, ended, requested.
     if let Some(r) = st.rollback.clone() {
         if !r.automatic && !s.rollback {
@@ -524,7 +533,11 @@ pub fn decide(input: &Input<'_>) -> Decision {
     let mut ordered: Vec<&Node> = nodes.to_vec();
     ordered.sort_by(|a, b| rollout_order(a, b));
     for n in &ordered {
-        match health(n, &newest, gate, sig(n), now) {
+        // Once every node passed on the newest config its rollout is over: a node failing
+        // later is the pool's NodeDegraded, as upstream reports it, not a reason to pause.
+        let h = health(n, &newest, if passed { None } else { gate }, sig(n), now);
+        match h {
+            Health::Failed { .. } if passed => {}
             Health::Failed { reason, what } if !excused.contains(n.name()) => {
                 failures.push((n, reason, what));
                 gating.push(n.name().to_string());
@@ -744,7 +757,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
         wake.push(t);
     }
 
-    let all_done = all_healthy_on(&newest, true);
+    let all_done = all_healthy_on(&newest, !passed);
     let scope = Scope {
         target: &newest,
         allow: allow.as_ref(),

@@ -775,3 +775,53 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_passed_rollout_is_not_paused_by_later_trouble() {
+    let mut w = World::new(
+        RolloutPolicySpec {
+            health_gate: Some(HealthGateSpec {
+                timeout: Some("1m".into()),
+                pods: Some(LabelSelector {
+                    match_labels: [("app".to_string(), "ingress".to_string())].into(),
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        },
+        2,
+        Some(json!(2)),
+    );
+    w.step(at(T0));
+    finish_all(&mut w.nodes);
+    w.all_signals(true, true);
+    assert_eq!(w.step(after(30)).status.phase, Phase::Done);
+    // Pods are not looked at again (a restarted controller has forgotten them), and a node
+    // that goes down later is the pool's NodeDegraded, not a paused rollout.
+    w.signals.clear();
+    let refs: Vec<&Node> = w.nodes.iter().collect();
+    let input = Input {
+        pool: &w.pool,
+        policy: &w.policy,
+        nodes: &refs,
+        signals: &w.signals,
+        now: after(3600),
+        defer: None,
+    };
+    assert!(pods_to_check(&input).is_empty());
+    not_ready(&mut w.nodes[1], "down");
+    let d = w.step(after(3600));
+    assert!(d.status.pause.is_none());
+    assert!(d.events.is_empty());
+    // Pods not looked at yet never fail a gate.
+    let n = &w.nodes[0];
+    let g = settings(&w.policy).unwrap().gate;
+    let unseen = NodeSignals {
+        mcn_updated: Some(true),
+        pods_ready: None,
+    };
+    assert!(matches!(
+        health(n, NEW, g.as_ref(), unseen, after(86_400)),
+        Health::Pending { deadline: None, .. }
+    ));
+}
