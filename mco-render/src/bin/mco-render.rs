@@ -593,6 +593,8 @@ fn cmd_review(
     }
     let opts = ReviewOptions {
         node_duration: std::time::Duration::from_secs(node_minutes.saturating_mul(60)),
+        // The windows of the pools' RolloutPolicies are judged from now, as the webhook does.
+        now: Some(jiff::Timestamp::now()),
     };
     let (mut errors, mut warnings) = (Vec::new(), 0);
     for object in &objects {
