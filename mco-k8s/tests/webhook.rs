@@ -363,6 +363,7 @@ async fn the_manifests_webhook_configuration() {
         "kubeletconfigs",
         "containerruntimeconfigs",
         "machineconfigpools",
+        "rolloutpolicies",
     ] {
         assert!(resources.iter().any(|x| x == r), "{r}");
     }

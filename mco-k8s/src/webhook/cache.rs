@@ -6,7 +6,9 @@
 //!
 //! The MachineConfiguration `cluster` (`operator.openshift.io/v1`, the node disruption
 //! policies the plans use) is watched too; on clusters without that API the watch retries with
-//! a growing delay and plans use the default policies.
+//! a growing delay and plans use the default policies. So are the RolloutPolicies
+//! (`rollout.mco.dev`, the pools' rollout estimates and the review of a policy's pool): without
+//! their CRD the store stays empty and estimates are upstream's.
 //!
 //! Not watched: the FeatureGate, APIServer and Node `cluster` objects (a reviewed
 //! KubeletConfig is generated without them).
@@ -20,6 +22,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::admission::ClusterView;
+use mco_render::api::rollout_policy::{self, RolloutPolicy};
 use mco_render::api::{
     ContainerRuntimeConfig, ControllerConfig, KubeletConfig, MachineConfig, MachineConfigPool,
 };
@@ -40,6 +43,7 @@ struct Stores {
     kubelet_configs: Store<Stored<KubeletConfig>>,
     runtime_configs: Store<Stored<ContainerRuntimeConfig>>,
     policies: Arc<Mutex<Option<serde_json::Value>>>,
+    rollout_policies: Store<DynamicObject>,
 }
 
 /// The watches, one per kind.
@@ -56,6 +60,7 @@ pub struct WebhookCache {
     // Held for their watch tasks (stopped on drop).
     _reflectors: Reflectors,
     _policies: Reflector<DynamicObject>,
+    _rollout_policies: Reflector<DynamicObject>,
     stores: Stores,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     stale: Arc<AtomicBool>,
@@ -113,6 +118,7 @@ impl WebhookCache {
             watch::<KubeletConfig>(client, "KubeletConfig", &stale),
             watch::<ContainerRuntimeConfig>(client, "ContainerRuntimeConfig", &stale),
         );
+        let rollout_policies = watch_rollout_policies(client, stale.clone());
         let stores = Stores {
             machine_configs: reflectors.0.store().clone(),
             pools: reflectors.1.store().clone(),
@@ -120,6 +126,7 @@ impl WebhookCache {
             kubelet_configs: reflectors.3.store().clone(),
             runtime_configs: reflectors.4.store().clone(),
             policies: Arc::new(Mutex::new(None)),
+            rollout_policies: rollout_policies.store().clone(),
         };
         let current = Arc::new(Mutex::new(None));
         let policies = watch_policies(client, stores.policies.clone(), stale.clone());
@@ -167,6 +174,7 @@ impl WebhookCache {
         WebhookCache {
             _reflectors: reflectors,
             _policies: policies,
+            _rollout_policies: rollout_policies,
             stores,
             tasks,
             stale,
@@ -204,6 +212,21 @@ impl Stores {
                 .into_iter()
                 .find(|c: &ControllerConfig| c.metadata.name == CONTROLLER_CONFIG_NAME)
                 .map(|c| (file(), c)),
+            nodes: Vec::new(),
+            rollout_policies: self
+                .rollout_policies
+                .state()
+                .iter()
+                .filter_map(|o| match serde_json::to_value(o.as_ref())
+                    .and_then(serde_json::from_value::<RolloutPolicy>)
+                {
+                    Ok(p) => Some((file(), p)),
+                    Err(e) => {
+                        tracing::warn!(name = ?o.metadata.name, error = %e, "webhook: RolloutPolicy skipped");
+                        None
+                    }
+                })
+                .collect(),
             others: Vec::new(),
         };
         // The custom resources and the policies are read by the generate and plan code
@@ -265,6 +288,31 @@ fn watch_policies(
         }
         stale.store(true, Ordering::Release);
     })
+}
+
+/// The RolloutPolicy resource, from the core's constants (the CRD is this project's).
+fn rollout_policy_resource() -> ApiResource {
+    ApiResource {
+        group: rollout_policy::GROUP.into(),
+        version: rollout_policy::VERSION.into(),
+        api_version: format!("{}/{}", rollout_policy::GROUP, rollout_policy::VERSION),
+        kind: rollout_policy::KIND.into(),
+        plural: "rolloutpolicies".into(),
+    }
+}
+
+/// Watches the RolloutPolicies, marking the view stale on each change (an absent API is an
+/// empty store, rechecked with a growing delay, see [`crate::reflect`]).
+fn watch_rollout_policies(client: &Client, stale: Arc<AtomicBool>) -> Reflector<DynamicObject> {
+    let ar = rollout_policy_resource();
+    let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
+    reflect_with(
+        api,
+        watcher::Config::default(),
+        ar,
+        "RolloutPolicy",
+        move |_, _| stale.store(true, Ordering::Release),
+    )
 }
 
 impl ViewSource for WebhookCache {

@@ -205,7 +205,14 @@ async fn handle(shared: &Shared, req: hyper::Request<Incoming>) -> hyper::Respon
             };
             let started = Instant::now();
             let out = match shared.source.view() {
-                Some(view) => v1::handle(&body, &view, &shared.review),
+                Some(view) => {
+                    // The adapter reads the clock: the core judges maintenance windows from it.
+                    let review = ReviewOptions {
+                        now: Some(jiff::Timestamp::now()),
+                        ..shared.review.clone()
+                    };
+                    v1::handle(&body, &view, &review)
+                }
                 None => not_ready(&body),
             };
             match out {
@@ -276,6 +283,7 @@ impl WebhookArgs {
             key: self.webhook_key.clone(),
             review: ReviewOptions {
                 node_duration: Duration::from_secs(self.webhook_node_minutes.saturating_mul(60)),
+                now: None,
             },
             poll_interval: Duration::from_secs(10),
         };

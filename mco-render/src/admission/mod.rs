@@ -28,10 +28,13 @@
 //!   update would leave with nothing is still an error;
 //! - a KubeletConfig or ContainerRuntimeConfig that matches no pool yet, or whose pool's
 //!   base MachineConfigs the template controller has not generated yet;
-//! - an unreconcilable transition of a pool with no nodes yet: nothing has to move.
+//! - an unreconcilable transition of a pool with no nodes yet: nothing has to move;
+//! - a RolloutPolicy whose pool does not exist yet (a policy whose spec does not check is an
+//!   error, in [`settings`]'s words).
 //!
 //! Other warnings: one per affected pool from the disruption plan (`pool worker: 250 nodes
-//! will drain and reboot (kernelArguments changed); about 21h at maxUnavailable 1`),
+//! will drain and reboot (kernelArguments changed); about 21h at maxUnavailable 1`; under a
+//! RolloutPolicy the estimate is its [`schedule`]'s summary),
 //! Ignition's own warnings, and the [`lint`]s.
 //!
 //! The webhook (`mco-k8s`'s `webhook` module) and `mco-render validate --cluster-dir` both call
@@ -40,9 +43,12 @@
 pub mod lint;
 pub mod v1;
 
+use crate::api::rollout_policy::{self, RolloutPolicy};
 use crate::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use crate::controllers::generate::Unmet;
 use crate::controllers::rollout::max_unavailable;
+use crate::controllers::rollout_policy::schedule::{schedule, PoolNodes, ScheduleInput};
+use crate::controllers::rollout_policy::settings;
 use crate::manifests::expand::{cluster_machine_configs, ClusterOptions};
 use crate::manifests::Manifests;
 use crate::plan::policy::{ActionType, Trigger};
@@ -51,6 +57,7 @@ use crate::plan::report::PlanReport;
 use crate::plan::{self, MachineConfiguration};
 use crate::render::error::{RenderError, RenderErrorKind};
 use crate::render::{render_pool, validate_machine_config, RenderOptions};
+use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -161,12 +168,16 @@ impl Findings {
 pub struct ReviewOptions {
     /// How long one node takes to drain, update and reboot (see [`DEFAULT_NODE_DURATION`]).
     pub node_duration: Duration,
+    /// The time of the review, for the maintenance windows of a pool's RolloutPolicy; without
+    /// it an estimate leaves the waiting for windows out (and says so).
+    pub now: Option<Timestamp>,
 }
 
 impl Default for ReviewOptions {
     fn default() -> Self {
         ReviewOptions {
             node_duration: DEFAULT_NODE_DURATION,
+            now: None,
         }
     }
 }
@@ -246,6 +257,15 @@ impl ClusterView {
 
     fn machine_config(&self, name: &str) -> Option<&MachineConfig> {
         self.machine_configs().find(|m| m.name() == name)
+    }
+
+    /// The RolloutPolicy of a pool (the one of the same name).
+    pub fn rollout_policy(&self, pool: &str) -> Option<&RolloutPolicy> {
+        self.manifests
+            .rollout_policies
+            .iter()
+            .map(|(_, p)| p)
+            .find(|p| p.name() == pool)
     }
 
     /// Pool `i`'s render with the cluster's objects as they are.
@@ -397,8 +417,8 @@ fn decode<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, String> {
     serde_json::from_value(v.clone()).map_err(|e| e.to_string())
 }
 
-/// Reviews `object` (a MachineConfig, KubeletConfig, ContainerRuntimeConfig or
-/// MachineConfigPool as JSON) being created or updated in `cluster`. `old_object` is the
+/// Reviews `object` (a MachineConfig, KubeletConfig, ContainerRuntimeConfig,
+/// MachineConfigPool or RolloutPolicy as JSON) being created or updated in `cluster`. `old_object` is the
 /// stored version on update (the view's version is used when it is absent). Other kinds get
 /// no findings.
 pub fn review(
@@ -525,6 +545,10 @@ pub fn review(
                 old: old.map(Box::new),
             }
         }
+        rollout_policy::KIND => {
+            review_rollout_policy(&mut out, object, &name, cluster);
+            return out;
+        }
         _ => return out,
     };
     let cc = cluster.controller_config();
@@ -603,6 +627,38 @@ pub fn review(
     out
 }
 
+/// A RolloutPolicy: refused when its spec does not check, pending while its pool is absent.
+fn review_rollout_policy(out: &mut Findings, object: &Value, name: &str, cluster: &ClusterView) {
+    let policy: RolloutPolicy = match decode(object) {
+        Ok(p) => p,
+        Err(e) => {
+            out.error(
+                FindingKind::Invalid,
+                format!("{} {name}: {e}", rollout_policy::KIND),
+            );
+            return;
+        }
+    };
+    if let Err(e) = settings(&policy) {
+        out.error(FindingKind::Invalid, e.to_string());
+        return;
+    }
+    if !cluster
+        .manifests
+        .pools
+        .iter()
+        .any(|(_, p)| p.name() == name)
+    {
+        out.warn(
+            FindingKind::Pending,
+            format!(
+                "{} {name}: admitted: no MachineConfigPool {name} exists yet; the policy applies to it once it is created",
+                rollout_policy::KIND
+            ),
+        );
+    }
+}
+
 /// What a resource's MachineConfigs wait for, for its warning.
 fn awaits(unmet: Unmet) -> &'static str {
     match unmet {
@@ -663,7 +719,11 @@ fn judge(
     if plan.diff.is_empty {
         return;
     }
-    out.warn(FindingKind::Disruption, disruption(pool, &report, opts));
+    let policy = cluster.rollout_policy(pool.name());
+    out.warn(
+        FindingKind::Disruption,
+        disruption_under(pool, &report, opts, policy),
+    );
 }
 
 /// Why a pool selecting no MachineConfigs yet is admitted.
@@ -677,6 +737,18 @@ fn has_nodes(pool: &MachineConfigPool) -> bool {
 
 /// The one-line disruption summary for a pool.
 pub fn disruption(pool: &MachineConfigPool, report: &PlanReport, opts: &ReviewOptions) -> String {
+    disruption_under(pool, report, opts, None)
+}
+
+/// [`disruption`] for a pool with a RolloutPolicy: the estimate is the policy's schedule
+/// (canaries, soak, windows from [`ReviewOptions::now`]); an invalid policy keeps the plain
+/// estimate.
+pub fn disruption_under(
+    pool: &MachineConfigPool,
+    report: &PlanReport,
+    opts: &ReviewOptions,
+    policy: Option<&RolloutPolicy>,
+) -> String {
     let count = pool
         .status
         .as_ref()
@@ -746,7 +818,12 @@ pub fn disruption(pool: &MachineConfigPool, report: &PlanReport, opts: &ReviewOp
         line.push_str(&format!(" (drain check failed: {e})"));
     }
     if report.reboot || report.drain {
-        if let Some(est) = count.and_then(|n| estimate(pool, n, opts.node_duration)) {
+        let scheduled = policy
+            .zip(count)
+            .and_then(|(p, n)| policy_estimate(pool, p, n, opts));
+        if let Some(est) =
+            scheduled.or_else(|| count.and_then(|n| estimate(pool, n, opts.node_duration)))
+        {
             line.push_str("; ");
             line.push_str(&est);
         }
@@ -755,6 +832,30 @@ pub fn disruption(pool: &MachineConfigPool, report: &PlanReport, opts: &ReviewOp
         line.push_str("; the pool is paused: nothing rolls out until it is unpaused");
     }
     line
+}
+
+/// The summary of the rollout of a pool's `nodes` under its policy (`None` for no nodes, or
+/// when the policy or `maxUnavailable` does not check).
+fn policy_estimate(
+    pool: &MachineConfigPool,
+    policy: &RolloutPolicy,
+    nodes: u64,
+    opts: &ReviewOptions,
+) -> Option<String> {
+    if nodes == 0 {
+        return None;
+    }
+    let s = schedule(&ScheduleInput {
+        pool,
+        policy: Some(policy),
+        nodes: PoolNodes::Count(usize::try_from(nodes).ok()?),
+        target: "the new rendered config",
+        now: opts.now.unwrap_or(Timestamp::UNIX_EPOCH),
+        per_node: opts.node_duration,
+        windows: opts.now.is_some(),
+    })
+    .ok()?;
+    Some(s.to_string())
 }
 
 /// `about 21h at maxUnavailable 1`: nodes taken `maxUnavailable` at a time (scaled as the

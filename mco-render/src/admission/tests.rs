@@ -733,3 +733,126 @@ fn the_clusters_node_disruption_policies_shape_the_plan() {
         ["pool master: 3 nodes restart motd.service, no drain, no reboot"]
     );
 }
+
+fn rollout_policy(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "rollout.mco.dev/v1alpha1",
+        "kind": "RolloutPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+fn berlin_policy() -> Value {
+    rollout_policy(
+        "worker",
+        json!({
+            "canary": {"nodes": 1, "soak": "30m"},
+            "maintenanceWindows": [{"days": ["Sat"], "start": "22:00", "duration": "4h", "timeZone": "Europe/Berlin"}],
+        }),
+    )
+}
+
+#[test]
+fn a_pools_rollout_policy_gives_the_estimate_its_schedule() {
+    let cluster = view_with(vec![
+        pool("worker", 20, Some(json!(2))),
+        pool("master", 3, None),
+        berlin_policy(),
+    ]);
+    let obj = mc(
+        "99-worker-kargs",
+        "worker",
+        json!({"kernelArguments": ["nosmt"]}),
+    );
+    // 1 canary (5 min), the soak (30 min), 19 others 2 at a time (10 batches of 5 min).
+    let f = create(&obj, &cluster);
+    assert_eq!(
+        messages(&f.warnings),
+        ["pool worker: 20 nodes will drain and reboot (kernelArguments changed); about 1h25m: 1 canary, soak 30m, 10 batches of up to 2 at maxUnavailable 2, plus waits for windows Sat 22:00 Europe/Berlin"]
+    );
+    // With the review's time: Saturday 2026-12-05 12:00Z waits for 22:00 Berlin (21:00Z).
+    let opts = ReviewOptions {
+        now: "2026-12-05T12:00:00Z".parse().ok(),
+        ..ReviewOptions::default()
+    };
+    let f = review(&obj, Operation::Create, None, &cluster, &opts);
+    assert_eq!(
+        messages(&f.warnings),
+        ["pool worker: 20 nodes will drain and reboot (kernelArguments changed); about 10h25m: 1 canary, soak 30m, 10 batches of up to 2 at maxUnavailable 2, in windows Sat 22:00 Europe/Berlin"]
+    );
+    // A pool without a policy keeps the plain estimate.
+    let obj = mc(
+        "99-master-kargs",
+        "master",
+        json!({"kernelArguments": ["nosmt"]}),
+    );
+    assert_eq!(
+        messages(&review(&obj, Operation::Create, None, &cluster, &opts).warnings),
+        ["pool master: 3 nodes will drain and reboot (kernelArguments changed); about 15 min at maxUnavailable 1"]
+    );
+}
+
+#[test]
+fn an_invalid_rollout_policy_keeps_the_plain_estimate() {
+    let bad = rollout_policy("worker", json!({"canary": {"soak": "soon"}}));
+    let cluster = view_with(vec![pool("worker", 250, None), bad]);
+    let obj = mc(
+        "99-worker-kargs",
+        "worker",
+        json!({"kernelArguments": ["nosmt"]}),
+    );
+    assert_eq!(
+        messages(&create(&obj, &cluster).warnings),
+        ["pool worker: 250 nodes will drain and reboot (kernelArguments changed); about 21h at maxUnavailable 1"]
+    );
+}
+
+#[test]
+fn a_rollout_policy_is_refused_in_its_checks_words() {
+    let bad = rollout_policy("worker", json!({"canary": {"nodes": "0%"}}));
+    let f = create(&bad, &view());
+    assert!(!f.allowed());
+    assert_eq!(
+        messages(&f.errors),
+        ["RolloutPolicy worker: spec.canary.nodes: \"0%\" is not a percentage from 1% to 100%"]
+    );
+    let bad = rollout_policy(
+        "worker",
+        json!({"maintenanceWindows": [{"start": "22:00", "duration": "1h", "timeZone": "Mars/Olympus"}]}),
+    );
+    assert_eq!(
+        messages(&create(&bad, &view()).errors),
+        ["RolloutPolicy worker: spec.maintenanceWindows[0].timeZone: \"Mars/Olympus\" is not an IANA time zone"]
+    );
+    let undecodable = rollout_policy("worker", json!({"autoRollback": "yes"}));
+    let f = create(&undecodable, &view());
+    assert_eq!(f.errors.len(), 1);
+    assert!(
+        f.errors[0].message.starts_with("RolloutPolicy worker: "),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_rollout_policy_before_its_pool_is_pending() {
+    let f = create(&berlin_policy(), &view());
+    assert_eq!(f, Findings::default());
+    let early = rollout_policy("infra", json!({"canary": {"nodes": 1}}));
+    let f = create(&early, &view());
+    assert!(f.allowed());
+    assert_eq!(f.warnings.len(), 1);
+    assert_eq!(f.warnings[0].kind, FindingKind::Pending);
+    assert_eq!(
+        f.warnings[0].message,
+        "RolloutPolicy infra: admitted: no MachineConfigPool infra exists yet; the policy applies to it once it is created"
+    );
+    let f = review(
+        &early,
+        Operation::Update,
+        Some(&early),
+        &view(),
+        &ReviewOptions::default(),
+    );
+    assert_eq!(f.warnings.len(), 1);
+}

@@ -138,6 +138,33 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Preview each pool's rollout: whether its rendered config changes with CHANGE, and the
+    /// schedule its RolloutPolicy (or upstream's plain rollout) gives it: canaries, soak,
+    /// batches under maxUnavailable, maintenance windows, and the estimated finish.
+    Schedule {
+        /// A folder of the cluster's objects: pools, MachineConfigs, Nodes (optional: else the
+        /// pools' machineCount), RolloutPolicies.
+        #[arg(long)]
+        cluster_dir: PathBuf,
+        /// Only this pool.
+        #[arg(long)]
+        pool: Option<String>,
+        /// Minutes one node takes to drain, update and reboot.
+        #[arg(long, default_value_t = 5)]
+        node_minutes: u64,
+        /// When the rollout begins (RFC 3339); default now.
+        #[arg(long)]
+        now: Option<jiff::Timestamp>,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: DiffFormat,
+        /// Controller version the cluster's rendered configs carry.
+        #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
+        controller_version: String,
+        /// Files or folders of changed or added manifests (MachineConfigs, pools, Nodes,
+        /// RolloutPolicies), replacing the cluster's objects of the same kind and name.
+        changes: Vec<PathBuf>,
+    },
     /// Print a pool's rendered Ignition config converted to a spec version, as the server serves it.
     Ignition {
         /// Target spec version: 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0.
@@ -268,6 +295,24 @@ fn main() -> ExitCode {
             controller_version,
             paths,
         } => cmd_generate(&paths, output, &controller_version),
+        Command::Schedule {
+            cluster_dir,
+            pool,
+            node_minutes,
+            now,
+            output,
+            controller_version,
+            changes,
+        } => cmd_schedule(&ScheduleArgs {
+            dir: &cluster_dir,
+            pool: pool.as_deref(),
+            per_node: std::time::Duration::from_secs(node_minutes.saturating_mul(60)),
+            // The binary may read the clock; the library never does.
+            now: now.unwrap_or_else(jiff::Timestamp::now),
+            output,
+            controller_version: &controller_version,
+            changes: &changes,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -593,6 +638,8 @@ fn cmd_review(
     }
     let opts = ReviewOptions {
         node_duration: std::time::Duration::from_secs(node_minutes.saturating_mul(60)),
+        // The windows of the pools' RolloutPolicies are judged from now, as the webhook does.
+        now: Some(jiff::Timestamp::now()),
     };
     let (mut errors, mut warnings) = (Vec::new(), 0);
     for object in &objects {
@@ -860,4 +907,229 @@ fn cmd_templates(
         }
     }
     Ok(())
+}
+
+struct ScheduleArgs<'a> {
+    dir: &'a Path,
+    pool: Option<&'a str>,
+    per_node: std::time::Duration,
+    now: jiff::Timestamp,
+    output: DiffFormat,
+    controller_version: &'a str,
+    changes: &'a [PathBuf],
+}
+
+/// Replaces `into`'s items named as `from`'s, and adds the others.
+fn merge_named<T>(into: &mut Vec<(String, T)>, from: Vec<(String, T)>, name: impl Fn(&T) -> &str) {
+    for (file, item) in from {
+        match into.iter_mut().find(|(_, x)| name(x) == name(&item)) {
+            Some(slot) => *slot = (file, item),
+            None => into.push((file, item)),
+        }
+    }
+}
+
+/// The cluster dump with the changes applied: objects of the same kind and name replaced.
+fn with_changes(mut m: Manifests, changes: Manifests) -> Manifests {
+    merge_named(&mut m.machine_configs, changes.machine_configs, |x| {
+        x.name()
+    });
+    merge_named(&mut m.pools, changes.pools, |x| x.name());
+    merge_named(&mut m.nodes, changes.nodes, |x| x.name());
+    merge_named(&mut m.rollout_policies, changes.rollout_policies, |x| {
+        x.name()
+    });
+    let key = |v: &serde_json::Value| {
+        (
+            v.get("kind").cloned().unwrap_or_default(),
+            v.pointer("/metadata/name").cloned().unwrap_or_default(),
+        )
+    };
+    for (file, v) in changes.others {
+        match m.others.iter_mut().find(|(_, x)| key(x) == key(&v)) {
+            Some(slot) => *slot = (file, v),
+            None => m.others.push((file, v)),
+        }
+    }
+    if changes.controller_config.is_some() {
+        m.controller_config = changes.controller_config;
+    }
+    m
+}
+
+/// One pool's preview.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PoolPreview {
+    pool: String,
+    /// The rendered config today (none for a new pool).
+    from: Option<String>,
+    to: String,
+    changes: bool,
+    /// `drain and reboot`, `drain, no reboot`, `no drain, no reboot`.
+    disruption: Option<String>,
+    paused: bool,
+    schedule: Option<mco_render::controllers::rollout_policy::schedule::Schedule>,
+}
+
+fn cmd_schedule(a: &ScheduleArgs<'_>) -> Result<(), Failure> {
+    use mco_render::controllers::node_pool::nodes_for_pool;
+    use mco_render::controllers::rollout_policy::schedule::{
+        schedule, Members, PoolNodes, ScheduleInput,
+    };
+    let before = load(&[a.dir.to_path_buf()])?;
+    let after = if a.changes.is_empty() {
+        before.clone()
+    } else {
+        with_changes(before.clone(), load(a.changes)?)
+    };
+    let opts = RenderOptions {
+        controller_version: a.controller_version.to_string(),
+        ..RenderOptions::default()
+    };
+    let policies: Option<MachineConfiguration> = after
+        .others
+        .iter()
+        .map(|(_, v)| v)
+        .find(|v| {
+            v.get("kind").and_then(serde_json::Value::as_str) == Some("MachineConfiguration")
+                && v.pointer("/metadata/name")
+                    .and_then(serde_json::Value::as_str)
+                    == Some("cluster")
+        })
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let all_pools: Vec<MachineConfigPool> = after.pools.iter().map(|(_, p)| p.clone()).collect();
+    let all_nodes: Vec<mco_render::api::Node> =
+        after.nodes.iter().map(|(_, n)| n.clone()).collect();
+    let (cc_before, cc_after) = (controller_spec(&before), controller_spec(&after));
+    let mut previews = Vec::new();
+    let mut lines = Vec::new();
+    for pool in pools(&after, a.pool)? {
+        let new = match render_pool(pool, &after.configs(), &cc_after, &opts) {
+            Ok(r) => r,
+            Err(f) => {
+                lines.push(format!("error: pool {:?} failed to render:", pool.name()));
+                for e in &f.errors {
+                    lines.extend(e.describe().lines().map(|l| format!("  {l}")));
+                }
+                continue;
+            }
+        };
+        let old = before
+            .pools
+            .iter()
+            .find(|(_, p)| p.name() == pool.name())
+            .and_then(|(_, p)| render_pool(p, &before.configs(), &cc_before, &opts).ok());
+        let to = new.machine_config.name().to_string();
+        let from = old.as_ref().map(|r| r.machine_config.name().to_string());
+        let changes = from.as_deref() != Some(to.as_str());
+        let disruption = match &old {
+            Some(o) if changes => {
+                let (oi, ni) = (
+                    input_from_mc(&o.machine_config).map_err(Failure::input)?,
+                    input_from_mc(&new.machine_config).map_err(Failure::input)?,
+                );
+                let report = plan::report::PlanReport::new(
+                    &plan::compute(&oi, &ni, policies.as_ref()),
+                    &oi,
+                    &ni,
+                );
+                Some(match (&report.reason, report.reboot, report.drain) {
+                    (Some(r), _, _) => format!("not reconcilable: {r}"),
+                    (None, true, _) => "drain and reboot".to_string(),
+                    (None, false, true) => "drain, no reboot".to_string(),
+                    (None, false, false) => "no drain, no reboot".to_string(),
+                })
+            }
+            _ => None,
+        };
+        let (mine, _) = nodes_for_pool(pool, &all_pools, &all_nodes);
+        let count = pool
+            .status
+            .as_ref()
+            .map(|s| usize::try_from(s.machine_count).unwrap_or(0))
+            .unwrap_or(0);
+        let nodes = if all_nodes.is_empty() {
+            PoolNodes::Count(count)
+        } else {
+            PoolNodes::Known(&mine)
+        };
+        let policy = after
+            .rollout_policies
+            .iter()
+            .map(|(_, p)| p)
+            .find(|p| p.name() == pool.name());
+        let sched = if changes {
+            match schedule(&ScheduleInput {
+                pool,
+                policy,
+                nodes,
+                target: &to,
+                now: a.now,
+                per_node: a.per_node,
+                windows: true,
+            }) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    lines.push(format!("error: pool {}: {e}", pool.name()));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        previews.push(PoolPreview {
+            pool: pool.name().to_string(),
+            from,
+            to,
+            changes,
+            disruption,
+            paused: pool.spec.paused,
+            schedule: sched,
+        });
+    }
+    match a.output {
+        DiffFormat::Json => outln!("{}", to_json(&previews)?),
+        DiffFormat::Text => {
+            let t = mco_render::controllers::rollout_policy::rfc3339;
+            for p in &previews {
+                let Some(s) = &p.schedule else {
+                    outln!("pool {}: {} unchanged: nothing to roll out", p.pool, p.to);
+                    continue;
+                };
+                let from = p.from.as_deref().unwrap_or("(new pool)");
+                let how = p
+                    .disruption
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default();
+                outln!("pool {}: {from} -> {}{how}", p.pool, p.to);
+                outln!("  {s}");
+                if p.paused {
+                    outln!("  the pool is paused: nothing rolls out until it is unpaused");
+                }
+                for step in &s.steps {
+                    let who = match &step.nodes {
+                        Members::Named(v) => v.join(", "),
+                        Members::Count(0) => String::new(),
+                        Members::Count(1) => "1 node".to_string(),
+                        Members::Count(n) => format!("{n} nodes"),
+                    };
+                    let line = format!(
+                        "  {} .. {}  {:<6}  {who}",
+                        t(step.start),
+                        t(step.end),
+                        step.kind.as_str()
+                    );
+                    outln!("{}", line.trim_end());
+                }
+                outln!("  finish {}", t(s.finish));
+            }
+        }
+    }
+    if lines.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure { code: 1, lines })
+    }
 }

@@ -4,7 +4,8 @@
 
 pub mod expand;
 
-use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use crate::api::rollout_policy::RolloutPolicy;
+use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool, Node};
 use serde_json::Value;
 
 /// Whether a file name is one that manifest folders are read for (`.yaml`, `.yml`, `.json`).
@@ -23,6 +24,11 @@ pub struct Manifests {
     pub pools: Vec<(String, MachineConfigPool)>,
     /// The ControllerConfig, if any.
     pub controller_config: Option<(String, ControllerConfig)>,
+    /// Kubernetes Nodes (`apiVersion: v1`; the `config.openshift.io` Node `cluster` is one of
+    /// the `others`), with their files.
+    pub nodes: Vec<(String, Node)>,
+    /// RolloutPolicies, with their files.
+    pub rollout_policies: Vec<(String, RolloutPolicy)>,
     /// Other objects (kept for callers that understand them), with their files.
     pub others: Vec<(String, Value)>,
 }
@@ -133,7 +139,11 @@ impl Manifests {
             message: format!("document {doc}: {kind} {name:?}: {e}"),
         };
         match kind.as_str() {
-            "List" | "MachineConfigList" | "MachineConfigPoolList" => {
+            "List"
+            | "MachineConfigList"
+            | "MachineConfigPoolList"
+            | "NodeList"
+            | "RolloutPolicyList" => {
                 let mut v = v;
                 if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
                     for item in items {
@@ -171,6 +181,14 @@ impl Manifests {
                 let c: ControllerConfig = serde_json::from_value(v).map_err(err)?;
                 self.controller_config = Some((file.to_string(), c));
             }
+            "Node" if v.get("apiVersion").and_then(Value::as_str) == Some("v1") => {
+                let n: Node = serde_json::from_value(v).map_err(err)?;
+                self.nodes.push((file.to_string(), n));
+            }
+            crate::api::rollout_policy::KIND => {
+                let p: RolloutPolicy = serde_json::from_value(v).map_err(err)?;
+                self.rollout_policies.push((file.to_string(), p));
+            }
             _ => self.others.push((file.to_string(), v)),
         }
         Ok(())
@@ -204,6 +222,19 @@ mod tests {
         assert!(m.add_file("x.yaml", text).is_ok());
         assert_eq!(m.machine_configs.len(), 1);
         assert_eq!(m.pools.len(), 1);
+    }
+
+    #[test]
+    fn reads_nodes_and_rollout_policies() {
+        let mut m = Manifests::default();
+        let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-0\n---\napiVersion: config.openshift.io/v1\nkind: Node\nmetadata:\n  name: cluster\n---\napiVersion: rollout.mco.dev/v1alpha1\nkind: RolloutPolicy\nmetadata:\n  name: worker\nspec:\n  canary:\n    nodes: 1\n";
+        assert!(m.add_file("x.yaml", text).is_ok());
+        assert_eq!(m.nodes.len(), 1);
+        assert_eq!(m.nodes[0].1.name(), "worker-0");
+        assert_eq!(m.rollout_policies.len(), 1);
+        assert_eq!(m.rollout_policies[0].1.name(), "worker");
+        // The cluster-wide Node config stays where the generate code reads it.
+        assert_eq!(m.others.len(), 1);
     }
 
     #[test]
