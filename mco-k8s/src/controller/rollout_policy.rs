@@ -171,11 +171,15 @@ impl Guard {
         policy: &RolloutPolicy,
         status: &RolloutPolicyStatus,
     ) -> Result<bool, kube::Error> {
-        let old = policy.status_or_default();
-        if &old == status {
+        if policy.status.as_ref() == Some(status) {
             return Ok(false);
         }
-        let (Ok(old), Ok(new)) = (serde_json::to_value(&old), serde_json::to_value(status)) else {
+        // Against what is stored: a policy without a status has none of the defaults.
+        let old = match &policy.status {
+            Some(s) => serde_json::to_value(s),
+            None => Ok(Value::Object(serde_json::Map::new())),
+        };
+        let (Ok(old), Ok(new)) = (old, serde_json::to_value(status)) else {
             return Ok(false);
         };
         let patch = serde_json::json!({ "status": merge_diff(&old, &new) });
