@@ -150,6 +150,10 @@ pub struct RolloutPolicyStatus {
     /// The last rendered config every node of the pool reached healthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_known_good: Option<String>,
+    /// The last known good config before `lastKnownGood` (what a rollback requested after
+    /// the newest config passed returns to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_known_good: Option<String>,
     /// The canaries of the current rollout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<CanaryStatus>,

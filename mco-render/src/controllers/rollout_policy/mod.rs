@@ -232,7 +232,9 @@ pub fn health(
     let Some((what, detail)) = lacks else {
         return Health::Healthy;
     };
-    let Some(g) = gate else {
+    // Without a gate nothing times out; pods not looked at yet are no failure either.
+    let unseen_pods = what == "pods not Ready" && sig.pods_ready.is_none();
+    let Some(g) = gate.filter(|_| !unseen_pods) else {
         return Health::Pending {
             lacks: format!("{what}: {detail}"),
             deadline: None,
@@ -264,6 +266,11 @@ pub fn pods_to_check(input: &Input<'_>) -> Vec<String> {
         return Vec::new();
     };
     let target = effective_target(input.pool, input.policy);
+    let status = input.policy.status.as_ref();
+    if status.and_then(|s| s.last_known_good.as_deref()) == Some(target.as_str()) {
+        // Every node passed on it already.
+        return Vec::new();
+    }
     input
         .nodes
         .iter()
@@ -411,10 +418,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
         st.excused_nodes.clear();
     }
     if let Some(p) = st.pause.take() {
-        let rolled_back = st.rollback.as_ref().is_some_and(|r| r.from == p.config);
-        if p.config == newest
-            || rolled_back && st.rollback.as_ref().is_some_and(|r| r.from == newest)
-        {
+        if p.config == newest {
             st.pause = Some(p);
         } else {
             events.push(PoolEvent {
@@ -439,14 +443,20 @@ pub fn decide(input: &Input<'_>) -> Decision {
                 }
             })
     };
+    let mut good = None;
     if all_healthy_on(&newest, true) {
-        st.last_known_good = Some(newest.clone());
+        good = Some(newest.clone());
     } else if let Some(first) = nodes.first() {
         let c = first.current_config().to_string();
         if !c.is_empty() && c != newest && all_healthy_on(&c, false) {
-            st.last_known_good = Some(c);
+            good = Some(c);
         }
     }
+    if let Some(g) = good.filter(|g| st.last_known_good.as_ref() != Some(g)) {
+        st.previous_known_good = st.last_known_good.replace(g);
+    }
+
+    let passed = st.last_known_good.as_deref() == Some(newest.as_str());
 
     // Rollbacks: cleared, ended, requested.
     if let Some(r) = st.rollback.clone() {
@@ -461,26 +471,27 @@ pub fn decide(input: &Input<'_>) -> Decision {
                 warning: false,
             });
         } else if r.from != newest && st.last_known_good.as_deref() == Some(newest.as_str()) {
+            // A newer config passed. An automatic rollback is over; a requested one stays
+            // recorded (not in force) until `spec.rollback` is cleared.
+            if old.last_known_good.as_deref() != Some(newest.as_str()) {
+                events.push(PoolEvent {
+                    reason: ROLLBACK_ENDED,
+                    note: format!("{newest} passed; the rollback from {} is over", r.from),
+                    warning: false,
+                });
+            }
             if r.automatic {
                 st.rollback = None;
-            }
-            if !r.automatic || st.rollback.is_none() {
-                let note = format!("{newest} passed; the rollback from {} is over", r.from);
-                if old.rollback.as_ref().is_some_and(|o| o.from == r.from)
-                    && old.last_known_good.as_deref() != Some(newest.as_str())
-                {
-                    events.push(PoolEvent {
-                        reason: ROLLBACK_ENDED,
-                        note,
-                        warning: false,
-                    });
-                }
             }
         }
     }
     let start_rollback =
         |st: &mut RolloutPolicyStatus, automatic: bool, events: &mut Vec<PoolEvent>| -> bool {
-            match st.last_known_good.clone() {
+            let back_to = match st.last_known_good.clone() {
+                Some(lkg) if lkg == newest => st.previous_known_good.clone(),
+                other => other,
+            };
+            match back_to {
                 Some(lkg) if lkg != newest => {
                     events.push(PoolEvent {
                         reason: ROLLBACK_STARTED,
@@ -522,7 +533,11 @@ pub fn decide(input: &Input<'_>) -> Decision {
     let mut ordered: Vec<&Node> = nodes.to_vec();
     ordered.sort_by(|a, b| rollout_order(a, b));
     for n in &ordered {
-        match health(n, &newest, gate, sig(n), now) {
+        // Once every node passed on the newest config its rollout is over: a node failing
+        // later is the pool's NodeDegraded, as upstream reports it, not a reason to pause.
+        let h = health(n, &newest, if passed { None } else { gate }, sig(n), now);
+        match h {
+            Health::Failed { .. } if passed => {}
             Health::Failed { reason, what } if !excused.contains(n.name()) => {
                 failures.push((n, reason, what));
                 gating.push(n.name().to_string());
@@ -606,7 +621,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
     if input.pool.spec.paused {
         st.phase = Phase::Idle;
         st.message = "the pool is paused (spec.paused)".into();
-        return finish(out, st, old, events, wake, &stamp);
+        return finish(out, st, events, wake, &stamp);
     }
 
     // A rollback in force: back to the last known good config.
@@ -654,17 +669,18 @@ pub fn decide(input: &Input<'_>) -> Decision {
                 out.plan = plan;
             }
         }
-        return finish(out, st, old, events, wake, &stamp);
+        return finish(out, st, events, wake, &stamp);
     }
     st.target = newest.clone();
 
     if let Some(p) = &st.pause {
         st.phase = Phase::Paused;
         st.message = format!("paused: {}; resume with spec.resumedAt", p.message);
-        return finish(out, st, old, events, wake, &stamp);
+        return finish(out, st, events, wake, &stamp);
     }
 
     // Canaries.
+    let excused: BTreeSet<&str> = st.excused_nodes.iter().map(String::as_str).collect();
     let mut allow: Option<BTreeSet<String>> = None;
     let mut soaking = false;
     if let Some(c) = &s.canary {
@@ -676,10 +692,10 @@ pub fn decide(input: &Input<'_>) -> Decision {
             let names = canary_nodes(c, nodes, &newest, st.canary.as_ref());
             let healthy = !names.is_empty()
                 && names.iter().all(|name| {
-                    nodes
-                        .iter()
-                        .find(|n| n.name() == name)
-                        .is_some_and(|n| health(n, &newest, gate, sig(n), now) == Health::Healthy)
+                    excused.contains(name.as_str())
+                        || nodes.iter().find(|n| n.name() == name).is_some_and(|n| {
+                            health(n, &newest, gate, sig(n), now) == Health::Healthy
+                        })
                 });
             let mut cs = st
                 .canary
@@ -690,7 +706,9 @@ pub fn decide(input: &Input<'_>) -> Decision {
                     ..CanaryStatus::default()
                 });
             cs.nodes = names.clone();
-            if names.is_empty() {
+            let resumed_past = names.iter().any(|n| excused.contains(n.as_str()));
+            if names.is_empty() || healthy && resumed_past {
+                // No canary, or the administrator resumed past a failed one: go on.
                 cs.passed = true;
             } else if healthy {
                 let since = cs
@@ -739,7 +757,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
         wake.push(t);
     }
 
-    let all_done = all_healthy_on(&newest, true);
+    let all_done = all_healthy_on(&newest, !passed);
     let scope = Scope {
         target: &newest,
         allow: allow.as_ref(),
@@ -785,13 +803,12 @@ pub fn decide(input: &Input<'_>) -> Decision {
         }
     }
     st.message.push_str(&rollback_note);
-    finish(out, st, old, events, wake, &stamp)
+    finish(out, st, events, wake, &stamp)
 }
 
 fn finish(
     mut out: Decision,
     mut st: RolloutPolicyStatus,
-    old: RolloutPolicyStatus,
     events: Vec<PoolEvent>,
     wake: Vec<Timestamp>,
     stamp: &str,
@@ -825,7 +842,6 @@ fn finish(
             .unwrap_or_default(),
         stamp,
     );
-    let _ = old;
     out.status = st;
     out.events = events;
     out.wake_at = wake.into_iter().min();
