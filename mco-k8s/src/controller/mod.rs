@@ -4,10 +4,13 @@
 //!
 //! Built the kube-runtime way: one watch per kind keeps a store ([`crate::reflect`]); each
 //! change enqueues the pools it affects (a Node its own pool, a pool itself, a MachineConfig
-//! or the ControllerConfig every pool, a rendered config its pool); kube-runtime's applier
-//! runs the reconciles (one at a time per pool, deduplicated, debounced) and requeues each
-//! after the resync, sooner while a drain waits. After start-up the controller LISTs only
-//! when a watch must re-list.
+//! or the ControllerConfig every pool, a rendered config its pool, a RolloutPolicy the pool of
+//! its name, a MachineConfigNode its node's pool); kube-runtime's applier runs the reconciles
+//! (one at a time per pool, deduplicated, debounced) and requeues each after the resync,
+//! sooner while a drain waits or when a guarded rollout wants another look
+//! ([`rollout_policy`]: a gate's timeout, a soak's end, a window opening). After start-up the
+//! controller LISTs only when a watch must re-list, and pods only while a health gate waits
+//! on them.
 //!
 //! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
 //! template controller (with a templates folder), the cluster-config controllers and the

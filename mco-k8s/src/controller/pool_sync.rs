@@ -323,9 +323,12 @@ impl Cluster {
     }
 
     /// Syncs the pool `name`: render (create the rendered MachineConfig, point the pool at it,
-    /// RenderDegraded), roll out (desiredConfig within maxUnavailable), status, the drains its
-    /// nodes ask for, and garbage collection of its unused rendered configs. The writes are
-    /// applied to `view` as later decisions see them. Requests: only the writes.
+    /// RenderDegraded), roll out (desiredConfig within maxUnavailable; with a RolloutPolicy
+    /// as `mco_render::controllers::rollout_policy::decide` says, its status and Events
+    /// written and added to the pool's), status, the drains its nodes ask for, and garbage
+    /// collection of its unused rendered configs. The writes are applied to `view` as later
+    /// decisions see them. Requests: only the writes, and the pods of nodes a health gate
+    /// waits on.
     pub async fn sync_pool(&mut self, view: &mut View, name: &str) -> Result<(), SyncError> {
         let now = now_rfc3339();
         let Some(index) = view.pools.iter().position(|p| p.name() == name) else {
@@ -354,6 +357,7 @@ impl Cluster {
             None
         };
         let policy = view.policies.iter().find(|p| p.name() == name).cloned();
+        let instant = jiff::Timestamp::now();
         let mut policy_status: Option<RolloutPolicyStatus> = None;
         let planned = match &policy {
             None => {
@@ -369,7 +373,7 @@ impl Cluster {
                     mcs: &view.mcs,
                     defer: defer.as_deref(),
                 };
-                let d = self.guard.decide(&inputs, jiff::Timestamp::now()).await?;
+                let d = self.guard.decide(&inputs, instant).await?;
                 if self.guard.write_status(policy, &d.status).await? {
                     tracing::info!(
                         pool = name,
@@ -399,7 +403,7 @@ impl Cluster {
         // Guarded rollouts stamp when they targeted a node, in the same write.
         let targeted_at = policy
             .as_ref()
-            .map(|_| mco_render::controllers::rollout_policy::rfc3339(jiff::Timestamp::now()));
+            .map(|_| mco_render::controllers::rollout_policy::rfc3339(instant));
         match planned {
             Err(e) => tracing::warn!(pool = name, "{e}"),
             Ok(plan) => {

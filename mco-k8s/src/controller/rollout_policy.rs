@@ -287,6 +287,25 @@ mod tests {
         assert_eq!(patched, new);
     }
 
+    /// The gate's selector goes to the API server as its `labelSelector` syntax.
+    #[test]
+    fn gate_selector_prints_as_a_label_selector() {
+        let sel: mco_render::api::selector::LabelSelector = serde_json::from_value(json!({
+            "matchLabels": {"app": "probe"},
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["b", "a"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "zone", "operator": "NotIn", "values": ["x"]},
+                {"key": "team", "operator": "Exists"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(
+            sel.compile().unwrap().to_string(),
+            "app=probe,!canary,team,tier in (a,b),zone notin (x)"
+        );
+    }
+
     /// RFC 7386, to check the diff against.
     pub(super) fn apply(target: &mut serde_json::Value, patch: &serde_json::Value) {
         match (target.as_object_mut(), patch.as_object()) {
