@@ -174,6 +174,18 @@ impl Events {
 
     /// An Event on the MachineConfigPool `name`.
     pub async fn on_pool(&self, name: &str, uid: Option<&str>, reason: &str, note: String) {
+        self.on_pool_typed(name, uid, false, reason, note).await;
+    }
+
+    /// An Event on the MachineConfigPool `name`, a Warning when `warning` is set.
+    pub async fn on_pool_typed(
+        &self,
+        name: &str,
+        uid: Option<&str>,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) {
         let reference = ObjectReference {
             api_version: Some(format!("{}/{}", crate::crd::GROUP, crate::crd::VERSION)),
             kind: Some("MachineConfigPool".into()),
@@ -181,6 +193,6 @@ impl Events {
             uid: uid.map(str::to_string),
             ..ObjectReference::default()
         };
-        self.publish(reference, false, reason, note).await;
+        self.publish(reference, warning, reason, note).await;
     }
 }

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use kube::api::{Api, TypeMeta};
 use kube::core::{NotUsed, Object};
 use kube::Client;
+use mco_render::api::rollout_policy::{RolloutPolicy, RolloutPolicySpec, RolloutPolicyStatus};
 use mco_render::api::{
     ContainerRuntimeConfig, ContainerRuntimeConfigSpec, ControllerConfig, ControllerConfigSpec,
     ControllerConfigStatus, CustomResourceStatus, KubeletConfig, KubeletConfigSpec, MachineConfig,
@@ -47,7 +48,7 @@ pub fn api<M: Model>(client: &Client) -> Api<Stored<M>> {
 
 fn types(kind: &Kind) -> Option<TypeMeta> {
     Some(TypeMeta {
-        api_version: format!("{}/{}", crd::GROUP, crd::VERSION),
+        api_version: kind.api_version(),
         kind: kind.kind.into(),
     })
 }
@@ -140,10 +141,7 @@ fn api_version_kind(o: &Option<TypeMeta>, kind: &Kind) -> (String, String) {
     match o {
         Some(t) => (t.api_version.clone(), t.kind.clone()),
         // Lists may leave the type out.
-        None => (
-            format!("{}/{}", crd::GROUP, crd::VERSION),
-            kind.kind.to_string(),
-        ),
+        None => (kind.api_version(), kind.kind.to_string()),
     }
 }
 
@@ -184,6 +182,7 @@ model_with_status! {
     KubeletConfig: KubeletConfigSpec, CustomResourceStatus, crd::KUBELET_CONFIG;
     ContainerRuntimeConfig: ContainerRuntimeConfigSpec, CustomResourceStatus, crd::CONTAINER_RUNTIME_CONFIG;
     MachineConfigNode: MachineConfigNodeSpec, MachineConfigNodeStatus, crd::MACHINE_CONFIG_NODE;
+    RolloutPolicy: RolloutPolicySpec, RolloutPolicyStatus, crd::ROLLOUT_POLICY;
 }
 
 impl Model for MachineConfig {

@@ -217,11 +217,62 @@ fn machine_config_node_columns() {
     );
 }
 
+/// `kubectl get rp` shows where each pool's rollout stands.
+#[test]
+fn rollout_policy_columns() {
+    let crd = crds()
+        .unwrap()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "RolloutPolicy")
+        .unwrap();
+    assert_eq!(
+        crd.metadata.name.as_deref(),
+        Some("rolloutpolicies.rollout.mco.dev")
+    );
+    assert_eq!(crd.spec.names.short_names, Some(vec!["rp".to_string()]));
+    assert_eq!(crd.spec.versions[0].name, "v1alpha1");
+    let cols: Vec<(String, String)> = columns("rolloutpolicies.rollout.mco.dev");
+    assert_eq!(
+        cols,
+        [
+            ("TARGET", ".status.target"),
+            ("PHASE", ".status.phase"),
+            ("LAST KNOWN GOOD", ".status.lastKnownGood"),
+            ("NEXT WINDOW", ".status.nextWindow"),
+            ("MESSAGE", ".status.message"),
+            ("AGE", ".metadata.creationTimestamp"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    let schema = schema_of("rolloutpolicies.rollout.mco.dev");
+    for field in [
+        "canary",
+        "healthGate",
+        "maintenanceWindows",
+        "autoRollback",
+        "rollback",
+        "resumedAt",
+    ] {
+        assert!(
+            schema["properties"]["spec"]["properties"][field].is_object(),
+            "spec.{field} missing"
+        );
+    }
+}
+
 #[test]
 fn scope_names_and_subresources() {
     for crd in crds().unwrap() {
         assert_eq!(crd.spec.scope, "Cluster");
-        assert_eq!(crd.spec.group, "machineconfiguration.openshift.io");
+        let group = match crd.spec.names.kind.as_str() {
+            "RolloutPolicy" => "rollout.mco.dev",
+            _ => "machineconfiguration.openshift.io",
+        };
+        assert_eq!(crd.spec.group, group);
+        assert_eq!(
+            crd.metadata.name,
+            Some(format!("{}.{group}", crd.spec.names.plural))
+        );
         let status = crd.spec.versions[0]
             .subresources
             .as_ref()
@@ -276,6 +327,7 @@ fn manifests_parse() {
         "CustomResourceDefinition/machineconfigpools.machineconfiguration.openshift.io",
         "CustomResourceDefinition/kubeletconfigs.machineconfiguration.openshift.io",
         "CustomResourceDefinition/containerruntimeconfigs.machineconfiguration.openshift.io",
+        "CustomResourceDefinition/rolloutpolicies.rollout.mco.dev",
         "Deployment/machine-config-controller",
         "DaemonSet/machine-config-server",
         "Secret/node-bootstrapper-token",

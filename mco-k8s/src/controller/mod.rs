@@ -4,10 +4,13 @@
 //!
 //! Built the kube-runtime way: one watch per kind keeps a store ([`crate::reflect`]); each
 //! change enqueues the pools it affects (a Node its own pool, a pool itself, a MachineConfig
-//! or the ControllerConfig every pool, a rendered config its pool); kube-runtime's applier
-//! runs the reconciles (one at a time per pool, deduplicated, debounced) and requeues each
-//! after the resync, sooner while a drain waits. After start-up the controller LISTs only
-//! when a watch must re-list.
+//! or the ControllerConfig every pool, a rendered config its pool, a RolloutPolicy the pool of
+//! its name, a MachineConfigNode its node's pool); kube-runtime's applier runs the reconciles
+//! (one at a time per pool, deduplicated, debounced) and requeues each after the resync,
+//! sooner while a drain waits or when a guarded rollout wants another look
+//! ([`rollout_policy`]: a gate's timeout, a soak's end, a window opening). After start-up the
+//! controller LISTs only when a watch must re-list, and pods only while a health gate waits
+//! on them.
 //!
 //! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
 //! template controller (with a templates folder), the cluster-config controllers and the
@@ -18,6 +21,7 @@ pub mod drain;
 pub mod generators;
 pub mod pool_sync;
 pub mod resources;
+pub mod rollout_policy;
 pub mod templates;
 pub mod writes;
 
@@ -31,7 +35,10 @@ use kube::runtime::controller::{Action, Config as ApplierConfig};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool, Node};
+use mco_render::api::rollout_policy::RolloutPolicy;
+use mco_render::api::{
+    ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool, Node,
+};
 use mco_render::controllers::backoff::Backoff;
 use mco_render::controllers::node_pool::primary_pool;
 use pool_sync::{decode_node, Cluster, SyncError, View, CONTROLLER_CONFIG_NAME};
@@ -84,6 +91,8 @@ struct Context {
     pools: Store<PoolObject>,
     ccs: Store<Stored<ControllerConfig>>,
     nodes: Store<KubeNode>,
+    policies: Store<Stored<RolloutPolicy>>,
+    mcns: Store<Stored<MachineConfigNode>>,
     cluster: tokio::sync::Mutex<Cluster>,
     failures: Mutex<BTreeMap<String, u32>>,
     resync: Duration,
@@ -124,6 +133,18 @@ impl Context {
                 .map(|o| ControllerConfig::from_object((**o).clone()))
                 .find(|c| c.metadata.name == CONTROLLER_CONFIG_NAME),
             nodes,
+            policies: self
+                .policies
+                .state()
+                .iter()
+                .map(|o| RolloutPolicy::from_object((**o).clone()))
+                .collect(),
+            mcns: self
+                .mcns
+                .state()
+                .iter()
+                .map(|o| MachineConfigNode::from_object((**o).clone()))
+                .collect(),
         }
     }
 }
@@ -275,11 +296,58 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         },
     );
 
+    // A RolloutPolicy concerns the pool of its name (an absent API: an empty, ready store).
+    let q = enqueue.clone();
+    let pools_for_policies = pool_store.clone();
+    let policies: Reflector<Stored<RolloutPolicy>> = reflect_with(
+        objects::api::<RolloutPolicy>(&client),
+        cfg(),
+        crd::ROLLOUT_POLICY.api_resource(),
+        "RolloutPolicies",
+        move |change, _| match change {
+            Change::Applied(p) | Change::Deleted(p) => {
+                if let Some(name) = &p.metadata.name {
+                    q.pool(name);
+                }
+            }
+            Change::Relisted => {
+                if let Some(pools) = pools_for_policies.get() {
+                    q.all(pools);
+                }
+            }
+        },
+    );
+    // A MachineConfigNode concerns its node's pool (the health gate reads it).
+    let q = enqueue.clone();
+    let pools_for_mcns = pool_store.clone();
+    let mcns: Reflector<Stored<MachineConfigNode>> = reflect_with(
+        objects::api::<MachineConfigNode>(&client),
+        cfg(),
+        crd::MACHINE_CONFIG_NODE.api_resource(),
+        "MachineConfigNodes",
+        move |change, _| {
+            let pool = match &change {
+                Change::Applied(m) | Change::Deleted(m) => Some(m.spec.pool.name.clone()),
+                Change::Relisted => None,
+            };
+            match pool.filter(|p| !p.is_empty()) {
+                Some(p) => q.pool(&p),
+                None => {
+                    if let Some(pools) = pools_for_mcns.get() {
+                        q.all(pools);
+                    }
+                }
+            }
+        },
+    );
+
     for (what, ready) in [
         ("pools", pools.store().wait_until_ready().await),
         ("machineconfigs", mcs.store().wait_until_ready().await),
         ("controllerconfigs", ccs.store().wait_until_ready().await),
         ("nodes", nodes.store().wait_until_ready().await),
+        ("rolloutpolicies", policies.store().wait_until_ready().await),
+        ("machineconfignodes", mcns.store().wait_until_ready().await),
     ] {
         if ready.is_err() {
             tracing::warn!("{what} cache stopped before it was ready");
@@ -292,6 +360,8 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         pools: pools.store().clone(),
         ccs: ccs.store().clone(),
         nodes: nodes.store().clone(),
+        policies: policies.store().clone(),
+        mcns: mcns.store().clone(),
         cluster: tokio::sync::Mutex::new(Cluster::new(client, opts.clone())),
         failures: Mutex::new(BTreeMap::new()),
         resync: opts.resync,
@@ -311,7 +381,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
             tracing::debug!("reconcile: {e}");
         }
     }
-    drop((mcs, ccs, nodes, pools));
+    drop((mcs, ccs, nodes, pools, policies, mcns));
     Ok(())
 }
 
@@ -322,9 +392,10 @@ async fn reconcile(pool: Arc<PoolObject>, ctx: Arc<Context>) -> Result<Action, S
     let mut cluster = ctx.cluster.lock().await;
     cluster.sync_pool(&mut view, &name).await?;
     cluster.forget_vanished_drains(&view);
-    let wait = cluster
-        .next_drain_retry()
-        .map_or(ctx.resync, |d| d.min(ctx.resync));
+    let wait = [cluster.next_drain_retry(), cluster.next_rollout_wake(&name)]
+        .into_iter()
+        .flatten()
+        .fold(ctx.resync, Duration::min);
     if let Ok(mut f) = ctx.failures.lock() {
         f.remove(&name);
     }

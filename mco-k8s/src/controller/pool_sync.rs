@@ -4,6 +4,7 @@
 //! lists the cluster once, for one-shot passes (tests, tools).
 
 use super::drain::Drainer;
+use super::rollout_policy::{Guard, PoolInputs};
 use super::Options;
 use crate::objects::{self, Model, Stored};
 use k8s_openapi::api::core::v1::Node as KubeNode;
@@ -11,13 +12,15 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_render::api::machine_config::{GENERATED_BY_ANNOTATION, RELEASE_IMAGE_VERSION_ANNOTATION};
 use mco_render::api::node::DESIRED_CONFIG;
+use mco_render::api::rollout_policy::{RolloutPolicy, RolloutPolicyStatus, TARGETED_AT};
 use mco_render::api::Node;
-use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigPool};
+use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool};
 use mco_render::controllers::gc::garbage_writes;
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
 use mco_render::controllers::pool_status::calculate_status;
 use mco_render::controllers::render_sync::sync_pool;
-use mco_render::controllers::rollout::{plan_rollout, SET_DESIRED_CONFIG};
+use mco_render::controllers::rollout::{plan_rollout, RolloutPlan, SET_DESIRED_CONFIG};
+use mco_render::controllers::rollout_policy::overlay_pool_status;
 use mco_render::controllers::Write;
 use serde_json::json;
 
@@ -85,8 +88,8 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
     )
 }
 
-/// The objects a pool's sync reads: every MachineConfig, pool and Node, and the
-/// ControllerConfig.
+/// The objects a pool's sync reads: every MachineConfig, pool and Node, the
+/// ControllerConfig, and for guarded rollouts the RolloutPolicies and MachineConfigNodes.
 #[derive(Debug, Clone, Default)]
 pub struct View {
     /// Every MachineConfig.
@@ -97,6 +100,10 @@ pub struct View {
     pub cc: Option<ControllerConfig>,
     /// Every Node.
     pub nodes: Vec<Node>,
+    /// Every RolloutPolicy (one per pool, named after it).
+    pub policies: Vec<RolloutPolicy>,
+    /// Every MachineConfigNode.
+    pub mcns: Vec<MachineConfigNode>,
 }
 
 /// The controller's handle on the cluster.
@@ -105,7 +112,10 @@ pub struct Cluster {
     pools: Api<Stored<MachineConfigPool>>,
     ccs: Api<Stored<ControllerConfig>>,
     nodes: Api<KubeNode>,
+    policies: Api<Stored<RolloutPolicy>>,
+    mcns: Api<Stored<MachineConfigNode>>,
     drainer: Drainer,
+    guard: Guard,
     events: crate::events::Events,
     opts: Options,
 }
@@ -118,14 +128,18 @@ impl Cluster {
             pools: objects::api::<MachineConfigPool>(&client),
             ccs: objects::api::<ControllerConfig>(&client),
             nodes: Api::all(client.clone()),
+            policies: objects::api::<RolloutPolicy>(&client),
+            mcns: objects::api::<MachineConfigNode>(&client),
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
+            guard: Guard::new(&client),
             drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry)
                 .with_metrics(opts.metrics.clone()),
             opts,
         }
     }
 
-    /// The cluster as listed now (five LISTs; the running controller reads caches instead).
+    /// The cluster as listed now (seven LISTs; the running controller reads caches instead).
+    /// A kind the server does not serve (its CRD not installed) lists as empty.
     pub async fn list_view(&self) -> Result<View, SyncError> {
         let lp = ListParams::default();
         let mcs = self.mcs.list(&lp).await?;
@@ -146,11 +160,21 @@ impl Cluster {
         for o in self.nodes.list(&lp).await? {
             nodes.push(decode_node(&o)?);
         }
+        let policies = absent_is_empty(self.policies.list(&lp).await)?
+            .into_iter()
+            .map(RolloutPolicy::from_object)
+            .collect();
+        let mcns = absent_is_empty(self.mcns.list(&lp).await)?
+            .into_iter()
+            .map(MachineConfigNode::from_object)
+            .collect();
         Ok(View {
             mcs,
             pools,
             cc,
             nodes,
+            policies,
+            mcns,
         })
     }
 
@@ -158,6 +182,12 @@ impl Cluster {
     pub fn forget_vanished_drains(&mut self, view: &View) {
         self.drainer
             .retain_nodes(|n| view.nodes.iter().any(|m| m.name() == n));
+    }
+
+    /// How long until the guarded rollout of pool `name` wants another pass (a gate's
+    /// timeout, a soak's end, a window opening).
+    pub fn next_rollout_wake(&self, name: &str) -> Option<std::time::Duration> {
+        self.guard.next_wake(name)
     }
 
     /// How long until a drain in progress wants another pass (see [`Drainer::next_retry`]).
@@ -250,6 +280,35 @@ impl Cluster {
         Ok(())
     }
 
+    /// Points the plan's nodes at its target (and stamps [`TARGETED_AT`] in the same patch
+    /// when `targeted_at` is given), and applies that to `view`.
+    async fn target_nodes(
+        &self,
+        view: &mut View,
+        plan: &RolloutPlan,
+        targeted_at: Option<&str>,
+    ) -> Result<(), SyncError> {
+        for node in &plan.update {
+            let mut annotations = serde_json::Map::new();
+            annotations.insert(DESIRED_CONFIG.into(), json!(plan.target));
+            if let Some(t) = targeted_at {
+                annotations.insert(TARGETED_AT.into(), json!(t));
+            }
+            let patch = json!({"metadata": {"annotations": annotations}});
+            self.nodes
+                .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            if let Some(n) = view.nodes.iter_mut().find(|n| n.name() == node) {
+                let a = &mut n.metadata.annotations;
+                a.insert(DESIRED_CONFIG.into(), plan.target.clone());
+                if let Some(t) = targeted_at {
+                    a.insert(TARGETED_AT.into(), t.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// One full pass over a listed view: every pool synced, drains of vanished nodes
     /// forgotten.
     pub async fn sync_all(&mut self) -> Result<(), SyncError> {
@@ -264,12 +323,14 @@ impl Cluster {
     }
 
     /// Syncs the pool `name`: render (create the rendered MachineConfig, point the pool at it,
-    /// RenderDegraded), roll out (desiredConfig within maxUnavailable), status, the drains its
-    /// nodes ask for, and garbage collection of its unused rendered configs. The writes are
-    /// applied to `view` as later decisions see them. Requests: only the writes.
+    /// RenderDegraded), roll out (desiredConfig within maxUnavailable; with a RolloutPolicy
+    /// as `mco_render::controllers::rollout_policy::decide` says, its status and Events
+    /// written and added to the pool's), status, the drains its nodes ask for, and garbage
+    /// collection of its unused rendered configs. The writes are applied to `view` as later
+    /// decisions see them. Requests: only the writes, and the pods of nodes a health gate
+    /// waits on.
     pub async fn sync_pool(&mut self, view: &mut View, name: &str) -> Result<(), SyncError> {
         let now = now_rfc3339();
-        let merge = PatchParams::default();
         let Some(index) = view.pools.iter().position(|p| p.name() == name) else {
             return Ok(());
         };
@@ -295,20 +356,59 @@ impl Cluster {
         } else {
             None
         };
-        match plan_rollout(&pool, &mine, defer.as_deref()) {
+        let policy = view.policies.iter().find(|p| p.name() == name).cloned();
+        let instant = jiff::Timestamp::now();
+        let mut policy_status: Option<RolloutPolicyStatus> = None;
+        let planned = match &policy {
+            None => {
+                self.guard.forget(name);
+                plan_rollout(&pool, &mine, defer.as_deref())
+            }
+            Some(policy) => {
+                let inputs = PoolInputs {
+                    pool: &pool,
+                    policy,
+                    nodes: &mine,
+                    mcns: &view.mcns,
+                    mcs: &view.mcs,
+                    defer: defer.as_deref(),
+                };
+                let d = self.guard.decide(&inputs, instant).await?;
+                if self.guard.write_status(policy, &d.status).await? {
+                    tracing::info!(
+                        pool = name,
+                        "rollout {}: {}",
+                        d.status.phase.as_str(),
+                        d.status.message
+                    );
+                }
+                if let Some(p) = view.policies.iter_mut().find(|p| p.name() == name) {
+                    p.status = Some(d.status.clone());
+                }
+                for e in d.events {
+                    self.events
+                        .on_pool_typed(
+                            name,
+                            pool.metadata.uid.as_deref(),
+                            e.warning,
+                            e.reason,
+                            e.note,
+                        )
+                        .await;
+                }
+                policy_status = Some(d.status);
+                Ok(d.plan)
+            }
+        };
+        // Guarded rollouts stamp when they targeted a node, in the same write.
+        let targeted_at = policy
+            .as_ref()
+            .map(|_| mco_render::controllers::rollout_policy::rfc3339(instant));
+        match planned {
             Err(e) => tracing::warn!(pool = name, "{e}"),
             Ok(plan) => {
-                for node in &plan.update {
-                    let patch = json!({"metadata": {"annotations": {DESIRED_CONFIG: plan.target}}});
-                    self.nodes
-                        .patch(node, &merge, &Patch::Merge(&patch))
-                        .await?;
-                    if let Some(n) = view.nodes.iter_mut().find(|n| n.name() == node) {
-                        n.metadata
-                            .annotations
-                            .insert(DESIRED_CONFIG.into(), plan.target.clone());
-                    }
-                }
+                self.target_nodes(view, &plan, targeted_at.as_deref())
+                    .await?;
                 if let Some(note) = plan.set_desired_config_note() {
                     tracing::info!(pool = name, "targeted {:?} to {}", plan.update, plan.target);
                     // On the pool, once every node is targeted, as upstream records it.
@@ -325,7 +425,11 @@ impl Cluster {
             .iter()
             .filter(|n| members.iter().any(|m| m == n.name()))
             .collect();
-        let status = calculate_status(&pool, &mine, &now);
+        let mut status = calculate_status(&pool, &mine, &now);
+        if let Some(ps) = &policy_status {
+            overlay_pool_status(&mut status, ps, &now);
+            keep_transition_times(&mut status, pool.status.as_ref());
+        }
         self.opts.metrics.set_pool(
             name,
             crate::metrics::PoolCounts {
@@ -357,6 +461,37 @@ impl Cluster {
         }
         view.pools[index] = pool;
         Ok(())
+    }
+}
+
+/// A LIST of a kind the server does not serve (404: its CRD is not installed) as empty.
+fn absent_is_empty<K>(
+    r: Result<kube::core::ObjectList<K>, kube::Error>,
+) -> Result<Vec<K>, kube::Error>
+where
+    K: Clone,
+{
+    match r {
+        Ok(l) => Ok(l.items),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Keeps the stored `lastTransitionTime` of every condition whose status, reason and
+/// message did not change: the overlay sets conditions anew after `calculate_status`, which
+/// would otherwise restamp them on every pass (and write the status each time).
+fn keep_transition_times(
+    status: &mut mco_render::api::MachineConfigPoolStatus,
+    old: Option<&mco_render::api::MachineConfigPoolStatus>,
+) {
+    let Some(old) = old else { return };
+    for c in &mut status.conditions {
+        if let Some(o) = old.condition(&c.type_) {
+            if o.status == c.status && o.reason() == c.reason() && o.message() == c.message() {
+                c.last_transition_time = o.last_transition_time.clone();
+            }
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as KubeMeta;
 use kube::api::ApiResource;
+use mco_render::api::rollout_policy::{self, RolloutPolicySpec, RolloutPolicyStatus};
 use mco_render::api::{
     ContainerRuntimeConfigSpec, ControllerConfigSpec, ControllerConfigStatus, CustomResourceStatus,
     KubeletConfigSpec, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPoolStatus,
@@ -46,6 +47,10 @@ const AGE: Column = ("Age", "date", ".metadata.creationTimestamp", None);
 /// A custom resource kind as the API server knows it.
 #[derive(Debug, Clone, Copy)]
 pub struct Kind {
+    /// The API group ([`GROUP`] for the MCO kinds).
+    pub group: &'static str,
+    /// The API version.
+    pub version: &'static str,
     /// The kind (`MachineConfig`).
     pub kind: &'static str,
     /// The plural resource name (`machineconfigs`).
@@ -68,12 +73,17 @@ impl Kind {
     /// The kube-rs handle on the kind, for `Api::all_with`.
     pub fn api_resource(&self) -> ApiResource {
         ApiResource {
-            group: GROUP.into(),
-            version: VERSION.into(),
-            api_version: format!("{GROUP}/{VERSION}"),
+            group: self.group.into(),
+            version: self.version.into(),
+            api_version: self.api_version(),
             kind: self.kind.into(),
             plural: self.plural.into(),
         }
+    }
+
+    /// `group/version`.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
     }
 
     /// The CRD, with `schema` as its OpenAPI schema.
@@ -96,11 +106,11 @@ impl Kind {
             .collect();
         CustomResourceDefinition {
             metadata: KubeMeta {
-                name: Some(format!("{}.{GROUP}", self.plural)),
+                name: Some(format!("{}.{}", self.plural, self.group)),
                 ..Default::default()
             },
             spec: CustomResourceDefinitionSpec {
-                group: GROUP.into(),
+                group: self.group.into(),
                 names: CustomResourceDefinitionNames {
                     kind: self.kind.into(),
                     plural: self.plural.into(),
@@ -112,7 +122,7 @@ impl Kind {
                 scope: "Cluster".into(),
                 versions: vec![CustomResourceDefinitionVersion {
                     additional_printer_columns: Some(columns),
-                    name: VERSION.into(),
+                    name: self.version.into(),
                     schema: Some(CustomResourceValidation {
                         open_api_v3_schema: Some(schema),
                     }),
@@ -133,6 +143,8 @@ impl Kind {
 
 /// MachineConfig: one piece of a node's desired state.
 pub const MACHINE_CONFIG: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
     kind: "MachineConfig",
     plural: "machineconfigs",
     short_names: &["mc"],
@@ -159,6 +171,8 @@ pub const MACHINE_CONFIG: Kind = Kind {
 
 /// MachineConfigPool: a group of nodes and the configs they get.
 pub const MACHINE_CONFIG_POOL: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
     kind: "MachineConfigPool",
     plural: "machineconfigpools",
     short_names: &["mcp"],
@@ -216,6 +230,8 @@ pub const MACHINE_CONFIG_POOL: Kind = Kind {
 
 /// ControllerConfig: cluster-wide defaults the controller renders with.
 pub const CONTROLLER_CONFIG: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
     kind: "ControllerConfig",
     plural: "controllerconfigs",
     short_names: &[],
@@ -228,6 +244,8 @@ pub const CONTROLLER_CONFIG: Kind = Kind {
 
 /// KubeletConfig: kubelet settings for the pools it selects.
 pub const KUBELET_CONFIG: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
     kind: "KubeletConfig",
     plural: "kubeletconfigs",
     short_names: &[],
@@ -240,6 +258,8 @@ pub const KUBELET_CONFIG: Kind = Kind {
 
 /// ContainerRuntimeConfig: CRI-O and storage settings for the pools it selects.
 pub const CONTAINER_RUNTIME_CONFIG: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
     kind: "ContainerRuntimeConfig",
     plural: "containerruntimeconfigs",
     short_names: &["ctrcfg"],
@@ -266,6 +286,8 @@ macro_rules! condition_column {
 /// MachineConfigNode: one per Node, where the node's update stands. Its columns are
 /// upstream's, so `kubectl get mcn` (and `-o wide`) shows what OpenShift shows.
 pub const MACHINE_CONFIG_NODE: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
     kind: "MachineConfigNode",
     plural: "machineconfignodes",
     short_names: &["mcn"],
@@ -301,6 +323,28 @@ pub const MACHINE_CONFIG_NODE: Kind = Kind {
     ],
     spec_ident: "MachineConfigNodeSpec",
     spec_description: "A MachineConfigNode's spec: the node, its pool and the config it is to run.",
+};
+
+/// RolloutPolicy: how the pool of the same name rolls out (canaries, health gate,
+/// maintenance windows, rollback). This project's own kind, in its own group.
+pub const ROLLOUT_POLICY: Kind = Kind {
+    group: rollout_policy::GROUP,
+    version: rollout_policy::VERSION,
+    kind: rollout_policy::KIND,
+    plural: "rolloutpolicies",
+    short_names: &["rp"],
+    status: true,
+    columns: &[
+        ("Target", "string", ".status.target", None),
+        ("Phase", "string", ".status.phase", None),
+        ("Last Known Good", "string", ".status.lastKnownGood", None),
+        ("Next Window", "string", ".status.nextWindow", None),
+        ("Message", "string", ".status.message", None),
+        AGE,
+    ],
+    wide_columns: &[],
+    spec_ident: "RolloutPolicySpec",
+    spec_description: "How the MachineConfigPool of the same name rolls out: canaries, a health gate, maintenance\nwindows, rollback and resume.",
 };
 
 /// The root object of a kind with a status, as kube-rs's derive lays it out for the schema.
@@ -415,6 +459,10 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, serde_json::Error> {
         build(
             &MACHINE_CONFIG_NODE,
             structural_schema::<Root<MachineConfigNodeSpec, MachineConfigNodeStatus>>(),
+        )?,
+        build(
+            &ROLLOUT_POLICY,
+            structural_schema::<Root<RolloutPolicySpec, RolloutPolicyStatus>>(),
         )?,
     ])
 }

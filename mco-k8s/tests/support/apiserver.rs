@@ -3,7 +3,8 @@
 //! It serves the real HTTP protocol kube-rs speaks, on 127.0.0.1, for the resources the
 //! controllers use: core v1 Nodes and Pods (with the policy/v1 eviction subresource), and the
 //! machineconfiguration.openshift.io/v1 MachineConfigs, MachineConfigPools and
-//! ControllerConfigs. Objects live in memory as JSON.
+//! ControllerConfigs, and this project's rollout.mco.dev/v1alpha1 RolloutPolicies (with their
+//! status subresource). Objects live in memory as JSON.
 //!
 //! What it keeps faithful, because kube-rs or the controllers depend on it:
 //! - errors are `Status` objects with the API server's codes and reasons (404 NotFound,
@@ -323,6 +324,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         version: "v1",
         plural: "machineconfignodes",
         kind: "MachineConfigNode",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "rollout.mco.dev",
+        version: "v1alpha1",
+        plural: "rolloutpolicies",
+        kind: "RolloutPolicy",
         namespaced: false,
         status: true,
     },
