@@ -5,8 +5,14 @@
 //! new MachineConfig rolls out to every worker; the figures are for that rollout:
 //! the controller's API requests per node update by verb, its CPU time and peak RSS.
 //!
+//! Each size runs twice: plain (upstream's rollout), and guarded by a RolloutPolicy with 1%
+//! canaries and a 1 s soak, a health gate on the MachineConfigNode and on one DaemonSet pod
+//! per node (`app=node-health`, Ready), and a maintenance window open all day. In the guarded
+//! run the agents also report Updated in each node's MachineConfigNode.
+//!
 //! Bounded: each size stops after `MCO_SCALE_LIMIT_SECS` (default 600 s). Sizes from
-//! `MCO_SCALE_NODES` (comma-separated, default `100,1000`).
+//! `MCO_SCALE_NODES` (comma-separated, default `100,1000,5000`); `MCO_SCALE_MODES` picks
+//! `plain`, `guarded` or both (default).
 //!
 //! `cargo bench -p mco-k8s --bench controller_scale`
 
@@ -16,7 +22,7 @@ mod support;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node as KubeNode;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::watcher;
 use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
@@ -100,9 +106,11 @@ async fn wait_applied(api: &Api<KubeNode>, name: &str, want: &str) {
     }
 }
 
-/// One agent's update: Working and a drain request, the drain, the uncordon, Done.
+/// One agent's update: Working and a drain request, the drain, the uncordon, Done (and, when
+/// `mcns` is given, Updated in the node's MachineConfigNode).
 async fn update(
     api: Api<KubeNode>,
+    mcns: Option<Api<DynamicObject>>,
     name: String,
     desired: String,
     busy: Arc<Mutex<BTreeSet<String>>>,
@@ -114,14 +122,27 @@ async fn update(
     annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
     wait_applied(&api, &name, &uncordon).await;
     annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
+    if let Some(mcns) = mcns {
+        let status = json!({"status": {
+            "configVersion": {"current": desired, "desired": desired},
+            "conditions": [{"type": "Updated", "status": "True", "reason": "Updated",
+                            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        let _ = mcns
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await;
+    }
     if let Ok(mut b) = busy.lock() {
         b.remove(&name);
     }
 }
 
 /// The simulated agents: one watch over all Nodes, a task per node being updated.
-fn start_agents(server: &ApiServer) -> tokio::task::JoinHandle<()> {
-    let api: Api<KubeNode> = Api::all(server.client_as("sim-agents"));
+fn start_agents(server: &ApiServer, report_mcn: bool) -> tokio::task::JoinHandle<()> {
+    let client = server.client_as("sim-agents");
+    let api: Api<KubeNode> = Api::all(client.clone());
+    let mcns = report_mcn.then(|| {
+        Api::<DynamicObject>::all_with(client, &mco_k8s::crd::MACHINE_CONFIG_NODE.api_resource())
+    });
     tokio::spawn(async move {
         let busy = Arc::new(Mutex::new(BTreeSet::new()));
         let mut events = watcher(api.clone(), watcher::Config::default()).boxed();
@@ -143,7 +164,13 @@ fn start_agents(server: &ApiServer) -> tokio::task::JoinHandle<()> {
             {
                 continue;
             }
-            tokio::spawn(update(api.clone(), name, desired, busy.clone()));
+            tokio::spawn(update(
+                api.clone(),
+                mcns.clone(),
+                name,
+                desired,
+                busy.clone(),
+            ));
         }
     })
 }
@@ -183,9 +210,54 @@ fn pool_on(server: &ApiServer, config: &str, count: usize) -> bool {
         })
 }
 
+/// The RolloutPolicy of the guarded run.
+fn policy() -> Value {
+    json!({
+        "apiVersion": "rollout.mco.dev/v1alpha1", "kind": "RolloutPolicy",
+        "metadata": {"name": "worker"},
+        "spec": {
+            "canary": {"nodes": "1%", "soak": "1s"},
+            "healthGate": {"timeout": "10m", "pods": {"matchLabels": {"app": "node-health"}}},
+            "maintenanceWindows": [{"start": "00:00", "duration": "24h", "timeZone": "Europe/Berlin"}]
+        }
+    })
+}
+
+/// A node's MachineConfigNode on `config`, Updated.
+fn machine_config_node(name: &str, config: &str) -> Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
+        "metadata": {"name": name},
+        "spec": {"node": {"name": name}, "pool": {"name": "worker"}, "configVersion": {"desired": config}},
+        "status": {"configVersion": {"current": config, "desired": config},
+                   "conditions": [{"type": "Updated", "status": "True", "reason": "Updated",
+                                   "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    })
+}
+
+/// A Ready DaemonSet pod of the health gate on `node` (drains leave it alone).
+fn health_pod(node: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("node-health-{node}"), "namespace": "monitoring",
+                     "labels": {"app": "node-health"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                          "name": "node-health", "uid": "ds-1", "controller": true}]},
+        "spec": {"nodeName": node, "containers": [{"name": "probe", "image": "probe"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    })
+}
+
+/// Which runs: plain, guarded by a RolloutPolicy, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    Guarded,
+}
+
 // The test server's error type is what its store closures return.
 #[allow(clippy::result_large_err)]
-async fn run(nodes: usize, limit: Duration) {
+async fn run(nodes: usize, mode: Mode, limit: Duration) {
     let deadline = Instant::now() + limit;
     let server = ApiServer::start().await.expect("API server");
     server.store.set_kubelet(Kubelet::Speedup(1000));
@@ -229,8 +301,20 @@ async fn run(nodes: usize, limit: Duration) {
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}
         });
         let _ = server.store.create(node_def, "", n);
+        if mode == Mode::Guarded && i >= 3 {
+            let mcn = resource("machineconfignodes").expect("served");
+            let _ = server
+                .store
+                .create(mcn, "", machine_config_node(&name, config));
+            let pods = resource("pods").expect("served");
+            let _ = server.store.create(pods, "monitoring", health_pod(&name));
+        }
     }
-    let agents = start_agents(&server);
+    if mode == Mode::Guarded {
+        let policies = resource("rolloutpolicies").expect("served");
+        let _ = server.store.create(policies, "", policy());
+    }
+    let agents = start_agents(&server, mode == Mode::Guarded);
     let dir = std::env::temp_dir().join(format!("mco-scale-{}-{nodes}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let kubeconfig = dir.join("kubeconfig");
@@ -304,7 +388,7 @@ async fn run(nodes: usize, limit: Duration) {
         }
     }
     println!(
-        "{nodes} workers, {MACHINE_CONFIGS} MachineConfigs: rollout {:.1} s, controller CPU {:.2} s ({:.2} ms/node update), peak RSS {rss:.1} MiB",
+        "{nodes} workers, {MACHINE_CONFIGS} MachineConfigs, {mode:?}: rollout {:.1} s, controller CPU {:.2} s ({:.2} ms/node update), peak RSS {rss:.1} MiB",
         wall.as_secs_f64(),
         cpu.as_secs_f64(),
         cpu.as_secs_f64() * 1000.0 / nodes as f64
@@ -331,7 +415,18 @@ fn main() {
     let sizes: Vec<usize> = std::env::var("MCO_SCALE_NODES")
         .ok()
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| if benching { vec![100, 1000] } else { vec![10] });
+        .unwrap_or_else(|| {
+            if benching {
+                vec![100, 1000, 5000]
+            } else {
+                vec![10]
+            }
+        });
+    let modes: Vec<Mode> = match std::env::var("MCO_SCALE_MODES").as_deref() {
+        Ok("plain") => vec![Mode::Plain],
+        Ok("guarded") => vec![Mode::Guarded],
+        _ => vec![Mode::Plain, Mode::Guarded],
+    };
     let limit = Duration::from_secs(
         std::env::var("MCO_SCALE_LIMIT_SECS")
             .ok()
@@ -344,6 +439,8 @@ fn main() {
         .build()
         .expect("runtime");
     for n in sizes {
-        rt.block_on(run(n, limit));
+        for &mode in &modes {
+            rt.block_on(run(n, mode, limit));
+        }
     }
 }

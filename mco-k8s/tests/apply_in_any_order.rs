@@ -92,6 +92,8 @@ fn def_of(kind: &str) -> &'static ResourceDef {
         "ImageDigestMirrorSet" => "imagedigestmirrorsets",
         "ImageTagMirrorSet" => "imagetagmirrorsets",
         "ImageContentSourcePolicy" => "imagecontentsourcepolicies",
+        "Node" => "nodes",
+        "RolloutPolicy" => "rolloutpolicies",
         other => panic!("no resource for kind {other}"),
     };
     resource(plural).unwrap_or_else(|| panic!("{plural} not served"))
@@ -276,6 +278,7 @@ impl Cluster {
                         | "MachineConfigPool"
                         | "KubeletConfig"
                         | "ContainerRuntimeConfig"
+                        | "RolloutPolicy"
                 )
             );
             assert_eq!(
@@ -420,6 +423,17 @@ async fn the_example_cluster_applies_in_any_order_and_a_broken_config_is_still_r
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_example_cluster_applies_in_any_order() {
     any_order("examples/cluster-next", folder("examples/cluster-next")).await;
+}
+
+/// A dump with Nodes and a RolloutPolicy: the policy may come before its pool (admitted,
+/// pending), and the pools settle on their renders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rollout_example_applies_in_any_order() {
+    any_order(
+        "examples/rollout/cluster",
+        folder("examples/rollout/cluster"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
