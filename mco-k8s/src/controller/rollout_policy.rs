@@ -6,6 +6,7 @@
 //! and not listed again; the status is written only when it changed.
 
 use crate::objects::{self, Model, Stored};
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -22,6 +23,9 @@ use std::time::Duration;
 /// How soon a pool whose gate waits on pods looks at them again: the controller does not
 /// watch pods (a cluster-wide pod watch would cost more than a LIST per waiting node).
 pub const POD_POLL: Duration = Duration::from_secs(1);
+
+/// How many of the gate's pod LISTs run at once.
+const POD_LISTS_AT_ONCE: usize = 16;
 
 /// What the guarded rollouts keep between syncs.
 pub struct Guard {
@@ -69,15 +73,15 @@ impl Guard {
         now: Timestamp,
     ) -> Result<Decision, kube::Error> {
         let target = effective_target(inp.pool, inp.policy);
+        let by_node: BTreeMap<&str, &MachineConfigNode> =
+            inp.mcns.iter().map(|m| (mcn_node(m), m)).collect();
         let mut signals: BTreeMap<String, NodeSignals> = inp
             .nodes
             .iter()
             .map(|n| {
                 let name = n.name().to_string();
-                let mcn_updated = inp
-                    .mcns
-                    .iter()
-                    .find(|m| mcn_node(m) == name)
+                let mcn_updated = by_node
+                    .get(name.as_str())
                     .map(|m| m.status.as_ref().is_some_and(|s| s.is_updated_on(&target)));
                 let pods_ready = self
                     .pods_passed
@@ -101,8 +105,21 @@ impl Guard {
                 .and_then(|g| g.pods)
                 .map(|s| s.to_string())
                 .unwrap_or_default();
-            for node in check {
-                let ready = self.pods_ready(&node, &selector).await?;
+            // A batch of nodes finishing together is looked at a few LISTs at a time.
+            let this = &*self;
+            let looked: Vec<(String, Result<bool, kube::Error>)> = futures::stream::iter(check)
+                .map(|node| {
+                    let selector = selector.as_str();
+                    async move {
+                        let ready = this.pods_ready(&node, selector).await;
+                        (node, ready)
+                    }
+                })
+                .buffer_unordered(POD_LISTS_AT_ONCE)
+                .collect()
+                .await;
+            for (node, ready) in looked {
+                let ready = ready?;
                 if ready {
                     self.pods_passed.insert((node.clone(), target.clone()));
                 } else {
