@@ -1,0 +1,69 @@
+//! Go's `compress/gzip` writer at `gzip.BestCompression`, as Butane uses it for file
+//! contents: no name, no comment, modification time 0, the header's extra flags 2 and OS 255,
+//! the deflate stream as Go's `compress/flate` writes it at level 9 (whose bytes differ from
+//! zlib's), then CRC-32 and size.
+//!
+//! The deflate stream is built in [`deflate_best`]; until it follows Go's compressor it writes
+//! stored blocks (valid, never smaller than the input).
+
+/// The gzip member Go's `gzip.NewWriterLevel(w, gzip.BestCompression)` writes for `data`.
+pub fn gzip_best(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255];
+    out.extend_from_slice(&deflate_best(data));
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+/// The raw deflate stream of Go's `flate.NewWriter(w, flate.BestCompression)` for `data`,
+/// closed.
+pub fn deflate_best(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + 5 * (data.len() / 65_535 + 1));
+    let mut chunks = data.chunks(65_535).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(c) = chunks.next() {
+        out.push(u8::from(chunks.peek().is_none()));
+        let len = c.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(c);
+    }
+    out
+}
+
+/// CRC-32 (IEEE), as gzip's trailer holds it.
+pub fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn a_valid_gzip_member() {
+        for data in [&b""[..], b"hello\n", &[7u8; 70_000]] {
+            let z = gzip_best(data);
+            let mut back = Vec::new();
+            flate2::read::GzDecoder::new(&z[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert_eq!(back, data);
+        }
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+}
