@@ -140,8 +140,9 @@ impl Guard {
             r.disruption = disruption(inp.mcs, &r.from, &r.to);
         }
         // Configs no node of the pool runs towards are over: forget their passes.
+        let members: BTreeSet<&str> = inp.nodes.iter().map(|n| n.name()).collect();
         self.pods_passed
-            .retain(|(n, c)| !inp.nodes.iter().any(|m| m.name() == n) || *c == target);
+            .retain(|(n, c)| !members.contains(n.as_str()) || *c == target);
         let poll = waiting
             .then(|| {
                 now.checked_add(jiff::SignedDuration::try_from(POD_POLL).ok()?)
