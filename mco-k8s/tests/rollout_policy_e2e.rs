@@ -371,6 +371,16 @@ impl Sim {
             .unwrap_or_default()
     }
 
+    /// The pool's condition `type_` once its status is `status`: the controller writes the
+    /// pool's status after the policy's, in the same pass.
+    async fn pool_condition_is(&self, type_: &str, status: &str) -> Value {
+        eventually(&format!("the pool's {type_}={status}"), || {
+            let c = self.pool_condition(type_);
+            (c["status"] == status).then_some(c)
+        })
+        .await
+    }
+
     fn pool_condition(&self, type_: &str) -> Value {
         let pool = self.store().get("machineconfigpools", "", "worker");
         pool.and_then(|p| {
@@ -457,13 +467,12 @@ async fn a_bad_config_stops_after_the_canary_until_resumed() {
         assert!(sim.done_on(&n, &sim.old), "{n} left its config");
     }
     // The pool says so, naming the node, the config and why.
-    let degraded = sim.pool_condition("Degraded");
-    assert_eq!(degraded["status"], "True");
+    let degraded = sim.pool_condition_is("Degraded", "True").await;
     let message = degraded["message"].as_str().unwrap_or("");
     for part in [canary.as_str(), bad.as_str(), NOT_READY] {
         assert!(message.contains(part), "{part:?} not in {message:?}");
     }
-    assert_eq!(sim.pool_condition("RolloutPaused")["status"], "True");
+    sim.pool_condition_is("RolloutPaused", "True").await;
     let event = eventually("the RolloutPaused event", || {
         sim.events("RolloutPaused").into_iter().next()
     })
@@ -510,7 +519,7 @@ async fn auto_rollback_returns_the_canary_and_a_newer_config_ends_it() {
     assert!(sim.targeted(&bad).is_empty());
     // The pool still names the newest render.
     assert_eq!(sim.pool_config(), bad);
-    assert_eq!(sim.pool_condition("RolledBack")["status"], "True");
+    sim.pool_condition_is("RolledBack", "True").await;
     assert_eq!(sim.events("RollbackStarted").len(), 1);
 
     // A newer, good config rolls out canary first and ends the rollback.
@@ -533,7 +542,7 @@ async fn auto_rollback_returns_the_canary_and_a_newer_config_ends_it() {
             "{n} started before the canary {canary} soaked"
         );
     }
-    assert_eq!(sim.pool_condition("RolledBack")["status"], "False");
+    sim.pool_condition_is("RolledBack", "False").await;
     eventually("the RollbackEnded event", || {
         sim.events("RollbackEnded").into_iter().next()
     })
@@ -555,7 +564,10 @@ async fn a_requested_rollback_returns_the_canary() {
     assert!(st["rollback"].get("automatic").is_none());
     assert!(sim.done_on(&canary[0], &sim.old));
     assert_eq!(sim.pool_config(), bad);
-    assert_eq!(sim.pool_condition("RolledBack")["reason"], "Requested");
+    assert_eq!(
+        sim.pool_condition_is("RolledBack", "True").await["reason"],
+        "Requested"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
