@@ -38,7 +38,8 @@ pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";
 pub use render::error::{RenderError, RenderErrorKind};
 pub use render::{render_pool, NameScheme, RenderFailure, RenderOptions, Rendered};
 
-/// The README's code blocks, compiled and run as doctests (`cargo test -p mco-render --doc`).
+/// The README's code blocks, compiled and run as doctests (`cargo test -p mco-render --doc`);
+/// `README.md` here links to the repository's, and `cargo package` ships its contents.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
