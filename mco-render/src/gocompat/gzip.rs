@@ -3,8 +3,7 @@
 //! the deflate stream as Go's `compress/flate` writes it at level 9 (whose bytes differ from
 //! zlib's), then CRC-32 and size.
 //!
-//! The deflate stream is built in [`deflate_best`]; until it follows Go's compressor it writes
-//! stored blocks (valid, never smaller than the input).
+//! The deflate stream is [`super::flate`]'s.
 
 /// The gzip member Go's `gzip.NewWriterLevel(w, gzip.BestCompression)` writes for `data`.
 pub fn gzip_best(data: &[u8]) -> Vec<u8> {
@@ -15,23 +14,7 @@ pub fn gzip_best(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The raw deflate stream of Go's `flate.NewWriter(w, flate.BestCompression)` for `data`,
-/// closed.
-pub fn deflate_best(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + 5 * (data.len() / 65_535 + 1));
-    let mut chunks = data.chunks(65_535).peekable();
-    if chunks.peek().is_none() {
-        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
-    }
-    while let Some(c) = chunks.next() {
-        out.push(u8::from(chunks.peek().is_none()));
-        let len = c.len() as u16;
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&(!len).to_le_bytes());
-        out.extend_from_slice(c);
-    }
-    out
-}
+pub use super::flate::deflate_best;
 
 /// CRC-32 (IEEE), as gzip's trailer holds it.
 pub fn crc32(data: &[u8]) -> u32 {
