@@ -49,4 +49,19 @@ mod tests {
         }
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
     }
+
+    #[test]
+    fn as_butane_wrote_it() {
+        // /etc/chrony.conf of Butane conformance case b0079 and the gzip data URL Butane
+        // (Go 1.27) made of it.
+        let chrony = "server 10.0.0.1 iburst\ndriftfile /var/lib/chrony/drift\nmakestep 1.0 3\n\
+                      rtcsync\nkeyfile /etc/chrony.keys\nlogdir /var/log/chrony\n";
+        let go =
+            "H4sIAAAAAAAC/yzM0Q3DIAyE4XdP4QkgqBMlxEktaKjOLhLbV23QPf76zgRdwGkJvyXW7QNz2qGHH1qFY18R\
+                  q24xP9GuEf+FXmsRc3lzCgs/CJ5tXJmKjBuJ5wlCkWFU27kr5lk7Z6PvAPjx3vt+AAAA";
+        assert_eq!(
+            gzip_best(chrony.as_bytes()),
+            super::super::base64::std_decode(go).unwrap()
+        );
+    }
 }

@@ -1,134 +1,217 @@
-//! One deflate block from the matcher's tokens, in whichever form Go's `huffmanBitWriter`
-//! estimates smallest: stored, fixed Huffman or dynamic Huffman.
+//! Blocks as Go's `huffmanBitWriter` writes them for levels 7 to 9 (`writeBlockDynamic`).
+//!
+//! Each batch of tokens becomes a stored, fixed or dynamic block, whichever Go's estimates
+//! make smallest; short batches are the only ones offered the fixed code. A dynamic block
+//! written before all input is in stays open: its end-of-block code is owed, and the next
+//! batch may continue it with the same table when Go's estimate of a fresh table (the last
+//! header's size, the entropy of the batch, a penalty) does not beat reusing it. Batches
+//! written while closing (`sync`) always end their block. The stream ends with an empty
+//! final fixed block, 10 bits instead of a 5-byte stored one.
 
 use super::bits::BitWriter;
 use super::huffman::{self, Code};
-
-/// What the matcher emits: a byte, or a copy of `length` (4..=258) bytes from `distance`
-/// (1..=32768) back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Token {
-    Literal(u8),
-    Match { length: u16, distance: u16 },
-}
+use super::tokens::{
+    distance_symbol, length_symbol, Token, Tokens, DISTANCE_BASE, DISTANCE_EXTRA, LENGTH_BASE,
+    LENGTH_EXTRA,
+};
 
 /// The largest stored block.
-pub(super) const MAX_STORED: usize = 65_535;
-
+const MAX_STORED: usize = 65_535;
 const END_OF_BLOCK: usize = 256;
 const LITERAL_SYMBOLS: usize = 286;
 const DISTANCE_SYMBOLS: usize = 30;
-
-/// Lengths 3..=258 per length symbol (257..=285): the first length and its extra bits.
-const LENGTH_BASE: [u16; 29] = [
-    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
-    163, 195, 227, 258,
-];
-const LENGTH_EXTRA: [u8; 29] = [
-    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
-];
-const DISTANCE_BASE: [u16; 30] = [
-    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
-];
-const DISTANCE_EXTRA: [u8; 30] = [
-    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
-    13,
-];
+/// Only batches with fewer tokens than this are costed with the fixed code.
+const FIXED_CANDIDATE_TOKENS: usize = 250;
+/// A fresh table's estimate is raised by 1/2^8 of itself (levels 7 to 9).
+const NEW_TABLE_PENALTY_SHIFT: u32 = 8;
 
 /// The order in which a dynamic header lists the code-length code's lengths.
 const CODE_LENGTH_ORDER: [usize; 19] = [
     16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
 ];
 
-/// The index of the last base not above `value`.
-fn bucket(bases: &[u16], value: u16) -> usize {
-    bases.partition_point(|&b| b <= value).saturating_sub(1)
+/// The deflate stream being written, and the dynamic block left open, if any.
+pub(super) struct BlockWriter {
+    w: BitWriter,
+    lit_codes: Vec<Code>,
+    dist_codes: Vec<Code>,
+    /// Header bits of the open block (its end-of-block code not yet written); 0: none open.
+    open_header: usize,
+    fixed_lit: Vec<Code>,
+    fixed_dist: Vec<Code>,
 }
 
-fn length_symbol(length: u16) -> usize {
-    bucket(&LENGTH_BASE, length)
-}
+impl BlockWriter {
+    pub(super) fn new(capacity: usize) -> Self {
+        BlockWriter {
+            w: BitWriter::with_capacity(capacity),
+            lit_codes: Vec::new(),
+            dist_codes: Vec::new(),
+            open_header: 0,
+            fixed_lit: huffman::fixed_literals(),
+            fixed_dist: huffman::fixed_distances(),
+        }
+    }
 
-fn distance_symbol(distance: u16) -> usize {
-    bucket(&DISTANCE_BASE, distance)
-}
+    /// Ends the open block, if any.
+    fn close_open(&mut self) {
+        if self.open_header > 0 {
+            let eob = self.lit_codes[END_OF_BLOCK];
+            self.w.put(u32::from(eob.bits), u32::from(eob.len));
+            self.open_header = 0;
+        }
+    }
 
-/// Writes `tokens` as one non-final block. `raw` is the input the tokens stand for, when the
-/// matcher still has all of it in its window; only then is a stored block considered.
-pub(super) fn write_block(w: &mut BitWriter, tokens: &[Token], raw: Option<&[u8]>) {
-    let mut lit_freq = [0u32; LITERAL_SYMBOLS];
-    let mut dist_freq = [0u32; DISTANCE_SYMBOLS];
-    for t in tokens {
-        match *t {
-            Token::Literal(b) => lit_freq[usize::from(b)] += 1,
-            Token::Match { length, distance } => {
-                lit_freq[END_OF_BLOCK + 1 + length_symbol(length)] += 1;
-                dist_freq[distance_symbol(distance)] += 1;
+    /// Whether the open table has a code for every symbol the batch uses.
+    fn covers(&self, t: &Tokens) -> bool {
+        let has = |codes: &[Code], counts: &[u16]| {
+            codes.iter().zip(counts).all(|(c, &n)| n == 0 || c.len > 0)
+        };
+        has(&self.lit_codes[..256], &t.literals)
+            && has(&self.lit_codes[256..], &t.lengths)
+            && has(&self.dist_codes, &t.distances)
+    }
+
+    /// Writes a batch of tokens. `raw` is the input they stand for, if the matcher's window
+    /// still holds all of it (only then can the batch be stored); `sync` when closing.
+    pub(super) fn write_block(&mut self, t: &mut Tokens, raw: Option<&[u8]>, sync: bool) {
+        // The end-of-block symbol always needs a code; while closing it is also a token.
+        t.lengths[0] = 1;
+        let count = t.len() + usize::from(sync);
+        if self.open_header > 0 && !self.covers(t) {
+            self.close_open();
+        }
+
+        let mut lit_freq = [0u32; LITERAL_SYMBOLS];
+        for (f, &n) in lit_freq.iter_mut().zip(t.literals.iter().chain(&t.lengths)) {
+            *f = u32::from(n);
+        }
+        let mut dist_freq = [0u32; DISTANCE_SYMBOLS];
+        for (f, &n) in dist_freq.iter_mut().zip(&t.distances) {
+            *f = u32::from(n);
+        }
+        let lit_count = used_prefix(&lit_freq);
+        let mut dist_count = used_prefix(&dist_freq);
+        if dist_count == 0 {
+            // A dynamic header must describe at least one distance code; Go counts a phantom
+            // distance 1, in the size estimates as well.
+            dist_freq[0] = 1;
+            dist_count = 1;
+        }
+
+        let stored = raw.filter(|r| r.len() <= MAX_STORED);
+        let stored_size = stored.map(|r| (r.len() + 5) * 8);
+        let extra = if stored.is_some() || self.open_header > 0 {
+            extra_bits(&lit_freq, &dist_freq)
+        } else {
+            0
+        };
+        let fixed_size = 3
+            + huffman::cost(&self.fixed_lit, &lit_freq)
+            + huffman::cost(&self.fixed_dist, &dist_freq)
+            + extra;
+        let fixed_candidate = count < FIXED_CANDIDATE_TOKENS;
+
+        if self.open_header > 0 {
+            let mut fresh = self.open_header + t.estimated_bits(count);
+            fresh +=
+                usize::from(self.lit_codes[END_OF_BLOCK].len) + (fresh >> NEW_TABLE_PENALTY_SHIFT);
+            let reuse = huffman::cost(&self.lit_codes, &lit_freq)
+                + huffman::cost(&self.dist_codes, &dist_freq)
+                + extra;
+            let size = if fresh < reuse {
+                self.close_open();
+                fresh
+            } else {
+                reuse
+            };
+            if fixed_candidate && fixed_size + 7 < size {
+                match (stored, stored_size) {
+                    (Some(raw), Some(s)) if s <= size => self.write_stored(raw),
+                    _ => self.write_fixed(t),
+                }
+                return;
+            }
+            if let (Some(raw), Some(s)) = (stored, stored_size) {
+                if s <= size {
+                    self.write_stored(raw);
+                    return;
+                }
             }
         }
-    }
-    lit_freq[END_OF_BLOCK] += 1;
-    let lit_count = used_prefix(&lit_freq);
-    let mut dist_count = used_prefix(&dist_freq);
-    if dist_count == 0 {
-        // A dynamic header must describe at least one distance code; Go counts a phantom
-        // distance 1, in the size estimates as well.
-        dist_freq[0] = 1;
-        dist_count = 1;
-    }
-    let lit_codes = huffman::build(&lit_freq, 15);
-    let dist_codes = huffman::build(&dist_freq, 15);
 
-    let stored = raw.filter(|r| r.len() <= MAX_STORED);
-    // Extra bits cost the same in both Huffman forms, so Go only counts them when a stored
-    // block competes (and compares the two Huffman forms without them otherwise).
-    let extra = if stored.is_some() {
-        extra_bits(&lit_freq[..lit_count], &dist_freq[..dist_count])
-    } else {
-        0
-    };
-
-    let fixed_lit = huffman::fixed_literals();
-    let fixed_dist = huffman::fixed_distances();
-    let fixed_size =
-        3 + huffman::cost(&fixed_lit, &lit_freq) + huffman::cost(&fixed_dist, &dist_freq) + extra;
-
-    let header = DynamicHeader::new(&lit_codes[..lit_count], &dist_codes[..dist_count]);
-    let dynamic_size = header.size()
-        + huffman::cost(&lit_codes, &lit_freq)
-        + huffman::cost(&dist_codes, &dist_freq)
-        + extra;
-
-    let (best, dynamic) = if dynamic_size < fixed_size {
-        (dynamic_size, true)
-    } else {
-        (fixed_size, false)
-    };
-    if let Some(raw) = stored {
-        if (raw.len() + 5) * 8 < best {
-            write_stored(w, raw, false);
-            return;
+        if self.open_header == 0 {
+            let lit_codes = huffman::build(&lit_freq, 15);
+            let dist_codes = huffman::build(&dist_freq, 15);
+            let header = DynamicHeader::new(&lit_codes[..lit_count], &dist_codes[..dist_count]);
+            let size = header.size()
+                + huffman::cost(&lit_codes, &lit_freq)
+                + huffman::cost(&dist_codes, &dist_freq)
+                + extra;
+            if fixed_candidate && fixed_size <= size {
+                match (stored, stored_size) {
+                    (Some(raw), Some(s)) if s <= fixed_size => self.write_stored(raw),
+                    _ => self.write_fixed(t),
+                }
+                return;
+            }
+            if let (Some(raw), Some(s)) = (stored, stored_size) {
+                if s <= size {
+                    self.write_stored(raw);
+                    return;
+                }
+            }
+            self.w.put(0b100, 3);
+            header.write(&mut self.w);
+            self.lit_codes = lit_codes;
+            self.dist_codes = dist_codes;
+            if !sync {
+                self.open_header = header.size();
+            }
         }
+        if sync {
+            self.open_header = 0;
+        }
+        write_tokens(
+            &mut self.w,
+            &t.list,
+            &self.lit_codes,
+            &self.dist_codes,
+            sync,
+        );
     }
-    if dynamic {
-        w.put(0b100, 3);
-        header.write(w);
-        write_tokens(w, tokens, &lit_codes, &dist_codes);
-    } else {
-        w.put(0b010, 3);
-        write_tokens(w, tokens, &fixed_lit, &fixed_dist);
-    }
-}
 
-/// A stored block: header bits, padding to a byte, length and its complement, the bytes.
-pub(super) fn write_stored(w: &mut BitWriter, raw: &[u8], last: bool) {
-    w.put(u32::from(last), 3);
-    w.align();
-    let len = raw.len() as u16;
-    w.put(u32::from(len), 16);
-    w.put(u32::from(!len), 16);
-    w.put_bytes(raw);
+    /// A non-final stored block.
+    fn write_stored(&mut self, raw: &[u8]) {
+        self.close_open();
+        self.w.put(0, 3);
+        self.w.align();
+        let len = raw.len() as u16;
+        self.w.put(u32::from(len), 16);
+        self.w.put(u32::from(!len), 16);
+        self.w.put_bytes(raw);
+    }
+
+    /// A non-final fixed-code block, ended.
+    fn write_fixed(&mut self, t: &Tokens) {
+        self.close_open();
+        self.w.put(0b010, 3);
+        write_tokens(
+            &mut self.w,
+            &t.list,
+            &self.fixed_lit,
+            &self.fixed_dist,
+            true,
+        );
+    }
+
+    /// Ends the stream: the open block, then an empty final fixed block.
+    pub(super) fn finish(mut self) -> Vec<u8> {
+        self.close_open();
+        self.w.put(0b011, 3);
+        self.w.put(0, 7);
+        self.w.finish()
+    }
 }
 
 fn used_prefix(freq: &[u32]) -> usize {
@@ -136,9 +219,8 @@ fn used_prefix(freq: &[u32]) -> usize {
 }
 
 fn extra_bits(lit_freq: &[u32], dist_freq: &[u32]) -> usize {
-    let lengths: usize = lit_freq
+    let lengths: usize = lit_freq[END_OF_BLOCK + 1..]
         .iter()
-        .skip(END_OF_BLOCK + 1)
         .zip(LENGTH_EXTRA)
         .map(|(&f, e)| f as usize * usize::from(e))
         .sum();
@@ -150,7 +232,7 @@ fn extra_bits(lit_freq: &[u32], dist_freq: &[u32]) -> usize {
     lengths + distances
 }
 
-fn write_tokens(w: &mut BitWriter, tokens: &[Token], lit: &[Code], dist: &[Code]) {
+fn write_tokens(w: &mut BitWriter, tokens: &[Token], lit: &[Code], dist: &[Code], end: bool) {
     let put_code = |w: &mut BitWriter, c: Code| w.put(u32::from(c.bits), u32::from(c.len));
     for t in tokens {
         match *t {
@@ -171,7 +253,9 @@ fn write_tokens(w: &mut BitWriter, tokens: &[Token], lit: &[Code], dist: &[Code]
             }
         }
     }
-    put_code(w, lit[END_OF_BLOCK]);
+    if end {
+        put_code(w, lit[END_OF_BLOCK]);
+    }
 }
 
 /// The code lengths of a dynamic block, run-length encoded (RFC 1951 section 3.2.7) as Go
@@ -280,19 +364,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn length_and_distance_symbols() {
-        assert_eq!(length_symbol(3), 0);
-        assert_eq!(length_symbol(10), 7);
-        assert_eq!(length_symbol(11), 8);
-        assert_eq!(length_symbol(257), 27);
-        assert_eq!(length_symbol(258), 28);
-        assert_eq!(distance_symbol(1), 0);
-        assert_eq!(distance_symbol(4), 3);
-        assert_eq!(distance_symbol(6), 4);
-        assert_eq!(distance_symbol(32_768), 29);
-    }
-
-    #[test]
     fn runs_of_lengths() {
         let mut lengths = vec![8; 8];
         lengths.extend([0; 150]);
@@ -310,5 +381,10 @@ mod tests {
                 (17, 0)
             ]
         );
+    }
+
+    #[test]
+    fn an_empty_stream_is_one_final_fixed_block() {
+        assert_eq!(BlockWriter::new(0).finish(), [0x03, 0x00]);
     }
 }
