@@ -33,6 +33,9 @@ pub fn crc32(data: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
+mod edge_cases;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Read;

@@ -23,6 +23,3 @@ pub fn deflate_best(data: &[u8]) -> Vec<u8> {
     matcher::tokenize(data, &mut out);
     out.finish()
 }
-
-#[cfg(test)]
-mod tests;
