@@ -3,8 +3,7 @@
 //! the deflate stream as Go's `compress/flate` writes it at level 9 (whose bytes differ from
 //! zlib's), then CRC-32 and size.
 //!
-//! The deflate stream is built in [`deflate_best`]; until it follows Go's compressor it writes
-//! stored blocks (valid, never smaller than the input).
+//! The deflate stream is [`super::flate`]'s.
 
 /// The gzip member Go's `gzip.NewWriterLevel(w, gzip.BestCompression)` writes for `data`.
 pub fn gzip_best(data: &[u8]) -> Vec<u8> {
@@ -15,23 +14,7 @@ pub fn gzip_best(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The raw deflate stream of Go's `flate.NewWriter(w, flate.BestCompression)` for `data`,
-/// closed.
-pub fn deflate_best(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + 5 * (data.len() / 65_535 + 1));
-    let mut chunks = data.chunks(65_535).peekable();
-    if chunks.peek().is_none() {
-        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
-    }
-    while let Some(c) = chunks.next() {
-        out.push(u8::from(chunks.peek().is_none()));
-        let len = c.len() as u16;
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&(!len).to_le_bytes());
-        out.extend_from_slice(c);
-    }
-    out
-}
+pub use super::flate::deflate_best;
 
 /// CRC-32 (IEEE), as gzip's trailer holds it.
 pub fn crc32(data: &[u8]) -> u32 {
@@ -50,6 +33,9 @@ pub fn crc32(data: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
+mod edge_cases;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Read;
@@ -65,5 +51,20 @@ mod tests {
             assert_eq!(back, data);
         }
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn as_butane_wrote_it() {
+        // /etc/chrony.conf of Butane conformance case b0079 and the gzip data URL Butane
+        // (Go 1.27) made of it.
+        let chrony = "server 10.0.0.1 iburst\ndriftfile /var/lib/chrony/drift\nmakestep 1.0 3\n\
+                      rtcsync\nkeyfile /etc/chrony.keys\nlogdir /var/log/chrony\n";
+        let go =
+            "H4sIAAAAAAAC/yzM0Q3DIAyE4XdP4QkgqBMlxEktaKjOLhLbV23QPf76zgRdwGkJvyXW7QNz2qGHH1qFY18R\
+                  q24xP9GuEf+FXmsRc3lzCgs/CJ5tXJmKjBuJ5wlCkWFU27kr5lk7Z6PvAPjx3vt+AAAA";
+        assert_eq!(
+            gzip_best(chrony.as_bytes()),
+            super::super::base64::std_decode(go).unwrap()
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! Go behaviours upstream's output depends on, each implemented once: the yaml.v2 emitter,
-//! `compress/gzip` at best compression (Butane's data URLs),
+//! `compress/flate` and `compress/gzip` at best compression (Butane's data URLs),
 //! `encoding/base64`,
 //! `encoding/json` text, `%q` quoting, strconv floats, semver as Go's libraries read it, Go's
 //! stable sort, `time.Duration`, BurntSushi TOML, docker image references, `resource.Quantity`, Go structs under `encoding/json`, and
@@ -7,6 +7,7 @@
 
 pub mod base64;
 pub mod duration;
+pub mod flate;
 pub(crate) mod gostruct;
 pub mod gzip;
 pub mod json;
