@@ -46,6 +46,9 @@ fn write_stdout(text: &str) {
     }
 }
 
+#[path = "cli/check.rs"]
+mod check;
+
 /// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
 /// reaches a cluster.
 #[derive(Parser)]
@@ -88,6 +91,9 @@ enum Command {
         /// Write `<pool>.yaml` / `<pool>.json` here instead of printing.
         #[arg(long)]
         out_dir: Option<PathBuf>,
+        /// With --out-dir: write nothing, exit 1 with a diff when the folder is not up to date.
+        #[arg(long, requires = "out_dir")]
+        check: bool,
         /// Controller version stamped on the output; generated inputs must carry it.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
@@ -239,6 +245,7 @@ fn main() -> ExitCode {
             pool,
             output,
             out_dir,
+            check,
             controller_version,
             name_scheme,
             templates,
@@ -247,7 +254,7 @@ fn main() -> ExitCode {
             &paths,
             pool.as_deref(),
             output,
-            out_dir.as_deref(),
+            out_dir.as_deref().map(|d| (d, check)),
             &controller_version,
             name_scheme,
             templates.as_deref(),
@@ -456,7 +463,7 @@ fn cmd_render(
     paths: &[PathBuf],
     pool: Option<&str>,
     output: Format,
-    out_dir: Option<&Path>,
+    out_dir: Option<(&Path, bool)>,
     controller_version: &str,
     scheme: Scheme,
     templates: Option<&Path>,
@@ -471,16 +478,21 @@ fn cmd_render(
         ..RenderOptions::default()
     };
     let rendered = render_all(&mut m, pool, &opts)?;
-    if let Some(dir) = out_dir {
+    if let Some((dir, check_only)) = out_dir {
+        let format = match output {
+            Format::Yaml => mco_render::check::OutputFormat::Yaml,
+            Format::Json => mco_render::check::OutputFormat::Json,
+        };
+        let files = mco_render::check::rendered_files(&rendered, format)
+            .map_err(|e| Failure::input(e.to_string()))?;
+        if check_only {
+            return check::check_out_dir(dir, &files);
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
-        for (name, r) in &rendered {
-            let (file, text) = match output {
-                Format::Yaml => (format!("{name}.yaml"), to_yaml(&r.machine_config)?),
-                Format::Json => (format!("{name}.json"), to_json(&r.machine_config)? + "\n"),
-            };
-            let path = dir.join(file);
-            std::fs::write(&path, text)
+        for f in &files {
+            let path = dir.join(&f.name);
+            std::fs::write(&path, &f.text)
                 .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
         }
         return Ok(());
