@@ -48,6 +48,8 @@ fn write_stdout(text: &str) {
 
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/report.rs"]
+mod report;
 
 /// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
 /// reaches a cluster.
@@ -171,6 +173,7 @@ enum Command {
         /// RolloutPolicies), replacing the cluster's objects of the same kind and name.
         changes: Vec<PathBuf>,
     },
+    Report(report::ReportArgs),
     /// Print a pool's rendered Ignition config converted to a spec version, as the server serves it.
     Ignition {
         /// Target spec version: 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0.
@@ -297,6 +300,7 @@ fn main() -> ExitCode {
             output,
             &controller_version,
         ),
+        Command::Report(args) => report::cmd_report(&args),
         Command::Generate {
             output,
             controller_version,
