@@ -50,6 +50,8 @@ fn write_stdout(text: &str) {
 mod check;
 #[path = "cli/report.rs"]
 mod report;
+#[path = "cli/validate.rs"]
+mod validate;
 
 /// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
 /// reaches a cluster.
@@ -142,6 +144,14 @@ enum Command {
         /// Controller version the cluster's generated configs carry.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// How findings are printed (without --cluster-dir).
+        #[arg(
+            long,
+            value_enum,
+            default_value = "text",
+            conflicts_with = "cluster_dir"
+        )]
+        format: validate::ValidateFormat,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -271,13 +281,15 @@ fn main() -> ExitCode {
         Command::Validate {
             cluster_dir: None,
             paths,
+            format,
             ..
-        } => cmd_validate(&paths),
+        } => validate::cmd_validate(&paths, format),
         Command::Validate {
             cluster_dir: Some(dir),
             node_minutes,
             controller_version,
             paths,
+            ..
         } => cmd_review(&dir, &paths, node_minutes, &controller_version),
         Command::Ignition {
             spec_version,
@@ -521,49 +533,6 @@ fn cmd_render(
             }
         }
     }
-    Ok(())
-}
-
-fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
-    let m = load(paths)?;
-    if m.machine_configs.is_empty() {
-        return Err(Failure::input("no MachineConfig found in the manifests"));
-    }
-    let mut errors = 0;
-    let mut warnings = 0;
-    let mut lines = Vec::new();
-    for (file, mc) in &m.machine_configs {
-        let (errs, warns) = admission::check_machine_config(mc);
-        for l in errs {
-            errors += 1;
-            lines.push(format!("error: {file}: {l}"));
-        }
-        for l in warns {
-            warnings += 1;
-            lines.push(format!("warning: {file}: {l}"));
-        }
-    }
-    for l in &lines {
-        if l.starts_with("warning") {
-            eprintln!("{l}");
-        }
-    }
-    let summary = format!(
-        "{} MachineConfigs checked: {errors} errors, {warnings} warnings",
-        m.machine_configs.len()
-    );
-    if errors > 0 {
-        let mut out: Vec<String> = lines
-            .into_iter()
-            .filter(|l| l.starts_with("error"))
-            .collect();
-        out.push(summary);
-        return Err(Failure {
-            code: 1,
-            lines: out,
-        });
-    }
-    outln!("{summary}");
     Ok(())
 }
 
