@@ -2,10 +2,65 @@
 //! `mco-render render --out-dir DIR` writes and what `--check` compares, for CI pipelines that
 //! commit the rendered configs next to their sources.
 //!
-//! Pure: the folder's files come in as values (`load::read_rendered_dir` reads them).
+//! Pure: the folder's files come in as values (`load::read_rendered_dir` reads them, and
+//! `load::compare_with_dir` reads and compares in one call).
+//!
+//! ```
+//! use mco_render::check::{compare, render_pools, rendered_files, OutputFormat};
+//! use mco_render::manifests::Manifests;
+//! use mco_render::RenderOptions;
+//!
+//! let mut m = Manifests::default();
+//! m.add_file(
+//!     "pools.yaml",
+//!     "kind: MachineConfigPool\nmetadata:\n  name: worker\nspec:\n  machineConfigSelector:\n    matchLabels:\n      machineconfiguration.openshift.io/role: worker\n",
+//! )?;
+//! m.add_file(
+//!     "kargs.yaml",
+//!     "kind: MachineConfig\nmetadata:\n  name: 05-worker-kargs\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  kernelArguments: [nosmt]\n",
+//! )?;
+//! let rendered = render_pools(&m, &RenderOptions::default()).map_err(|f| f[0].1.to_string())?;
+//! let files = rendered_files(&rendered, OutputFormat::Yaml)?;
+//! assert_eq!(files[0].name, "worker.yaml");
+//! // A folder holding exactly these files is up to date.
+//! assert!(compare(&files, &files).is_empty());
+//! // One holding nothing misses every file.
+//! assert_eq!(compare(&files, &[]).len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use crate::render::Rendered;
+use crate::manifests::Manifests;
+use crate::render::{render_pool, RenderFailure, RenderOptions, Rendered};
 use serde::Serialize;
+
+/// Each pool's rendered config, `(pool, rendered)`, in the pools' order.
+pub type RenderedPools = Vec<(String, Rendered)>;
+
+/// Each failing pool with its failure, `(pool, failure)`.
+pub type FailedPools = Vec<(String, RenderFailure)>;
+
+/// Renders every pool of the manifests, in their order; or gives every pool that fails, with
+/// its failure.
+pub fn render_pools(m: &Manifests, opts: &RenderOptions) -> Result<RenderedPools, FailedPools> {
+    let configs = m.configs();
+    let controller = m
+        .controller_config
+        .as_ref()
+        .map(|(_, c)| c.spec.clone())
+        .unwrap_or_default();
+    let (mut ok, mut failed) = (Vec::new(), Vec::new());
+    for (_, pool) in &m.pools {
+        match render_pool(pool, &configs, &controller, opts) {
+            Ok(r) => ok.push((pool.name().to_string(), r)),
+            Err(f) => failed.push((pool.name().to_string(), f)),
+        }
+    }
+    if failed.is_empty() {
+        Ok(ok)
+    } else {
+        Err(failed)
+    }
+}
 
 /// How rendered MachineConfigs are written: `<pool>.yaml` or `<pool>.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

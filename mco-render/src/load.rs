@@ -164,6 +164,15 @@ pub fn read_rendered_dir(dir: &Path) -> Result<Vec<RenderedFile>, LoadError> {
     Ok(out)
 }
 
+/// What differs between `expected` (see [`check::rendered_files`]) and the output folder
+/// `dir`: [`read_rendered_dir`] then [`check::compare`]. Empty when `dir` is up to date.
+pub fn compare_with_dir(
+    dir: &Path,
+    expected: &[RenderedFile],
+) -> Result<Vec<check::Difference>, LoadError> {
+    Ok(check::compare(expected, &read_rendered_dir(dir)?))
+}
+
 /// Reads a MachineConfiguration manifest (YAML or JSON, one document): the user's node
 /// disruption policies. Any other kind is refused.
 pub fn read_policies(path: &Path) -> Result<MachineConfiguration, LoadError> {

@@ -1,15 +1,15 @@
 //! `render --out-dir DIR --check`: compare DIR with what would be written, write nothing.
 
 use super::{write_stdout, Failure};
-use mco_render::check::{self, Difference, RenderedFile};
+use mco_render::check::{Difference, RenderedFile};
 use mco_render::load;
 use std::path::Path;
 
 /// Exit 0 when `dir` holds exactly `files` (its other rendered-looking files count as extra);
 /// else prints a unified diff per file on stdout and fails with exit code 1.
 pub(crate) fn check_out_dir(dir: &Path, files: &[RenderedFile]) -> Result<(), Failure> {
-    let actual = load::read_rendered_dir(dir).map_err(|e| Failure::input(e.to_string()))?;
-    let differences = check::compare(files, &actual);
+    let differences =
+        load::compare_with_dir(dir, files).map_err(|e| Failure::input(e.to_string()))?;
     if differences.is_empty() {
         outln!(
             "{}: up to date ({} rendered files)",
