@@ -210,11 +210,22 @@ impl ConfigChanges {
         if let Some(c) = &self.extensions {
             out.push(format!("extensions: {} -> {}", seq(&c.old), seq(&c.new)));
         }
+        let value = |v: &str| {
+            if v.is_empty() {
+                "(none)".to_string()
+            } else {
+                v.to_string()
+            }
+        };
         if let Some(c) = &self.kernel_type {
-            out.push(format!("kernel type: {:?} -> {:?}", c.old, c.new));
+            out.push(format!(
+                "kernel type: {} -> {}",
+                value(&c.old),
+                value(&c.new)
+            ));
         }
         if let Some(c) = &self.os_image {
-            out.push(format!("OS image: {} -> {}", c.old, c.new));
+            out.push(format!("OS image: {} -> {}", value(&c.old), value(&c.new)));
         }
         if let Some(c) = &self.fips {
             out.push(format!("FIPS: {} -> {}", c.old, c.new));
@@ -709,5 +720,92 @@ impl ChangeReport {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POOL: &str = "kind: MachineConfigPool\nmetadata:\n  name: NAME\nspec:\n  machineConfigSelector:\n    matchLabels:\n      machineconfiguration.openshift.io/role: worker\nstatus:\n  machineCount: 4\n";
+    const MC: &str = "kind: MachineConfig\nmetadata:\n  name: 10-worker\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  kernelArguments: [KARGS]\n";
+
+    fn tree(pools: &[&str], kargs: &str) -> Manifests {
+        let mut m = Manifests::default();
+        for p in pools {
+            assert!(m.add_file("pools.yaml", &POOL.replace("NAME", p)).is_ok());
+        }
+        assert!(m.add_file("mc.yaml", &MC.replace("KARGS", kargs)).is_ok());
+        m
+    }
+
+    fn opts() -> ReportOptions {
+        ReportOptions {
+            render: RenderOptions::default(),
+            pool: None,
+            per_node: Duration::from_secs(600),
+            now: jiff::Timestamp::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn changed_added_removed_and_unchanged_pools() {
+        let base = tree(&["worker", "old"], "nosmt");
+        let head = tree(&["worker", "new"], "nosmt, quiet");
+        let r = change_report(&base, &head, &opts());
+        let status: Vec<(&str, PoolStatus)> = r
+            .pools
+            .iter()
+            .map(|p| (p.pool.as_str(), p.status))
+            .collect();
+        assert_eq!(
+            status,
+            [
+                ("worker", PoolStatus::Changed),
+                ("new", PoolStatus::Added),
+                ("old", PoolStatus::Removed)
+            ]
+        );
+        let worker = &r.pools[0];
+        assert_eq!(worker.disruption, Some(Disruption::Reboot));
+        assert_eq!(
+            worker
+                .changes
+                .as_ref()
+                .and_then(|c| c.kernel_arguments.clone()),
+            Some(Change {
+                old: vec!["nosmt".to_string()],
+                new: vec!["nosmt".to_string(), "quiet".to_string()],
+            })
+        );
+        assert_eq!(
+            (worker.nodes, worker.node_source),
+            (4, NodeSource::MachineCount)
+        );
+        assert_eq!(
+            worker.estimate.as_deref(),
+            Some("about 40 min at maxUnavailable 1")
+        );
+        assert!(r.has_changes() && !r.has_errors());
+
+        let same = change_report(&base, &base, &opts());
+        assert!(!same.has_changes());
+        let only = change_report(
+            &base,
+            &head,
+            &ReportOptions {
+                pool: Some("old".into()),
+                ..opts()
+            },
+        );
+        assert_eq!(only.pools.len(), 1);
+    }
+
+    #[test]
+    fn disruption_orders_by_what_the_node_must_do() {
+        assert!(Disruption::None < Disruption::Reload);
+        assert!(Disruption::Reload < Disruption::Restart);
+        assert!(Disruption::Restart < Disruption::Drain);
+        assert!(Disruption::Drain < Disruption::Reboot);
     }
 }
