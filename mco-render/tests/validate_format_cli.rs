@@ -52,14 +52,18 @@ fn clean_manifests_pass_in_every_format() {
         assert_eq!((code, stderr.as_str()), (0, ""), "{format}");
         assert!(!stdout.contains("::error"), "{stdout}");
     }
-    // The review against a cluster dump keeps its own text output.
-    let (code, _, _) = run(&[
+}
+
+#[test]
+fn review_against_a_cluster_dump_as_annotations() {
+    let (code, stdout, stderr) = run(&[
         "validate",
         "--format",
-        "json",
+        "github",
         "--cluster-dir",
         "examples/admission/cluster",
         "examples/admission/changes",
     ]);
-    assert_eq!(code, 2);
+    assert_eq!((code, stderr.as_str()), (1, ""));
+    insta::assert_snapshot!(stdout);
 }

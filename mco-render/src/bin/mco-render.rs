@@ -144,13 +144,8 @@ enum Command {
         /// Controller version the cluster's generated configs carry.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
-        /// How findings are printed (without --cluster-dir).
-        #[arg(
-            long,
-            value_enum,
-            default_value = "text",
-            conflicts_with = "cluster_dir"
-        )]
+        /// How findings are printed.
+        #[arg(long, value_enum, default_value = "text")]
         format: validate::ValidateFormat,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
@@ -289,8 +284,8 @@ fn main() -> ExitCode {
             node_minutes,
             controller_version,
             paths,
-            ..
-        } => cmd_review(&dir, &paths, node_minutes, &controller_version),
+            format,
+        } => cmd_review(&dir, &paths, node_minutes, &controller_version, format),
         Command::Ignition {
             spec_version,
             pool,
@@ -607,6 +602,7 @@ fn cmd_review(
     paths: &[PathBuf],
     node_minutes: u64,
     controller_version: &str,
+    format: validate::ValidateFormat,
 ) -> Result<(), Failure> {
     let cluster = ClusterView::new(
         load(&[dir.to_path_buf()])?,
@@ -615,7 +611,8 @@ fn cmd_review(
             ..RenderOptions::default()
         },
     );
-    let objects = objects_under_review(&load(paths)?);
+    let under = load(paths)?;
+    let objects = objects_under_review(&under);
     if objects.is_empty() {
         return Err(Failure::input(
             "no MachineConfig, KubeletConfig, ContainerRuntimeConfig or MachineConfigPool found",
@@ -626,7 +623,7 @@ fn cmd_review(
         // The windows of the pools' RolloutPolicies are judged from now, as the webhook does.
         now: Some(jiff::Timestamp::now()),
     };
-    let (mut errors, mut warnings) = (Vec::new(), 0);
+    let mut findings = Vec::new();
     for object in &objects {
         let old = stored(&cluster, object);
         let op = if old.is_some() {
@@ -635,26 +632,15 @@ fn cmd_review(
             Operation::Create
         };
         let f = admission::review(object, op, old.as_ref(), &cluster, &opts);
-        for w in &f.warnings {
-            warnings += 1;
-            eprintln!("warning: {}", w.message);
-        }
-        errors.extend(f.errors.iter().map(|e| format!("error: {}", e.message)));
+        let errors = f.errors.iter().map(|e| (validate::Severity::Error, e));
+        let warnings = f.warnings.iter().map(|w| (validate::Severity::Warning, w));
+        findings.extend(
+            errors.chain(warnings).map(|(severity, e)| {
+                validate::review_finding(&under, object, severity, &e.message)
+            }),
+        );
     }
-    let summary = format!(
-        "{} objects reviewed: {} errors, {warnings} warnings",
-        objects.len(),
-        errors.len()
-    );
-    if errors.is_empty() {
-        println!("{summary}");
-        return Ok(());
-    }
-    errors.push(summary);
-    Err(Failure {
-        code: 1,
-        lines: errors,
-    })
+    validate::print_findings(&findings, objects.len(), "objects reviewed", format)
 }
 
 fn cmd_ignition(

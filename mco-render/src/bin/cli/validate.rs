@@ -1,8 +1,10 @@
-//! `mco-render validate PATH...`: every MachineConfig checked on its own, printed for a
+//! `mco-render validate PATH...`: every MachineConfig checked on its own (or, with
+//! `--cluster-dir`, every object reviewed as the admission webhook does), printed for a
 //! terminal, as GitHub Actions annotations, or as JSON.
 
 use super::{load, to_json, write_stdout, Failure};
 use mco_render::admission;
+use mco_render::manifests::Manifests;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -22,7 +24,7 @@ pub(crate) enum ValidateFormat {
 /// How bad a finding is.
 #[derive(Clone, Copy, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-enum Severity {
+pub(crate) enum Severity {
     Error,
     Warning,
 }
@@ -30,15 +32,21 @@ enum Severity {
 /// One problem, where it is.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Finding {
-    severity: Severity,
+pub(crate) struct Finding {
+    pub(crate) severity: Severity,
     /// The manifest file.
-    file: String,
-    /// The line the MachineConfig's document starts on.
-    line: usize,
-    machine_config: String,
-    /// `NAME: JSON path: what is wrong`, as the text format prints it.
-    message: String,
+    pub(crate) file: String,
+    /// The line the object's document starts on.
+    pub(crate) line: usize,
+    /// The object's kind (`MachineConfig`, `KubeletConfig`, ...).
+    pub(crate) kind: String,
+    /// The object's name.
+    pub(crate) name: String,
+    /// What is wrong, as the text format prints it.
+    pub(crate) message: String,
+    /// The text format's line (`error: FILE: message`).
+    #[serde(skip)]
+    pub(crate) text: String,
 }
 
 /// The JSON report.
@@ -64,15 +72,12 @@ fn escape_property(s: &str) -> String {
 }
 
 fn annotation(f: &Finding) -> String {
-    let level = match f.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
     format!(
-        "::{level} file={},line={},title={}::{}",
+        "::{} file={},line={},title={}::{}",
+        f.severity.as_str(),
         escape_property(&f.file),
         f.line,
-        escape_property(&format!("MachineConfig {}", f.machine_config)),
+        escape_property(&format!("{} {}", f.kind, f.name)),
         escape_data(&f.message)
     )
 }
@@ -93,40 +98,87 @@ pub(crate) fn cmd_validate(paths: &[PathBuf], format: ValidateFormat) -> Result<
             severity,
             file: file.clone(),
             line,
-            machine_config: mc.name().to_string(),
+            kind: "MachineConfig".into(),
+            name: mc.name().to_string(),
+            text: format!("{}: {file}: {message}", severity.as_str()),
             message,
         }));
     }
+    print_findings(
+        &findings,
+        m.machine_configs.len(),
+        "MachineConfigs checked",
+        format,
+    )
+}
+
+/// A finding of the admission review of `object` (one of `under`'s), at its document.
+pub(crate) fn review_finding(
+    under: &Manifests,
+    object: &serde_json::Value,
+    severity: Severity,
+    message: &str,
+) -> Finding {
+    let text = |key: &str| {
+        object
+            .pointer(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (kind, name) = (text("/kind"), text("/metadata/name"));
+    let location = under
+        .locations
+        .iter()
+        .find(|l| l.kind == kind && l.name == name);
+    Finding {
+        severity,
+        file: location.map(|l| l.file.clone()).unwrap_or_default(),
+        line: location.map_or(1, |l| l.line),
+        kind,
+        name,
+        message: message.to_string(),
+        text: format!("{}: {message}", severity.as_str()),
+    }
+}
+
+impl Severity {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// Prints findings in `format` with a summary (`{checked} {what}: N errors, M warnings`); fails
+/// with exit code 1 when there are errors.
+pub(crate) fn print_findings(
+    findings: &[Finding],
+    checked: usize,
+    what: &str,
+    format: ValidateFormat,
+) -> Result<(), Failure> {
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
         .count();
     let warnings = findings.len() - errors;
-    let summary = format!(
-        "{} MachineConfigs checked: {errors} errors, {warnings} warnings",
-        m.machine_configs.len()
-    );
+    let summary = format!("{checked} {what}: {errors} errors, {warnings} warnings");
     let failed = || Failure {
         code: 1,
         lines: Vec::new(),
     };
     match format {
         ValidateFormat::Text => {
-            let line = |f: &Finding| {
-                let level = match f.severity {
-                    Severity::Error => "error",
-                    Severity::Warning => "warning",
-                };
-                format!("{level}: {}: {}", f.file, f.message)
-            };
             for f in findings.iter().filter(|f| f.severity == Severity::Warning) {
-                eprintln!("{}", line(f));
+                eprintln!("{}", f.text);
             }
             if errors > 0 {
                 let mut lines: Vec<String> = findings
                     .iter()
                     .filter(|f| f.severity == Severity::Error)
-                    .map(line)
+                    .map(|f| f.text.clone())
                     .collect();
                 lines.push(summary);
                 return Err(Failure { code: 1, lines });
@@ -134,7 +186,7 @@ pub(crate) fn cmd_validate(paths: &[PathBuf], format: ValidateFormat) -> Result<
             outln!("{summary}");
         }
         ValidateFormat::Github => {
-            for f in &findings {
+            for f in findings {
                 outln!("{}", annotation(f));
             }
             outln!("{summary}");
@@ -144,10 +196,10 @@ pub(crate) fn cmd_validate(paths: &[PathBuf], format: ValidateFormat) -> Result<
         }
         ValidateFormat::Json => {
             let report = ValidateReport {
-                checked: m.machine_configs.len(),
+                checked,
                 errors,
                 warnings,
-                findings: &findings,
+                findings,
             };
             outln!("{}", to_json(&report)?);
             if errors > 0 {
