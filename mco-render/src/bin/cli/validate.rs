@@ -209,3 +209,25 @@ pub(crate) fn print_findings(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_escape_what_github_reads_as_syntax() {
+        let f = Finding {
+            severity: Severity::Warning,
+            file: "clusters/a,b:c.yaml".into(),
+            line: 7,
+            kind: "MachineConfig".into(),
+            name: "99-x".into(),
+            message: "100% wrong\nsecond line".into(),
+            text: String::new(),
+        };
+        assert_eq!(
+            annotation(&f),
+            "::warning file=clusters/a%2Cb%3Ac.yaml,line=7,title=MachineConfig 99-x::100%25 wrong%0Asecond line"
+        );
+    }
+}
