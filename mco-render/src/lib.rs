@@ -14,6 +14,9 @@
 //! - [`controllers`]: every controller's decisions as pure functions returning writes.
 //! - [`admission`]: what an object would do to the cluster before it is stored: the
 //!   validating webhook's and `mco-render validate --cluster-dir`'s findings.
+//! - [`check`]: rendered configs as the files `render --out-dir` writes, and how a folder's
+//!   copy differs from them (`render --check`).
+//! - [`report`]: what a change to a tree of manifests does to each pool (`mco-render report`).
 //! - [`gocompat`]: the Go behaviours upstream's output depends on, each in one place.
 //! - `load` (feature `fs`, on with the default `cli`): the one place that reads manifests,
 //!   template folders and policies from disk, for the binaries.
@@ -23,6 +26,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod check;
 pub mod controllers;
 pub mod gocompat;
 #[cfg(feature = "fs")]
@@ -30,6 +34,7 @@ pub mod load;
 pub mod manifests;
 pub mod plan;
 pub mod render;
+pub mod report;
 pub mod serve;
 
 /// The controller version this build stamps on rendered configs by default.

@@ -3,6 +3,7 @@
 //! machine-config-server's file mode and the daemon all read their inputs through here; the rest
 //! of the crate does no I/O.
 
+use crate::check::{self, RenderedFile};
 use crate::controllers::templates::TemplateTree;
 use crate::manifests::{self, ManifestError, Manifests};
 use crate::plan::MachineConfiguration;
@@ -129,6 +130,47 @@ pub fn read_templates(dir: &Path) -> Result<TemplateTree, LoadError> {
         tree.insert(&parts.join("/"), bytes);
     }
     Ok(tree)
+}
+
+/// The rendered files of an output folder (`render --out-dir`), as [`check::compare`] takes
+/// them: the folder's own `.yaml`, `.yml` and `.json` files (not its subfolders), by name. A
+/// folder that does not exist holds none.
+///
+/// [`check::compare`]: crate::check::compare
+pub fn read_rendered_dir(dir: &Path) -> Result<Vec<RenderedFile>, LoadError> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    if !dir.is_dir() {
+        return Err(LoadError::NotAFolder {
+            path: dir.display().to_string(),
+        });
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
+        let p = entry.map_err(io_error(dir))?.path();
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if p.is_file() && check::is_rendered_name(name) {
+            let text = std::fs::read_to_string(&p).map_err(io_error(&p))?;
+            out.push(RenderedFile {
+                name: name.to_string(),
+                text,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// What differs between `expected` (see [`check::rendered_files`]) and the output folder
+/// `dir`: [`read_rendered_dir`] then [`check::compare`]. Empty when `dir` is up to date.
+pub fn compare_with_dir(
+    dir: &Path,
+    expected: &[RenderedFile],
+) -> Result<Vec<check::Difference>, LoadError> {
+    Ok(check::compare(expected, &read_rendered_dir(dir)?))
 }
 
 /// Reads a MachineConfiguration manifest (YAML or JSON, one document): the user's node

@@ -46,6 +46,13 @@ fn write_stdout(text: &str) {
     }
 }
 
+#[path = "cli/check.rs"]
+mod check;
+#[path = "cli/report.rs"]
+mod report;
+#[path = "cli/validate.rs"]
+mod validate;
+
 /// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
 /// reaches a cluster.
 #[derive(Parser)]
@@ -88,6 +95,9 @@ enum Command {
         /// Write `<pool>.yaml` / `<pool>.json` here instead of printing.
         #[arg(long)]
         out_dir: Option<PathBuf>,
+        /// With --out-dir: write nothing, exit 1 with a diff when the folder is not up to date.
+        #[arg(long, requires = "out_dir")]
+        check: bool,
         /// Controller version stamped on the output; generated inputs must carry it.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
@@ -134,6 +144,9 @@ enum Command {
         /// Controller version the cluster's generated configs carry.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// How findings are printed.
+        #[arg(long, value_enum, default_value = "text")]
+        format: validate::ValidateFormat,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -165,6 +178,7 @@ enum Command {
         /// RolloutPolicies), replacing the cluster's objects of the same kind and name.
         changes: Vec<PathBuf>,
     },
+    Report(report::ReportArgs),
     /// Print a pool's rendered Ignition config converted to a spec version, as the server serves it.
     Ignition {
         /// Target spec version: 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0.
@@ -239,6 +253,7 @@ fn main() -> ExitCode {
             pool,
             output,
             out_dir,
+            check,
             controller_version,
             name_scheme,
             templates,
@@ -247,7 +262,7 @@ fn main() -> ExitCode {
             &paths,
             pool.as_deref(),
             output,
-            out_dir.as_deref(),
+            out_dir.as_deref().map(|d| (d, check)),
             &controller_version,
             name_scheme,
             templates.as_deref(),
@@ -261,14 +276,16 @@ fn main() -> ExitCode {
         Command::Validate {
             cluster_dir: None,
             paths,
+            format,
             ..
-        } => cmd_validate(&paths),
+        } => validate::cmd_validate(&paths, format),
         Command::Validate {
             cluster_dir: Some(dir),
             node_minutes,
             controller_version,
             paths,
-        } => cmd_review(&dir, &paths, node_minutes, &controller_version),
+            format,
+        } => cmd_review(&dir, &paths, node_minutes, &controller_version, format),
         Command::Ignition {
             spec_version,
             pool,
@@ -290,6 +307,7 @@ fn main() -> ExitCode {
             output,
             &controller_version,
         ),
+        Command::Report(args) => report::cmd_report(&args),
         Command::Generate {
             output,
             controller_version,
@@ -456,7 +474,7 @@ fn cmd_render(
     paths: &[PathBuf],
     pool: Option<&str>,
     output: Format,
-    out_dir: Option<&Path>,
+    out_dir: Option<(&Path, bool)>,
     controller_version: &str,
     scheme: Scheme,
     templates: Option<&Path>,
@@ -471,16 +489,21 @@ fn cmd_render(
         ..RenderOptions::default()
     };
     let rendered = render_all(&mut m, pool, &opts)?;
-    if let Some(dir) = out_dir {
+    if let Some((dir, check_only)) = out_dir {
+        let format = match output {
+            Format::Yaml => mco_render::check::OutputFormat::Yaml,
+            Format::Json => mco_render::check::OutputFormat::Json,
+        };
+        let files = mco_render::check::rendered_files(&rendered, format)
+            .map_err(|e| Failure::input(e.to_string()))?;
+        if check_only {
+            return check::check_out_dir(dir, &files);
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
-        for (name, r) in &rendered {
-            let (file, text) = match output {
-                Format::Yaml => (format!("{name}.yaml"), to_yaml(&r.machine_config)?),
-                Format::Json => (format!("{name}.json"), to_json(&r.machine_config)? + "\n"),
-            };
-            let path = dir.join(file);
-            std::fs::write(&path, text)
+        for f in &files {
+            let path = dir.join(&f.name);
+            std::fs::write(&path, &f.text)
                 .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
         }
         return Ok(());
@@ -505,49 +528,6 @@ fn cmd_render(
             }
         }
     }
-    Ok(())
-}
-
-fn cmd_validate(paths: &[PathBuf]) -> Result<(), Failure> {
-    let m = load(paths)?;
-    if m.machine_configs.is_empty() {
-        return Err(Failure::input("no MachineConfig found in the manifests"));
-    }
-    let mut errors = 0;
-    let mut warnings = 0;
-    let mut lines = Vec::new();
-    for (file, mc) in &m.machine_configs {
-        let (errs, warns) = admission::check_machine_config(mc);
-        for l in errs {
-            errors += 1;
-            lines.push(format!("error: {file}: {l}"));
-        }
-        for l in warns {
-            warnings += 1;
-            lines.push(format!("warning: {file}: {l}"));
-        }
-    }
-    for l in &lines {
-        if l.starts_with("warning") {
-            eprintln!("{l}");
-        }
-    }
-    let summary = format!(
-        "{} MachineConfigs checked: {errors} errors, {warnings} warnings",
-        m.machine_configs.len()
-    );
-    if errors > 0 {
-        let mut out: Vec<String> = lines
-            .into_iter()
-            .filter(|l| l.starts_with("error"))
-            .collect();
-        out.push(summary);
-        return Err(Failure {
-            code: 1,
-            lines: out,
-        });
-    }
-    outln!("{summary}");
     Ok(())
 }
 
@@ -622,6 +602,7 @@ fn cmd_review(
     paths: &[PathBuf],
     node_minutes: u64,
     controller_version: &str,
+    format: validate::ValidateFormat,
 ) -> Result<(), Failure> {
     let cluster = ClusterView::new(
         load(&[dir.to_path_buf()])?,
@@ -630,7 +611,8 @@ fn cmd_review(
             ..RenderOptions::default()
         },
     );
-    let objects = objects_under_review(&load(paths)?);
+    let under = load(paths)?;
+    let objects = objects_under_review(&under);
     if objects.is_empty() {
         return Err(Failure::input(
             "no MachineConfig, KubeletConfig, ContainerRuntimeConfig or MachineConfigPool found",
@@ -641,7 +623,7 @@ fn cmd_review(
         // The windows of the pools' RolloutPolicies are judged from now, as the webhook does.
         now: Some(jiff::Timestamp::now()),
     };
-    let (mut errors, mut warnings) = (Vec::new(), 0);
+    let mut findings = Vec::new();
     for object in &objects {
         let old = stored(&cluster, object);
         let op = if old.is_some() {
@@ -650,26 +632,15 @@ fn cmd_review(
             Operation::Create
         };
         let f = admission::review(object, op, old.as_ref(), &cluster, &opts);
-        for w in &f.warnings {
-            warnings += 1;
-            eprintln!("warning: {}", w.message);
-        }
-        errors.extend(f.errors.iter().map(|e| format!("error: {}", e.message)));
+        let errors = f.errors.iter().map(|e| (validate::Severity::Error, e));
+        let warnings = f.warnings.iter().map(|w| (validate::Severity::Warning, w));
+        findings.extend(
+            errors.chain(warnings).map(|(severity, e)| {
+                validate::review_finding(&under, object, severity, &e.message)
+            }),
+        );
     }
-    let summary = format!(
-        "{} objects reviewed: {} errors, {warnings} warnings",
-        objects.len(),
-        errors.len()
-    );
-    if errors.is_empty() {
-        println!("{summary}");
-        return Ok(());
-    }
-    errors.push(summary);
-    Err(Failure {
-        code: 1,
-        lines: errors,
-    })
+    validate::print_findings(&findings, objects.len(), "objects reviewed", format)
 }
 
 fn cmd_ignition(

@@ -31,6 +31,62 @@ pub struct Manifests {
     pub rollout_policies: Vec<(String, RolloutPolicy)>,
     /// Other objects (kept for callers that understand them), with their files.
     pub others: Vec<(String, Value)>,
+    /// Where each object's document starts, in reading order (a `List`'s items share the
+    /// list's line). Empty for manifests built without [`Manifests::add_file`].
+    pub locations: Vec<Location>,
+}
+
+/// Where an object's YAML or JSON document starts in its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The object's `kind`.
+    pub kind: String,
+    /// Its `metadata.name`.
+    pub name: String,
+    /// The file.
+    pub file: String,
+    /// The 1-based line of the document's first content line (after a `---`, comments and
+    /// blank lines).
+    pub line: usize,
+}
+
+/// The 1-based line each non-empty document of a manifest file's text starts on, as
+/// [`documents`] returns them: line 1 for JSON (one document, or an array's items), the first
+/// content line of each `---`-separated YAML document.
+pub fn document_lines(text: &str) -> Vec<usize> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return Vec::new();
+    }
+    let mut starts = Vec::new();
+    let mut content: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let separator = line
+            .strip_prefix("---")
+            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace));
+        if let Some(rest) = separator {
+            starts.extend(content.take());
+            let rest = rest.trim();
+            if !rest.is_empty() && !rest.starts_with('#') {
+                content = Some(n);
+            }
+            continue;
+        }
+        if line == "..." {
+            starts.extend(content.take());
+            continue;
+        }
+        let t = line.trim_start();
+        // A `%YAML` or `%TAG` directive before the first document is no content.
+        let directive = line.starts_with('%') && starts.is_empty();
+        let blank = t.is_empty() || t.starts_with('#');
+        if content.is_none() && !blank && !directive {
+            content = Some(n);
+        }
+    }
+    starts.extend(content);
+    starts
 }
 
 /// A manifest that could not be decoded.
@@ -117,13 +173,32 @@ impl Manifests {
             file: file.to_string(),
             message: e.to_string(),
         })?;
+        let lines = document_lines(text);
+        // A document the line scan miscounts (a scalar document, a `---` inside a literal
+        // block) leaves every line unknown rather than wrong.
+        let lines = (lines.len() == docs.len()).then_some(lines);
         for (i, doc) in docs.into_iter().enumerate() {
-            self.add_object(file, i + 1, doc)?;
+            let line = lines.as_ref().and_then(|l| l.get(i).copied()).unwrap_or(1);
+            self.add_object(file, i + 1, line, doc)?;
         }
         Ok(())
     }
 
-    fn add_object(&mut self, file: &str, doc: usize, v: Value) -> Result<(), ManifestError> {
+    /// The line an object's document starts on in `file`.
+    pub fn line_of(&self, file: &str, kind: &str, name: &str) -> Option<usize> {
+        self.locations
+            .iter()
+            .find(|l| l.file == file && l.kind == kind && l.name == name)
+            .map(|l| l.line)
+    }
+
+    fn add_object(
+        &mut self,
+        file: &str,
+        doc: usize,
+        line: usize,
+        v: Value,
+    ) -> Result<(), ManifestError> {
         let kind = v
             .get("kind")
             .and_then(Value::as_str)
@@ -138,6 +213,14 @@ impl Manifests {
             file: file.to_string(),
             message: format!("document {doc}: {kind} {name:?}: {e}"),
         };
+        if !kind.ends_with("List") {
+            self.locations.push(Location {
+                kind: kind.clone(),
+                name: name.clone(),
+                file: file.to_string(),
+                line,
+            });
+        }
         match kind.as_str() {
             "List"
             | "MachineConfigList"
@@ -147,7 +230,7 @@ impl Manifests {
                 let mut v = v;
                 if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
                     for item in items {
-                        self.add_object(file, doc, item)?;
+                        self.add_object(file, doc, line, item)?;
                     }
                 }
             }
@@ -235,6 +318,25 @@ mod tests {
         assert_eq!(m.rollout_policies[0].1.name(), "worker");
         // The cluster-wide Node config stays where the generate code reads it.
         assert_eq!(m.others.len(), 1);
+    }
+
+    #[test]
+    fn remembers_where_each_document_starts() {
+        let mut m = Manifests::default();
+        let text = "# pools\n---\nkind: MachineConfigPool\nmetadata:\n  name: worker\n---\n\n# the motd\nkind: MachineConfig\nmetadata:\n  name: a\n---\n---\nkind: MachineConfig\nmetadata:\n  name: b\n";
+        assert!(m.add_file("x.yaml", text).is_ok());
+        assert_eq!(m.line_of("x.yaml", "MachineConfigPool", "worker"), Some(3));
+        assert_eq!(m.line_of("x.yaml", "MachineConfig", "a"), Some(9));
+        assert_eq!(m.line_of("x.yaml", "MachineConfig", "b"), Some(14));
+        assert_eq!(m.line_of("y.yaml", "MachineConfig", "b"), None);
+        assert!(m
+            .add_file(
+                "j.json",
+                "{\"kind\": \"MachineConfig\", \"metadata\": {\"name\": \"c\"}}"
+            )
+            .is_ok());
+        assert_eq!(m.line_of("j.json", "MachineConfig", "c"), Some(1));
+        assert_eq!(document_lines("a: 1\n...\n--- # two\nb: 2\n"), [1, 4]);
     }
 
     #[test]

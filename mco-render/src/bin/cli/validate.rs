@@ -1,0 +1,233 @@
+//! `mco-render validate PATH...`: every MachineConfig checked on its own (or, with
+//! `--cluster-dir`, every object reviewed as the admission webhook does), printed for a
+//! terminal, as GitHub Actions annotations, or as JSON.
+
+use super::{load, to_json, write_stdout, Failure};
+use mco_render::admission;
+use mco_render::manifests::Manifests;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// How findings are printed.
+#[derive(Clone, Copy, Default, clap::ValueEnum, PartialEq, Eq)]
+pub(crate) enum ValidateFormat {
+    /// `error: FILE: NAME: PATH: message` lines on stderr, a summary on stdout.
+    #[default]
+    Text,
+    /// GitHub Actions workflow commands on stdout (`::error file=...,line=...::...`): the
+    /// findings show on the pull request's files.
+    Github,
+    /// One JSON object on stdout: the findings and the counts.
+    Json,
+}
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Severity {
+    Error,
+    Warning,
+}
+
+/// One problem, where it is.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Finding {
+    pub(crate) severity: Severity,
+    /// The manifest file.
+    pub(crate) file: String,
+    /// The line the object's document starts on.
+    pub(crate) line: usize,
+    /// The object's kind (`MachineConfig`, `KubeletConfig`, ...).
+    pub(crate) kind: String,
+    /// The object's name.
+    pub(crate) name: String,
+    /// What is wrong, as the text format prints it.
+    pub(crate) message: String,
+    /// The text format's line (`error: FILE: message`).
+    #[serde(skip)]
+    pub(crate) text: String,
+}
+
+/// The JSON report.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ValidateReport<'a> {
+    checked: usize,
+    errors: usize,
+    warnings: usize,
+    findings: &'a [Finding],
+}
+
+/// Escapes a GitHub workflow command's message (`%`, CR, LF).
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow command's property value (the message's escapes, `:` and `,`).
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn annotation(f: &Finding) -> String {
+    format!(
+        "::{} file={},line={},title={}::{}",
+        f.severity.as_str(),
+        escape_property(&f.file),
+        f.line,
+        escape_property(&format!("{} {}", f.kind, f.name)),
+        escape_data(&f.message)
+    )
+}
+
+/// Exit 0 without errors (warnings allowed), 1 with errors, 2 when nothing can be read.
+pub(crate) fn cmd_validate(paths: &[PathBuf], format: ValidateFormat) -> Result<(), Failure> {
+    let m = load(paths)?;
+    if m.machine_configs.is_empty() {
+        return Err(Failure::input("no MachineConfig found in the manifests"));
+    }
+    let mut findings = Vec::new();
+    for (file, mc) in &m.machine_configs {
+        let line = m.line_of(file, "MachineConfig", mc.name()).unwrap_or(1);
+        let (errs, warns) = admission::check_machine_config(mc);
+        let errs = errs.into_iter().map(|l| (Severity::Error, l));
+        let warns = warns.into_iter().map(|l| (Severity::Warning, l));
+        findings.extend(errs.chain(warns).map(|(severity, message)| Finding {
+            severity,
+            file: file.clone(),
+            line,
+            kind: "MachineConfig".into(),
+            name: mc.name().to_string(),
+            text: format!("{}: {file}: {message}", severity.as_str()),
+            message,
+        }));
+    }
+    print_findings(
+        &findings,
+        m.machine_configs.len(),
+        "MachineConfigs checked",
+        format,
+    )
+}
+
+/// A finding of the admission review of `object` (one of `under`'s), at its document.
+pub(crate) fn review_finding(
+    under: &Manifests,
+    object: &serde_json::Value,
+    severity: Severity,
+    message: &str,
+) -> Finding {
+    let text = |key: &str| {
+        object
+            .pointer(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (kind, name) = (text("/kind"), text("/metadata/name"));
+    let location = under
+        .locations
+        .iter()
+        .find(|l| l.kind == kind && l.name == name);
+    Finding {
+        severity,
+        file: location.map(|l| l.file.clone()).unwrap_or_default(),
+        line: location.map_or(1, |l| l.line),
+        kind,
+        name,
+        message: message.to_string(),
+        text: format!("{}: {message}", severity.as_str()),
+    }
+}
+
+impl Severity {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// Prints findings in `format` with a summary (`{checked} {what}: N errors, M warnings`); fails
+/// with exit code 1 when there are errors.
+pub(crate) fn print_findings(
+    findings: &[Finding],
+    checked: usize,
+    what: &str,
+    format: ValidateFormat,
+) -> Result<(), Failure> {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    let warnings = findings.len() - errors;
+    let summary = format!("{checked} {what}: {errors} errors, {warnings} warnings");
+    let failed = || Failure {
+        code: 1,
+        lines: Vec::new(),
+    };
+    match format {
+        ValidateFormat::Text => {
+            for f in findings.iter().filter(|f| f.severity == Severity::Warning) {
+                eprintln!("{}", f.text);
+            }
+            if errors > 0 {
+                let mut lines: Vec<String> = findings
+                    .iter()
+                    .filter(|f| f.severity == Severity::Error)
+                    .map(|f| f.text.clone())
+                    .collect();
+                lines.push(summary);
+                return Err(Failure { code: 1, lines });
+            }
+            outln!("{summary}");
+        }
+        ValidateFormat::Github => {
+            for f in findings {
+                outln!("{}", annotation(f));
+            }
+            outln!("{summary}");
+            if errors > 0 {
+                return Err(failed());
+            }
+        }
+        ValidateFormat::Json => {
+            let report = ValidateReport {
+                checked,
+                errors,
+                warnings,
+                findings,
+            };
+            outln!("{}", to_json(&report)?);
+            if errors > 0 {
+                return Err(failed());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_escape_what_github_reads_as_syntax() {
+        let f = Finding {
+            severity: Severity::Warning,
+            file: "clusters/a,b:c.yaml".into(),
+            line: 7,
+            kind: "MachineConfig".into(),
+            name: "99-x".into(),
+            message: "100% wrong\nsecond line".into(),
+            text: String::new(),
+        };
+        assert_eq!(
+            annotation(&f),
+            "::warning file=clusters/a%2Cb%3Ac.yaml,line=7,title=MachineConfig 99-x::100%25 wrong%0Asecond line"
+        );
+    }
+}
