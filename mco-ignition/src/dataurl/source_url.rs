@@ -326,7 +326,10 @@ const ALPHABET: [bool; 256] = {
 fn plain_base64_data_url(url: &str) -> Option<Result<(), UrlError>> {
     let rest = url.strip_prefix("data:")?;
     let comma = rest.bytes().position(|b| !PLAIN_HEADER[usize::from(b)])?;
-    if rest.as_bytes()[comma] != b',' || rest.starts_with('/') {
+    // `x,` and `X,`: Go's lexer reads the character after a leading `x` to look for `x-`, and
+    // so takes the comma as part of the media type; the rest of the URL decides the error.
+    let x_comma = matches!(rest.as_bytes(), [b'x' | b'X', b',', ..]);
+    if rest.as_bytes()[comma] != b',' || rest.starts_with('/') || x_comma {
         return None;
     }
     let body = &rest.as_bytes()[comma + 1..];
@@ -428,6 +431,9 @@ mod fast_path_tests {
     #[test]
     fn fast_path_agrees_on_edge_cases() {
         for url in [
+            "data:x,h+9HB6++c/QHAB==",
+            "data:X,aGk=",
+            "data:x,aGk=",
             "data:,",
             "data:;base64,",
             "data:;base64,QQ==",
