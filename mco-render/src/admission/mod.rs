@@ -30,7 +30,7 @@
 //!   base MachineConfigs the template controller has not generated yet;
 //! - an unreconcilable transition of a pool with no nodes yet: nothing has to move;
 //! - a RolloutPolicy whose pool does not exist yet (a policy whose spec does not check is an
-//!   error, in [`settings`]'s words).
+//!   error, in [`settings()`]'s words).
 //!
 //! Other warnings: one per affected pool from the disruption plan (`pool worker: 250 nodes
 //! will drain and reboot (kernelArguments changed); about 21h at maxUnavailable 1`; under a

@@ -3,12 +3,12 @@
 //! standard library took over from klauspost/compress (the Go 1.27 that built the Butane
 //! corpus has it), not the older one with 4096-long chains and a final stored block.
 //!
-//! - [`matcher`]: hash chains and lazy matching, and where each batch of tokens ends;
-//! - [`tokens`]: a batch, its histograms and Go's entropy estimate of it;
-//! - [`block`]: each batch stored, fixed or dynamic (possibly continuing the previous
+//! - `matcher`: hash chains and lazy matching, and where each batch of tokens ends;
+//! - `tokens`: a batch, its histograms and Go's entropy estimate of it;
+//! - `block`: each batch stored, fixed or dynamic (possibly continuing the previous
 //!   dynamic block's table), as Go estimates smallest;
-//! - [`huffman`]: Go's length-limited code construction (not zlib's);
-//! - [`bits`]: the LSB-first bit stream.
+//! - `huffman`: Go's length-limited code construction (not zlib's);
+//! - `bits`: the LSB-first bit stream.
 
 mod bits;
 mod block;
