@@ -23,6 +23,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod butane;
 pub mod controllers;
 pub mod gocompat;
 #[cfg(feature = "fs")]
