@@ -195,3 +195,152 @@ pub fn translate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const HEAD: &str = "variant: openshift\nversion: 4.15.0\nmetadata:\n  name: 99-worker-x\n  labels:\n    machineconfiguration.openshift.io/role: worker\n";
+
+    fn run(body: &str, files: Option<&FileSet>) -> Result<Translated, Failure> {
+        translate(
+            format!("{HEAD}{body}").as_bytes(),
+            files,
+            Options::default(),
+        )
+    }
+
+    #[test]
+    fn inline_contents_become_the_shortest_data_url() {
+        let Ok(t) = run("storage:\n  files:\n    - path: /etc/a\n      mode: 0644\n      contents:\n        inline: a=1\n", None) else {
+            panic!("translates");
+        };
+        let file = &t.machine_config["spec"]["config"]["storage"]["files"][0];
+        assert_eq!(
+            file["contents"],
+            json!({"compression": "", "source": "data:,a%3D1"})
+        );
+        assert_eq!(file["mode"], json!(420));
+        assert_eq!(
+            t.machine_config["spec"]["config"]["ignition"]["version"],
+            json!("3.4.0")
+        );
+    }
+
+    #[test]
+    fn gzip_is_taken_only_when_strictly_shorter_with_its_four_bytes() {
+        let short = contents::make_data_url(b"x", None, true);
+        assert_eq!(
+            short,
+            contents::DataUrl {
+                source: "data:,x".into(),
+                compression: Some("")
+            }
+        );
+        let set = contents::make_data_url(b"x", Some("gzip"), true);
+        assert_eq!(set.compression, None);
+        let off = contents::make_data_url(&[b'a'; 4000], None, false);
+        assert_eq!(off.compression, Some(""));
+    }
+
+    #[test]
+    fn local_files_need_a_files_dir_and_stay_inside_it() {
+        let body = "storage:\n  files:\n    - path: /etc/a\n      contents:\n        local: ../a\n";
+        let Err(f) = run(body, None) else {
+            panic!("fails")
+        };
+        assert!(f.report.entries[0].message.contains("-d/--files-dir"));
+        let set = FileSet::new("{files}");
+        let Err(f) = run(body, Some(&set)) else {
+            panic!("fails")
+        };
+        assert_eq!(
+            f.report.entries[0].message,
+            "local file path traverses outside the files directory"
+        );
+        assert_eq!(f.report.entries[0].path, "$.storage.files.0.contents.local");
+    }
+
+    #[test]
+    fn trees_give_modes_by_the_execute_bit() {
+        let mut set = FileSet::new("{files}");
+        set.insert("t/bin/run", b"#!/bin/sh\n".to_vec(), 0o755);
+        set.insert("t/etc/conf", b"x\n".to_vec(), 0o600);
+        let Ok(t) = run(
+            "storage:\n  trees:\n    - local: t\n      path: /usr/local\n",
+            Some(&set),
+        ) else {
+            panic!("translates");
+        };
+        let files = &t.machine_config["spec"]["config"]["storage"]["files"];
+        assert_eq!(files[0]["path"], json!("/usr/local/bin/run"));
+        assert_eq!(files[0]["mode"], json!(0o755));
+        assert_eq!(files[1]["mode"], json!(0o644));
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_fail_under_strict() {
+        let input = format!("{HEAD}openshift:\n  fipss: true\n");
+        let Ok(t) = translate(input.as_bytes(), None, Options::default()) else {
+            panic!("warns")
+        };
+        assert_eq!(t.report.entries[0].message, "unused key fipss");
+        assert_eq!(
+            t.report.entries[0].pos,
+            Some(locate::Pos { line: 8, column: 3 })
+        );
+        let Err(f) = translate(input.as_bytes(), None, Options { strict: true }) else {
+            panic!("fails")
+        };
+        assert_eq!(
+            f.message,
+            "Config produced warnings and --strict was specified"
+        );
+    }
+
+    #[test]
+    fn versions_follow_the_spec() {
+        assert_eq!(
+            SpecVersion::parse("4.13.0").map(SpecVersion::ignition_version),
+            Some("3.2.0")
+        );
+        assert_eq!(
+            SpecVersion::parse("4.19.0").map(SpecVersion::ignition_version),
+            Some("3.5.0")
+        );
+        assert!(SpecVersion::parse("4.22.1").is_none());
+        assert!(SpecVersion::parse("4.7.0").is_none());
+        let Err(f) = translate(
+            b"variant: openshift\nversion: 4.22.1\n",
+            None,
+            Options::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(f.message, "Error translating config: No translator exists for variant openshift with version 4.22.1");
+    }
+
+    #[test]
+    fn mount_units_escape_their_paths() {
+        assert_eq!(
+            sugar::unit_name_path_escape("/var/lib/containers"),
+            "var-lib-containers"
+        );
+        assert_eq!(
+            sugar::unit_name_path_escape("/dev/disk/by-partlabel/x"),
+            "dev-disk-by\\x2dpartlabel-x"
+        );
+    }
+
+    #[test]
+    fn the_yaml_starts_with_butanes_comment() {
+        let Ok(t) = run("", None) else {
+            panic!("translates")
+        };
+        let yaml = emit::to_yaml(&t.machine_config);
+        assert!(yaml.starts_with("# Generated by Butane; do not edit\napiVersion: machineconfiguration.openshift.io/v1\n"), "{yaml}");
+        let back: serde_json::Value = serde_yaml_ng::from_str(&yaml).unwrap_or_default();
+        assert_eq!(back, t.machine_config);
+    }
+}
