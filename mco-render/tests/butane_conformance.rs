@@ -40,11 +40,17 @@ fn run(case: &Value) -> Outcome {
         set
     });
     match translate(config.as_bytes(), files.as_ref(), Options { strict }) {
-        Ok(t) => Outcome {
-            exit: 0,
-            output: t.machine_config,
-            stderr: t.report.render("config.bu", config),
-        },
+        Ok(t) => {
+            // What the command prints reads back to the same MachineConfig.
+            let yaml = mco_render::butane::emit::to_yaml(&t.machine_config);
+            let back: Value = serde_yaml_ng::from_str(&yaml).unwrap_or_default();
+            assert_eq!(back, t.machine_config, "the YAML of {}", case["name"]);
+            Outcome {
+                exit: 0,
+                output: t.machine_config,
+                stderr: t.report.render("config.bu", config),
+            }
+        }
         Err(f) => Outcome {
             exit: 1,
             output: Value::Null,
