@@ -203,3 +203,57 @@ fn every_case_translates_as_butane_does() {
     let others: usize = failures.values().map(Vec::len).sum();
     assert_eq!(others, 0, "cases that differ in more than gzip bytes");
 }
+
+/// Every `contents` object (with `source`) under `v`.
+fn contents_objects<'a>(v: &'a Value, out: &mut Vec<&'a serde_json::Map<String, Value>>) {
+    match v {
+        Value::Object(m) => {
+            if m.contains_key("source") && m.contains_key("compression") {
+                out.push(m);
+            }
+            m.values().for_each(|c| contents_objects(c, out));
+        }
+        Value::Array(a) => a.iter().for_each(|c| contents_objects(c, out)),
+        _ => {}
+    }
+}
+
+/// Given Go's gzip bytes (taken from the expected URL), the choice picks exactly Butane's URL:
+/// the gzip cases turn exact as soon as `gzip_best` writes those bytes.
+#[test]
+fn given_gos_gzip_bytes_the_choice_is_butanes() {
+    use base64::Engine;
+    use mco_render::butane::contents::make_data_url_with;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/conformance/butane");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir)
+        .expect("the corpus")
+        .filter_map(Result::ok)
+    {
+        if entry.path().extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let case: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.path()).expect("readable"))
+                .expect("JSON");
+        let mut found = Vec::new();
+        contents_objects(&case["expected"]["output"], &mut found);
+        for c in found {
+            if c.get("compression").and_then(Value::as_str) != Some("gzip") {
+                continue;
+            }
+            let source = c["source"].as_str().unwrap_or_default();
+            let gz = base64::engine::general_purpose::STANDARD
+                .decode(source.trim_start_matches("data:;base64,"))
+                .expect("base64");
+            let Some(bytes) = decoded(c) else {
+                panic!("{}: undecodable", case["name"])
+            };
+            let url = make_data_url_with(&bytes, None, true, |_| gz.clone());
+            assert_eq!(url.source, source, "{}", case["name"]);
+            assert_eq!(url.compression, Some("gzip"), "{}", case["name"]);
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked} gzip URLs checked");
+}

@@ -20,6 +20,17 @@ pub fn make_data_url(
     current_compression: Option<&str>,
     auto_compress: bool,
 ) -> DataUrl {
+    make_data_url_with(contents, current_compression, auto_compress, gzip_best)
+}
+
+/// [`make_data_url`] with the gzip member `gzip` writes (to check the choice against Go's
+/// bytes).
+pub fn make_data_url_with(
+    contents: &[u8],
+    current_compression: Option<&str>,
+    auto_compress: bool,
+    gzip: impl Fn(&[u8]) -> Vec<u8>,
+) -> DataUrl {
     let unset = current_compression.is_none_or(str::is_empty);
     let mut source = encode_percent(contents);
     let b64 = encode_base64(contents);
@@ -28,7 +39,7 @@ pub fn make_data_url(
     }
     let mut compression = unset.then_some("");
     if unset && auto_compress {
-        let gz = encode_base64(&gzip_best(contents));
+        let gz = encode_base64(&gzip(contents));
         if gz.len() + "gzip".len() < source.len() {
             source = gz;
             compression = Some("gzip");
