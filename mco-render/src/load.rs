@@ -107,9 +107,10 @@ pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadErro
         files.extend(manifest_files(p.as_ref())?);
     }
     let mut m = Manifests::default();
+    let mut butane_configs = butane::ButaneReader::default();
     for f in files {
         if butane::is_butane_file(&f) {
-            m.add_file(&f.display().to_string(), &butane::translate_file(&f)?)?;
+            m.add_file(&f.display().to_string(), &butane_configs.translate(&f)?)?;
             continue;
         }
         let text = std::fs::read_to_string(&f).map_err(io_error(&f))?;

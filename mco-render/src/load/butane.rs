@@ -62,17 +62,24 @@ pub fn read_files_dir(dir: &Path) -> Result<FileSet, LoadError> {
     Ok(set)
 }
 
+/// The folder a Butane config's `local:` paths are relative to: its own.
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// The MachineConfig (as JSON text) the Butane config at `path` translates into, its folder
 /// the files directory; Butane's messages when it does not translate.
 pub fn translate_file(path: &Path) -> Result<String, LoadError> {
+    translate_file_with(path, &read_files_dir(folder_of(path))?)
+}
+
+/// [`translate_file`] with the folder already read.
+fn translate_file_with(path: &Path, files: &FileSet) -> Result<String, LoadError> {
     let data = std::fs::read(path).map_err(io_error(path))?;
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let files = read_files_dir(parent)?;
     let shown = path.display().to_string();
-    match butane::translate(&data, Some(&files), Options::default()) {
+    match butane::translate(&data, Some(files), Options::default()) {
         Ok(t) => Ok(t.machine_config.to_string()),
         Err(f) => Err(LoadError::Invalid {
             path: shown.clone(),
@@ -81,6 +88,27 @@ pub fn translate_file(path: &Path) -> Result<String, LoadError> {
                 .trim_end()
                 .to_string(),
         }),
+    }
+}
+
+/// Translates Butane configs, reading each folder once for all the configs it holds.
+#[derive(Default)]
+pub struct ButaneReader {
+    folders: std::collections::HashMap<std::path::PathBuf, FileSet>,
+}
+
+impl ButaneReader {
+    /// [`translate_file`], the folder read on first use.
+    pub fn translate(&mut self, path: &Path) -> Result<String, LoadError> {
+        let folder = folder_of(path).to_path_buf();
+        if !self.folders.contains_key(&folder) {
+            let files = read_files_dir(&folder)?;
+            self.folders.insert(folder.clone(), files);
+        }
+        match self.folders.get(&folder) {
+            Some(files) => translate_file_with(path, files),
+            None => translate_file(path),
+        }
     }
 }
 
