@@ -343,4 +343,18 @@ mod tests {
         let back: serde_json::Value = serde_yaml_ng::from_str(&yaml).unwrap_or_default();
         assert_eq!(back, t.machine_config);
     }
+
+    #[test]
+    fn fields_of_later_specs_are_unknown_keys() {
+        let body = "kernel_arguments:\n  should_exist:\n    - nosmt\n";
+        let old = HEAD.replace("4.15.0", "4.12.0") + body;
+        let Ok(t) = translate(old.as_bytes(), None, Options::default()) else {
+            panic!("warns")
+        };
+        assert_eq!(t.report.entries[0].message, "unused key kernel_arguments");
+        let Err(f) = run(body, None) else {
+            panic!("fails")
+        };
+        assert_eq!(f.report.entries[0].path, "$.kernel_arguments");
+    }
 }

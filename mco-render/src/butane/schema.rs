@@ -32,6 +32,8 @@ pub struct Field {
     pub json: Option<&'static str>,
     /// The type.
     pub kind: Kind,
+    /// The first `4.N.0` spec whose schema has the field (older specs report it unused).
+    pub since: u8,
 }
 
 const fn f(yaml: &'static str, json: &'static str, kind: Kind) -> Field {
@@ -39,6 +41,7 @@ const fn f(yaml: &'static str, json: &'static str, kind: Kind) -> Field {
         yaml,
         json: Some(json),
         kind,
+        since: 0,
     }
 }
 const fn sugar(yaml: &'static str, kind: Kind) -> Field {
@@ -46,6 +49,14 @@ const fn sugar(yaml: &'static str, kind: Kind) -> Field {
         yaml,
         json: None,
         kind,
+        since: 0,
+    }
+}
+/// `field`, known from spec `4.<minor>.0` on.
+const fn since(minor: u8, field: Field) -> Field {
+    Field {
+        since: minor,
+        ..field
     }
 }
 
@@ -128,7 +139,7 @@ const FILESYSTEM: &[Field] = &[
 const TANG: &[Field] = &[
     f("url", "url", Str),
     f("thumbprint", "thumbprint", Str),
-    f("advertisement", "advertisement", Str),
+    since(14, f("advertisement", "advertisement", Str)),
 ];
 const CUSTOM: &[Field] = &[
     f("pin", "pin", Str),
@@ -150,10 +161,10 @@ const LUKS: &[Field] = &[
     f("uuid", "uuid", Str),
     f("wipe_volume", "wipeVolume", Bool),
     f("options", "options", Strs),
-    f("open_options", "openOptions", Strs),
-    f("discard", "discard", Bool),
+    since(14, f("open_options", "openOptions", Strs)),
+    since(14, f("discard", "discard", Bool)),
     f("clevis", "clevis", Obj(CLEVIS, "Clevis")),
-    f("cex", "cex", Obj(CEX, "Cex")),
+    since(19, f("cex", "cex", Obj(CEX, "Cex"))),
 ];
 const TREE: &[Field] = &[f("local", "local", Str), f("path", "path", Str)];
 const STORAGE: &[Field] = &[
@@ -169,14 +180,14 @@ const STORAGE: &[Field] = &[
 const DROPIN: &[Field] = &[
     f("name", "name", Str),
     f("contents", "contents", Str),
-    sugar("contents_local", Str),
+    since(14, sugar("contents_local", Str)),
 ];
 const UNIT: &[Field] = &[
     f("name", "name", Str),
     f("enabled", "enabled", Bool),
     f("mask", "mask", Bool),
     f("contents", "contents", Str),
-    sugar("contents_local", Str),
+    since(14, sugar("contents_local", Str)),
     f("dropins", "dropins", Objs(DROPIN, "Dropin")),
 ];
 const SYSTEMD: &[Field] = &[f("units", "units", Objs(UNIT, "Unit"))];
@@ -184,7 +195,7 @@ const USER: &[Field] = &[
     f("name", "name", Str),
     f("password_hash", "passwordHash", Str),
     f("ssh_authorized_keys", "sshAuthorizedKeys", Strs),
-    sugar("ssh_authorized_keys_local", Strs),
+    since(14, sugar("ssh_authorized_keys_local", Strs)),
     f("uid", "uid", Int),
     f("gecos", "gecos", Str),
     f("home_dir", "homeDir", Str),
@@ -239,12 +250,12 @@ const IGNITION: &[Field] = &[
 ];
 const MIRROR: &[Field] = &[f("devices", "devices", Strs)];
 const BD_LUKS: &[Field] = &[
-    f("device", "device", Str),
-    f("discard", "discard", Bool),
+    since(19, f("device", "device", Str)),
+    since(14, f("discard", "discard", Bool)),
     f("tang", "tang", Objs(TANG, "Tang")),
     f("threshold", "threshold", Int),
     f("tpm2", "tpm2", Bool),
-    f("cex", "cex", Obj(CEX, "Cex")),
+    since(19, f("cex", "cex", Obj(CEX, "Cex"))),
 ];
 const BOOT_DEVICE: &[Field] = &[
     f("layout", "layout", Str),
@@ -268,16 +279,19 @@ pub const CONFIG: &[Field] = &[
     sugar("variant", Str),
     sugar("version", Str),
     f("ignition", "ignition", Obj(IGNITION, "Ignition")),
-    f(
-        "kernel_arguments",
-        "kernelArguments",
-        Obj(KARGS, "KernelArguments"),
+    since(
+        14,
+        f(
+            "kernel_arguments",
+            "kernelArguments",
+            Obj(KARGS, "KernelArguments"),
+        ),
     ),
     f("passwd", "passwd", Obj(PASSWD, "Passwd")),
     f("storage", "storage", Obj(STORAGE, "Storage")),
     f("systemd", "systemd", Obj(SYSTEMD, "Systemd")),
     f("boot_device", "boot_device", Obj(BOOT_DEVICE, "BootDevice")),
-    f("grub", "grub", Obj(GRUB, "Grub")),
+    since(14, f("grub", "grub", Obj(GRUB, "Grub"))),
     f("metadata", "metadata", Obj(METADATA, "Metadata")),
     f("openshift", "openshift", Obj(OPENSHIFT, "OpenShift")),
 ];
@@ -321,6 +335,8 @@ pub struct TypeMismatch {
 pub struct Converter<'a> {
     /// Go names for messages.
     pub names: GoNames<'a>,
+    /// The spec's minor version: fields of later specs are unknown keys.
+    pub minor: u8,
     /// Unknown keys found, in order.
     pub unused: Vec<Unused>,
     /// Type errors found, in order.
@@ -505,7 +521,7 @@ impl Converter<'_> {
         let mut out = Map::new();
         for (k, val) in m {
             let p = join(path, k);
-            let Some(field) = fields.iter().find(|f| f.yaml == k) else {
+            let Some(field) = fields.iter().find(|f| f.yaml == k && self.minor >= f.since) else {
                 self.unused.push(Unused {
                     path: p,
                     key: k.clone(),

@@ -334,6 +334,7 @@ pub(super) fn run(root: &Value, version: SpecVersion, files: Option<&FileSet>) -
             base: version.base_package(),
             variant: &variant_pkg,
         },
+        minor: version.minor(),
         unused: Vec::new(),
         mismatches: Vec::new(),
     };
