@@ -14,6 +14,8 @@
 //! - [`controllers`]: every controller's decisions as pure functions returning writes.
 //! - [`admission`]: what an object would do to the cluster before it is stored: the
 //!   validating webhook's and `mco-render validate --cluster-dir`'s findings.
+//! - [`butane`]: Butane configs (`variant: openshift`) translated into MachineConfigs as
+//!   Butane does, with its messages.
 //! - [`gocompat`]: the Go behaviours upstream's output depends on, each in one place.
 //! - `load` (feature `fs`, on with the default `cli`): the one place that reads manifests,
 //!   template folders and policies from disk, for the binaries.
