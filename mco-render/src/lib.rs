@@ -17,6 +17,8 @@
 //! - [`check`]: rendered configs as the files `render --out-dir` writes, and how a folder's
 //!   copy differs from them (`render --check`).
 //! - [`report`]: what a change to a tree of manifests does to each pool (`mco-render report`).
+//! - [`butane`]: Butane configs (`variant: openshift`) translated into MachineConfigs as
+//!   Butane does, with its messages.
 //! - [`gocompat`]: the Go behaviours upstream's output depends on, each in one place.
 //! - `load` (feature `fs`, on with the default `cli`): the one place that reads manifests,
 //!   template folders and policies from disk, for the binaries.
@@ -26,6 +28,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod butane;
 pub mod check;
 pub mod controllers;
 pub mod gocompat;

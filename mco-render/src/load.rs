@@ -1,7 +1,10 @@
 //! Inputs read from the file system (feature `fs`, on with the default `cli`): manifest files
 //! and folders, template trees and MachineConfiguration policies. The `mco-render` binary, the
 //! machine-config-server's file mode and the daemon all read their inputs through here; the rest
-//! of the crate does no I/O.
+//! of the crate does no I/O. Folders may hold Butane configs (`.bu`, [`butane`]), each read as
+//! the MachineConfig it translates into.
+
+pub mod butane;
 
 use crate::check::{self, RenderedFile};
 use crate::controllers::templates::TemplateTree;
@@ -73,12 +76,13 @@ fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) -> Res
 }
 
 /// The manifest files a path names: a file is itself (whatever its name); a folder gives the
-/// `.yaml`, `.yml` and `.json` files under it ([`manifests::is_manifest_file`]), sorted,
-/// recursively.
+/// `.yaml`, `.yml` and `.json` files under it ([`manifests::is_manifest_file`]) and the Butane
+/// configs (`.bu`), sorted, recursively.
 pub fn manifest_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     if path.is_dir() {
         let mut out = Vec::new();
-        walk(path, &manifests::is_manifest_file, &mut out)?;
+        let keep = |p: &Path| manifests::is_manifest_file(p) || butane::is_butane_file(p);
+        walk(path, &keep, &mut out)?;
         Ok(out)
     } else if path.exists() {
         Ok(vec![path.to_path_buf()])
@@ -104,7 +108,12 @@ pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadErro
         files.extend(manifest_files(p.as_ref())?);
     }
     let mut m = Manifests::default();
+    let mut butane_configs = butane::ButaneReader::default();
     for f in files {
+        if butane::is_butane_file(&f) {
+            m.add_file(&f.display().to_string(), &butane_configs.translate(&f)?)?;
+            continue;
+        }
         let text = std::fs::read_to_string(&f).map_err(io_error(&f))?;
         m.add_file(&f.display().to_string(), &text)?;
     }

@@ -16,6 +16,9 @@ use mco_render::serve;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+#[path = "cli/butane.rs"]
+mod butane;
+
 /// `print!` to standard output; a reader that went away (`mco-render render | head`) ends
 /// the program quietly, as it would a C tool, instead of a panic.
 macro_rules! out {
@@ -229,6 +232,8 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Translate a Butane config (`variant: openshift`) into a MachineConfig, as Butane does.
+    Butane(butane::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -330,6 +335,10 @@ fn main() -> ExitCode {
             output,
             controller_version: &controller_version,
             changes: &changes,
+        }),
+        Command::Butane(args) => butane::run(&args).map_err(|code| Failure {
+            code,
+            lines: Vec::new(),
         }),
     };
     match result {

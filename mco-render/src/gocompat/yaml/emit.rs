@@ -59,6 +59,17 @@ pub fn write_go_yaml(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// `value` as gopkg.in/yaml.v3 writes it through an encoder with `SetIndent(2)` (Butane's
+/// output): the same scalar styles and key order as [`to_go_yaml`], but no line folding and
+/// block sequences indented by two under their key.
+pub fn to_go_yaml_v3(value: &Value) -> String {
+    let mut emitter = Emitter::new(None, true);
+    emitter.v3 = true;
+    emitter.document(value);
+    String::from_utf8(emitter.buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Streams upstream's YAML for `value` into `sink` in chunks, without
 /// holding the whole document in memory. Returns whether upstream could
 /// marshal `value` at all: `false` if some string (key or value) holds a
@@ -115,6 +126,9 @@ struct Emitter<'s, 'v> {
     whitespace: bool,
     /// Only indentation has been written on the current line so far.
     indention: bool,
+    /// yaml.v3's layout (`yaml.NewEncoder` with `SetIndent(2)`, as Butane writes): no line
+    /// folding, block sequences indented under their key.
+    v3: bool,
 }
 
 impl<'s, 'v> Emitter<'s, 'v> {
@@ -129,6 +143,16 @@ impl<'s, 'v> Emitter<'s, 'v> {
             indent: -1,
             whitespace: true,
             indention: true,
+            v3: false,
+        }
+    }
+
+    /// The column past which long scalars fold (never in yaml.v3's layout).
+    fn best_width(&self) -> usize {
+        if self.v3 {
+            usize::MAX
+        } else {
+            BEST_WIDTH
         }
     }
 
@@ -181,7 +205,7 @@ impl<'s, 'v> Emitter<'s, 'v> {
         let saved = self.indent;
         // A sequence that is a mapping value starts on the key's line
         // position: its dashes are not indented further.
-        let indentless = ctx.mapping && !self.indention;
+        let indentless = !self.v3 && ctx.mapping && !self.indention;
         self.increase_indent(false, indentless);
         for item in items {
             self.write_indent();
@@ -336,7 +360,8 @@ impl<'s, 'v> Emitter<'s, 'v> {
         let mut i = 0;
         while i < v.len() {
             if is_space(v, i) {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && !is_space(v, i + 1) {
+                if allow_breaks && !spaces && self.column > self.best_width() && !is_space(v, i + 1)
+                {
                     self.write_indent();
                     i += 1;
                 } else {
@@ -372,7 +397,7 @@ impl<'s, 'v> Emitter<'s, 'v> {
             if is_space(v, i) {
                 if allow_breaks
                     && !spaces
-                    && self.column > BEST_WIDTH
+                    && self.column > self.best_width()
                     && i > 0
                     && i + 1 < v.len()
                     && !is_space(v, i + 1)
@@ -464,7 +489,12 @@ impl<'s, 'v> Emitter<'s, 'v> {
                 }
                 spaces = false;
             } else if is_space(v, i) {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && i > 0 && i + 1 < v.len() {
+                if allow_breaks
+                    && !spaces
+                    && self.column > self.best_width()
+                    && i > 0
+                    && i + 1 < v.len()
+                {
                     self.write_indent();
                     if is_space(v, i + 1) {
                         self.put(b'\\');
@@ -1012,6 +1042,17 @@ mod tests {
         assert_eq!(
             to_go_yaml(&json!({ key.clone(): 1 })),
             format!("{key}: 1\n")
+        );
+    }
+
+    #[test]
+    fn yaml_v3_layout_indents_sequences_and_never_folds() {
+        let long = "word ".repeat(30);
+        let v = serde_json::json!({"a": ["x", {"b": [1]}], "c": long.trim_end()});
+        let out = super::to_go_yaml_v3(&v);
+        assert_eq!(
+            out,
+            format!("a:\n  - x\n  - b:\n      - 1\nc: {}\n", long.trim_end())
         );
     }
 

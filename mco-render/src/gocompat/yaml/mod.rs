@@ -10,5 +10,5 @@ mod resolve;
 mod scalar;
 
 pub(crate) use emit::{stream_go_yaml, Sink};
-pub use emit::{to_go_yaml, write_go_yaml};
+pub use emit::{to_go_yaml, to_go_yaml_v3, write_go_yaml};
 pub use marshal_check::{check_upstream_marshal, NameError};

@@ -1,0 +1,438 @@
+//! Validation: Butane's checks of the source config (names, roles, kernel type, boot device,
+//! resources, modes) and Ignition's of the config it generates (absolute paths, duplicates,
+//! unit names and contents), each worded as upstream words it.
+
+use serde_json::{Map, Value};
+
+/// A finding before it is located: Butane path, message, whether it is only a warning.
+pub type Finding = (String, String, bool);
+
+fn err(path: String, msg: impl Into<String>) -> Finding {
+    (path, msg.into(), false)
+}
+fn warn(path: String, msg: impl Into<String>) -> Finding {
+    (path, msg.into(), true)
+}
+
+fn objs(v: Option<&Value>) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, e)| e.as_object().map(|o| (i, o)))
+}
+
+fn is_typical_mode(mode: i64, directory: bool) -> bool {
+    if mode == 0 {
+        return true;
+    }
+    let perms = [mode & 0o7, (mode & 0o70) >> 3, (mode & 0o700) >> 6];
+    let (mut had_r, mut had_w, mut had_x) = (false, false, false);
+    for perm in perms {
+        let (r, w, x) = (perm & 4 != 0, perm & 2 != 0, perm & 1 != 0);
+        if (!r && had_r) || (!w && had_w) || (!x && had_x) {
+            return false;
+        }
+        if x && had_r && !had_x {
+            return false;
+        }
+        if (w || x) && !r {
+            return false;
+        }
+        had_r |= r;
+        had_w |= w;
+        had_x |= x;
+    }
+    if !had_r {
+        return false;
+    }
+    if directory {
+        had_x && mode & 0o4000 == 0 && (mode & 0o3000 == 0 || had_w)
+    } else {
+        if mode & 0o6000 != 0 && (!had_x || mode & 2 != 0) {
+            return false;
+        }
+        mode & 0o1000 == 0
+    }
+}
+
+/// Whether a mode written in decimal (`644`) looks like octal was meant.
+pub fn decimal_mode_suspect(mode: i64, directory: bool) -> bool {
+    if !(0..=7777).contains(&mode) {
+        return false;
+    }
+    let mut octal = 0;
+    let mut divisor = 1000;
+    while divisor > 0 {
+        let digit = (mode / divisor) % 10;
+        if digit > 7 {
+            return false;
+        }
+        octal = (octal << 3) | digit;
+        divisor /= 10;
+    }
+    !is_typical_mode(mode, directory) && is_typical_mode(octal, directory)
+}
+
+const DECIMAL_MODE: &str =
+    "unreasonable mode would be reasonable if specified in octal; remember to add a leading zero";
+const TOO_MANY_SOURCES: &str = "only one of the following can be set: inline, local, source";
+
+fn resource(out: &mut Vec<Finding>, res: &Map<String, Value>, path: &str) {
+    let mut field = "";
+    let mut n = 0;
+    for key in ["local", "inline", "source"] {
+        if res.contains_key(key) {
+            n += 1;
+            field = key;
+        }
+    }
+    if n > 1 {
+        out.push(err(format!("{path}.{field}"), TOO_MANY_SOURCES));
+    }
+}
+
+/// Butane's checks of the source config (converted, sugar keys still Butane-named),
+/// `mirror_twice` as Butane reports a mirror with one device.
+pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let empty = Map::new();
+    let get = |k: &str| cfg.get(k).and_then(Value::as_object).unwrap_or(&empty);
+    let storage = get("storage");
+    for (i, fs) in objs(storage.get("filesystems")) {
+        if fs.get("with_mount_unit").and_then(Value::as_bool) == Some(true) {
+            let format = fs.get("format").and_then(Value::as_str).unwrap_or("");
+            let path = fs.get("path").and_then(Value::as_str).unwrap_or("");
+            if format.is_empty() {
+                out.push(err(
+                    format!("$.storage.filesystems.{i}.format"),
+                    "format is required if with_mount_unit is true",
+                ));
+            } else if format != "swap" && path.is_empty() {
+                out.push(err(
+                    format!("$.storage.filesystems.{i}.path"),
+                    "path is required if with_mount_unit is true and format is not swap",
+                ));
+            }
+        }
+    }
+    for (i, f) in objs(storage.get("files")) {
+        let p = format!("$.storage.files.{i}");
+        if let Some(mode) = f.get("mode").and_then(Value::as_i64) {
+            if decimal_mode_suspect(mode, false) {
+                out.push(warn(format!("{p}.mode"), DECIMAL_MODE));
+            }
+        }
+        if let Some(c) = f.get("contents").and_then(Value::as_object) {
+            resource(&mut out, c, &format!("{p}.contents"));
+        }
+        for (j, a) in objs(f.get("append")) {
+            resource(&mut out, a, &format!("{p}.append.{j}"));
+        }
+    }
+    for (i, d) in objs(storage.get("directories")) {
+        if let Some(mode) = d.get("mode").and_then(Value::as_i64) {
+            if decimal_mode_suspect(mode, true) {
+                out.push(warn(
+                    format!("$.storage.directories.{i}.mode"),
+                    DECIMAL_MODE,
+                ));
+            }
+        }
+    }
+    for (i, t) in objs(storage.get("trees")) {
+        if t.get("local")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
+            out.push(err(format!("$.storage.trees.{i}"), "local is required"));
+        }
+    }
+    for (i, u) in objs(get("systemd").get("units")) {
+        let p = format!("$.systemd.units.{i}");
+        if u.contains_key("contents") && u.contains_key("contents_local") {
+            out.push(err(
+                format!("{p}.contents_local"),
+                "only one of the following can be set: contents, contents_local",
+            ));
+        }
+        for (j, d) in objs(u.get("dropins")) {
+            if d.contains_key("contents") && d.contains_key("contents_local") {
+                out.push(err(
+                    format!("{p}.dropins.{j}.contents_local"),
+                    "only one of the following can be set: contents, contents_local",
+                ));
+            }
+        }
+    }
+    boot_device(&mut out, get("boot_device"), get("openshift"), minor);
+    let md = get("metadata");
+    if md
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        out.push(err("$.metadata.name".into(), "metadata.name is required"));
+    }
+    let role = md
+        .get("labels")
+        .and_then(|l| l.get("machineconfiguration.openshift.io/role"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if role.is_empty() {
+        out.push(err(
+            "$.metadata.labels".into(),
+            "machineconfiguration.openshift.io/role label is required",
+        ));
+    }
+    if let Some(kt) = get("openshift").get("kernelType").and_then(Value::as_str) {
+        if !matches!(kt, "" | "default" | "realtime") {
+            out.push(err(
+                "$.openshift.kernel_type".into(),
+                "must be empty, \"default\", or \"realtime\"",
+            ));
+        }
+    }
+    out
+}
+
+fn boot_device(
+    out: &mut Vec<Finding>,
+    bd: &Map<String, Value>,
+    os: &Map<String, Value>,
+    minor: u8,
+) {
+    let empty = Map::new();
+    let luks = bd.get("luks").and_then(Value::as_object).unwrap_or(&empty);
+    let devices = bd
+        .get("mirror")
+        .and_then(|m| m.get("devices"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let layout = bd.get("layout").and_then(Value::as_str);
+    let cex = luks
+        .get("cex")
+        .and_then(|c| c.get("enabled"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    if devices > 0 && layout.is_none() {
+        out.push(warn(
+            "$.boot_device.mirror".into(),
+            "boot_device.layout should be specified when boot_device.mirror is specified",
+        ));
+    }
+    if let Some(layout) = layout {
+        let s390x = minor >= 19;
+        let luks_device = luks.get("device").and_then(Value::as_str).unwrap_or("");
+        match layout {
+            "aarch64" | "ppc64le" | "x86_64" => {}
+            "s390x-virt" if s390x => {}
+            "s390x-eckd" | "s390x-zfcp" if s390x => {
+                let prefix = if layout == "s390x-eckd" { "/dev/dasd" } else { "/dev/sd" };
+                if luks_device.is_empty() {
+                    out.push(err("$.boot_device.layout".into(), "device is required for layouts: s390x-eckd, s390x-zfcp"));
+                } else if !luks_device.starts_with(prefix) {
+                    out.push(err(
+                        "$.boot_device.layout".into(),
+                        "device name must start with /dev/dasd on s390x-eckd layout or /dev/sd on s390x-zfcp layout",
+                    ));
+                }
+            }
+            _ if s390x => out.push(err(
+                "$.boot_device.layout".into(),
+                "layout must be one of: aarch64, ppc64le, s390x-eckd, s390x-virt, s390x-zfcp, x86_64",
+            )),
+            _ => out.push(err("$.boot_device.layout".into(), "layout must be one of: aarch64, ppc64le, x86_64")),
+        }
+        if s390x && layout.starts_with("s390x") && devices > 0 {
+            out.push(err(
+                "$.boot_device.layout".into(),
+                "mirroring not supported on layouts: s390x-eckd, s390x-zfcp, s390x-virt",
+            ));
+        }
+    }
+    if cex {
+        match layout {
+            None => out.push(err(
+                "$.boot_device.luks.cex".into(),
+                "when using cex the targeted architecture must match s390x",
+            )),
+            Some(l) if !l.starts_with("s390x") => out.push(err(
+                "$.boot_device.layout".into(),
+                "when using cex the targeted architecture must match s390x",
+            )),
+            _ => {}
+        }
+        if luks
+            .get("tang")
+            .and_then(Value::as_array)
+            .is_some_and(|t| !t.is_empty())
+            || luks.get("tpm2").and_then(Value::as_bool) == Some(true)
+        {
+            out.push(err(
+                "$.boot_device.luks".into(),
+                "cannot use cex with clevis",
+            ));
+        }
+    }
+    // Butane validates the mirror inside the boot device and again on its own.
+    for _ in 0..2 {
+        if devices == 1 {
+            out.push(err(
+                "$.boot_device.mirror.devices".into(),
+                "mirroring requires at least two devices",
+            ));
+        }
+    }
+    if cex {
+        let has = os
+            .get("kernelArguments")
+            .and_then(Value::as_array)
+            .is_some_and(|k| {
+                k.iter()
+                    .any(|a| a.as_str() == Some("rd.luks.key=/etc/luks/cex.key"))
+            });
+        if !has {
+            out.push(err(
+                "$.openshift.kernel_arguments".into(),
+                "'rd.luks.key=/etc/luks/cex.key' must be set as kernel argument when CEX is enabled for the boot device",
+            ));
+        }
+    }
+}
+
+/// A systemd unit file's sections, or why it does not parse (go-systemd's deserializer).
+fn unit_sections(contents: &str) -> Result<Vec<String>, &'static str> {
+    let mut sections = Vec::new();
+    let mut has_options = false;
+    let mut lines = contents.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if line.starts_with('[') {
+            if !line.ends_with(']') {
+                return Err("unable to find end of section");
+            }
+            sections.push(line[1..line.len() - 1].to_string());
+            continue;
+        }
+        if sections.is_empty() {
+            return Err("unable to find section");
+        }
+        has_options = true;
+        let mut l = line.to_string();
+        while l.ends_with('\\') {
+            match lines.next() {
+                Some(next) => l = next.trim().to_string(),
+                None => break,
+            }
+        }
+    }
+    let _ = has_options;
+    Ok(sections)
+}
+
+/// A unit's name must end in a systemd unit type.
+fn unit_extension_ok(name: &str) -> bool {
+    const TYPES: &[&str] = &[
+        ".service",
+        ".socket",
+        ".device",
+        ".mount",
+        ".automount",
+        ".swap",
+        ".target",
+        ".path",
+        ".timer",
+        ".snapshot",
+        ".slice",
+        ".scope",
+    ];
+    TYPES.iter().any(|t| name.ends_with(t))
+}
+
+/// Ignition's checks of the generated config: each finding with the Ignition path of the
+/// entry, mapped back by the caller. `units` and `files` carry their Butane paths.
+pub fn generated(
+    files: &[(String, &Map<String, Value>)],
+    users: &[(String, &Map<String, Value>)],
+    units: &[(String, &Map<String, Value>)],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (p, f) in files {
+        let path = f.get("path").and_then(Value::as_str).unwrap_or("");
+        if !seen.insert(path.to_string()) {
+            out.push(err(p.clone(), "duplicate entry defined"));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (p, u) in users {
+        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
+        if !seen.insert(name.to_string()) {
+            out.push(err(p.clone(), "duplicate entry defined"));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (p, u) in units {
+        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
+        if !seen.insert(name.to_string()) {
+            out.push(err(p.clone(), "duplicate entry defined"));
+        }
+    }
+    for (p, f) in files {
+        let path = f.get("path").and_then(Value::as_str).unwrap_or("");
+        if !path.starts_with('/') {
+            out.push(err(format!("{p}.path"), "path not absolute"));
+        }
+    }
+    for (p, u) in units {
+        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
+        if !unit_extension_ok(name) {
+            out.push(err(format!("{p}.name"), "invalid systemd unit extension"));
+        }
+        if let Some(contents) = u.get("contents").and_then(Value::as_str) {
+            match unit_sections(contents) {
+                Err(e) => out.push(err(
+                    format!("{p}.contents"),
+                    format!("invalid unit content: {e}"),
+                )),
+                Ok(sections) => {
+                    let enabled = u.get("enabled").and_then(Value::as_bool) == Some(true);
+                    if enabled
+                        && !contents.is_empty()
+                        && !sections.is_empty()
+                        && !sections.iter().any(|s| s == "Install")
+                    {
+                        out.push(warn(
+                            format!("{p}.contents"),
+                            format!("unit {name:?} is enabled, but has no install section so enable does nothing"),
+                        ));
+                    }
+                }
+            }
+        }
+        for (j, d) in objs(u.get("dropins")) {
+            let dname = d.get("name").and_then(Value::as_str).unwrap_or("");
+            if !dname.ends_with(".conf") {
+                out.push(err(
+                    format!("{p}.dropins.{j}.name"),
+                    "invalid systemd drop-in extension",
+                ));
+            }
+            if let Some(c) = d.get("contents").and_then(Value::as_str) {
+                if let Err(e) = unit_sections(c) {
+                    out.push(err(
+                        format!("{p}.dropins.{j}.contents"),
+                        format!("invalid unit content: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,219 @@
+//! Where each node of a Butane config starts (line and column, as yaml.v3 reports them),
+//! found by its Butane path (`storage.files.2.path`).
+//!
+//! A line scanner over block-style YAML, which is what configs are written in: mappings,
+//! sequences (`- `), block scalars (`|`, `>`), quoted and flow scalars on one line. A node's
+//! position is where its first token starts: a mapping's first key, a sequence's first `-`.
+
+use std::collections::HashMap;
+
+/// A 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in bytes.
+    pub column: usize,
+}
+
+/// The positions of a config's keys and values by Butane path (segments joined with `.`).
+#[derive(Debug, Default)]
+pub struct Locations {
+    keys: HashMap<String, Pos>,
+    values: HashMap<String, Pos>,
+    /// A key given twice in one mapping: the path, the line of the first, the line of the second.
+    pub duplicates: Vec<(String, usize, usize)>,
+}
+
+impl Locations {
+    /// Where the key naming `path` starts.
+    pub fn key(&self, path: &str) -> Option<Pos> {
+        self.keys.get(path).copied()
+    }
+    /// Where the value at `path` starts.
+    pub fn value(&self, path: &str) -> Option<Pos> {
+        self.values.get(path).copied()
+    }
+}
+
+struct Frame {
+    /// Column (0-based) of the mapping's keys or the sequence's dashes.
+    indent: usize,
+    path: String,
+    seq: bool,
+    next_index: usize,
+}
+
+fn join(parent: &str, seg: &str) -> String {
+    if parent.is_empty() {
+        seg.to_string()
+    } else {
+        format!("{parent}.{seg}")
+    }
+}
+
+/// The key of `key: value` text (unquoted), and the byte offset where the value starts.
+fn split_key(text: &str) -> Option<(String, Option<usize>)> {
+    let bytes = text.as_bytes();
+    if bytes.first().is_some_and(|b| matches!(b, b'"' | b'\'')) {
+        let q = bytes[0];
+        let end = text[1..].find(q as char)? + 1;
+        let rest = &text[end + 1..];
+        let rest_trim = rest.trim_start();
+        let after = rest_trim.strip_prefix(':')?;
+        let key = text[1..end].to_string();
+        return Some((key, value_start(after, text.len() - after.len())));
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b':' && (i + 1 == bytes.len() || bytes[i + 1] == b' ') {
+            let key = text[..i].trim_end().to_string();
+            return Some((key, value_start(&text[i + 1..], i + 1)));
+        }
+        if bytes[i] == b' ' && bytes.get(i + 1) == Some(&b'#') {
+            return None;
+        }
+        i += 1;
+    }
+    None
+}
+
+fn value_start(after: &str, offset: usize) -> Option<usize> {
+    let trimmed = after.trim_start();
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        None
+    } else {
+        Some(offset + after.len() - trimmed.len())
+    }
+}
+
+/// Scans `text` for node positions.
+pub fn locate(text: &str) -> Locations {
+    let mut loc = Locations::default();
+    let mut stack: Vec<Frame> = Vec::new();
+    // (path, key column) of a key whose value starts on a later line.
+    let mut pending: Option<(String, usize)> = None;
+    // Lines indented deeper than this belong to a block scalar.
+    let mut block_scalar: Option<usize> = None;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for (n, line) in text.split('\n').enumerate() {
+        let line_no = n + 1;
+        let content = line.trim_start_matches(' ');
+        let indent = line.len() - content.len();
+        if let Some(bi) = block_scalar {
+            if content.is_empty() || indent > bi {
+                continue;
+            }
+            block_scalar = None;
+        }
+        if content.is_empty() || content.starts_with('#') || content.starts_with("---") {
+            continue;
+        }
+        let item_line = content == "-" || content.starts_with("- ");
+        let here = Pos {
+            line: line_no,
+            column: indent + 1,
+        };
+        match pending.take() {
+            Some((p, kc)) if indent > kc || (indent == kc && item_line) => {
+                loc.values.entry(p.clone()).or_insert(here);
+                stack.push(Frame {
+                    indent,
+                    path: p,
+                    seq: item_line,
+                    next_index: 0,
+                });
+            }
+            _ => {
+                // Items of a sequence may sit at their key's column.
+                while let Some(top) = stack.last() {
+                    if indent > top.indent || (indent == top.indent && top.seq == item_line) {
+                        break;
+                    }
+                    stack.pop();
+                }
+            }
+        }
+        let mut col = indent;
+        let mut rest = content;
+        loop {
+            let is_item = rest == "-" || rest.starts_with("- ");
+            let pos = Pos {
+                line: line_no,
+                column: col + 1,
+            };
+            let Some(top) = stack.last_mut() else {
+                // The document's root mapping.
+                stack.push(Frame {
+                    indent: col,
+                    path: String::new(),
+                    seq: false,
+                    next_index: 0,
+                });
+                continue;
+            };
+            if is_item && top.seq {
+                let path = join(&top.path, &top.next_index.to_string());
+                top.next_index += 1;
+                let after = &rest[1..];
+                let trimmed = after.trim_start();
+                let skip = 1 + after.len() - trimmed.len();
+                if trimmed.is_empty() || trimmed.starts_with('#') {
+                    pending = Some((path, col + 1));
+                    break;
+                }
+                let vcol = col + skip;
+                loc.values.insert(
+                    path.clone(),
+                    Pos {
+                        line: line_no,
+                        column: vcol + 1,
+                    },
+                );
+                if trimmed.starts_with("- ") || split_key(trimmed).is_some() {
+                    stack.push(Frame {
+                        indent: vcol,
+                        path,
+                        seq: trimmed.starts_with("- "),
+                        next_index: 0,
+                    });
+                    col = vcol;
+                    rest = trimmed;
+                    continue;
+                }
+                if trimmed.starts_with('|') || trimmed.starts_with('>') {
+                    block_scalar = Some(col);
+                }
+                break;
+            }
+            let Some((key, vstart)) = split_key(rest) else {
+                break;
+            };
+            let path = join(&top.path, &key);
+            if let Some(first) = seen.get(&path) {
+                loc.duplicates.push((key.clone(), *first, line_no));
+            } else {
+                seen.insert(path.clone(), line_no);
+            }
+            loc.keys.insert(path.clone(), pos);
+            match vstart {
+                None => pending = Some((path, col)),
+                Some(v) => {
+                    loc.values.insert(
+                        path,
+                        Pos {
+                            line: line_no,
+                            column: col + v + 1,
+                        },
+                    );
+                    let value = &rest[v..];
+                    if value.starts_with('|') || value.starts_with('>') {
+                        block_scalar = Some(col);
+                    }
+                }
+            }
+            break;
+        }
+    }
+    loc
+}

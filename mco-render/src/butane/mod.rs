@@ -1,0 +1,360 @@
+//! Butane configs of the `openshift` variant translated into MachineConfigs exactly as Butane
+//! v0.29 translates them: the same MachineConfig, the same warnings and errors, located by
+//! Butane path and source position and worded as Butane words them.
+//!
+//! Pure: the config's bytes and an in-memory [`FileSet`] for `local:` contents and trees in,
+//! a MachineConfig (as the JSON value Butane prints) and a [`Report`] out.
+//!
+//! - [`version`]: the spec versions and what follows from one (Ignition version, compression).
+//! - [`locate`]: line and column of each node by Butane path.
+//! - [`schema`]: the fields, their Ignition names and types; unknown keys, type errors.
+//! - [`contents`]: contents as `data:` URLs (gzip when shorter).
+//! - [`sugar`]: `boot_device`, `with_mount_unit`, Ignition's merge of the rendered parts.
+//! - [`checks`]: Butane's source checks and Ignition's checks of the result.
+//! - [`files`]: the files directory in memory.
+//! - [`report`]: findings as Butane prints them.
+//! - [`emit`]: the YAML Butane prints.
+
+pub mod checks;
+pub mod contents;
+pub mod emit;
+pub mod files;
+pub mod locate;
+pub mod report;
+pub mod schema;
+pub mod sugar;
+mod translate;
+pub mod version;
+
+pub use files::{FileSet, LocalFile};
+pub use report::{Entry, Report, Severity};
+pub use version::SpecVersion;
+
+use serde_json::Value;
+
+/// How to translate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Fail on any warning (`--strict`).
+    pub strict: bool,
+}
+
+/// A successful translation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Translated {
+    /// The MachineConfig, as the JSON value of the YAML Butane prints.
+    pub machine_config: Value,
+    /// Warnings.
+    pub report: Report,
+}
+
+/// A failed translation: the findings and the last line Butane prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Errors and warnings, located.
+    pub report: Report,
+    /// `Error translating config: source config is invalid`, and the like.
+    pub message: String,
+}
+
+impl Failure {
+    /// Everything Butane writes to stderr, the input named `file_name`.
+    pub fn stderr(&self, file_name: &str, source: &str) -> String {
+        format!(
+            "{}{}\n",
+            self.report.render(file_name, source),
+            self.message
+        )
+    }
+}
+
+fn fail(message: impl Into<String>) -> Failure {
+    Failure {
+        report: Report::default(),
+        message: format!("Error translating config: {}", message.into()),
+    }
+}
+
+/// Translates a Butane config. `files` is the files directory (`--files-dir`), `None` when
+/// none was given.
+pub fn translate(
+    input: &[u8],
+    files: Option<&FileSet>,
+    options: Options,
+) -> Result<Translated, Failure> {
+    let text = String::from_utf8_lossy(input);
+    let loc = locate::locate(&text);
+    if let Some((key, first, second)) = loc.duplicates.first() {
+        return Err(fail(format!(
+            "Error unmarshaling yaml: yaml: unmarshal errors:\n  line {second}: mapping key {key:?} already defined at line {first}"
+        )));
+    }
+    let root: Value = match serde_yaml_ng::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            let line = e
+                .location()
+                .map_or(String::new(), |l| format!("line {}: ", l.line()));
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg);
+            return Err(fail(format!("Error unmarshaling yaml: yaml: {line}{msg}")));
+        }
+    };
+    let scalar = |k: &str| match root.get(k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    };
+    let variant = scalar("variant").unwrap_or_default();
+    if variant.is_empty() {
+        return Err(fail("error parsing variant; must be specified"));
+    }
+    let version_text = scalar("version").unwrap_or_default();
+    if semver::Version::parse(&version_text).is_err() {
+        return Err(fail("error parsing version; must be a valid semver"));
+    }
+    let version = match SpecVersion::parse(&version_text) {
+        Some(v) if variant == "openshift" => v,
+        _ if variant == "rhcos" => {
+            return Err(fail(
+                "rhcos variant has been removed; use openshift variant instead: https://coreos.github.io/butane/upgrading-openshift/",
+            ))
+        }
+        _ => return Err(fail(format!("No translator exists for variant {variant} with version {version_text}"))),
+    };
+    let strip = |p: &str| p.strip_prefix("$.").unwrap_or("").to_string();
+    let value_pos = |path: &str| {
+        let mut p = strip(path);
+        loop {
+            if let Some(pos) = loc.value(&p) {
+                return Some(pos);
+            }
+            match p.rsplit_once('.') {
+                Some((parent, _)) => p = parent.to_string(),
+                None => return loc.value("").or(Some(locate::Pos { line: 1, column: 1 })),
+            }
+        }
+    };
+    match translate::run(&root, version, files) {
+        translate::Step::Types(lines) => {
+            let mut msg = String::from("yaml: unmarshal errors:");
+            for (path, m) in lines {
+                let line = value_pos(&path).map_or(0, |p| p.line);
+                msg.push_str(&format!("\n  line {line}: {m}"));
+            }
+            Err(fail(msg))
+        }
+        translate::Step::Done {
+            findings,
+            output,
+            failure,
+        } => {
+            let entries = findings
+                .into_iter()
+                .map(|(path, message, warning)| {
+                    let unused = message.starts_with("unused key ");
+                    let pos = if unused {
+                        loc.key(&strip(&path))
+                    } else {
+                        value_pos(&path)
+                    };
+                    Entry {
+                        severity: if warning {
+                            Severity::Warning
+                        } else {
+                            Severity::Error
+                        },
+                        path,
+                        pos,
+                        message,
+                    }
+                })
+                .collect();
+            let report = Report { entries };
+            match (failure, output) {
+                (None, Some(mc)) => {
+                    if options.strict && !report.entries.is_empty() {
+                        return Err(Failure {
+                            report,
+                            message: "Config produced warnings and --strict was specified".into(),
+                        });
+                    }
+                    Ok(Translated {
+                        machine_config: mc,
+                        report,
+                    })
+                }
+                (f, _) => Err(Failure {
+                    report,
+                    message: format!(
+                        "Error translating config: {}",
+                        f.unwrap_or("source config is invalid")
+                    ),
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const HEAD: &str = "variant: openshift\nversion: 4.15.0\nmetadata:\n  name: 99-worker-x\n  labels:\n    machineconfiguration.openshift.io/role: worker\n";
+
+    fn run(body: &str, files: Option<&FileSet>) -> Result<Translated, Failure> {
+        translate(
+            format!("{HEAD}{body}").as_bytes(),
+            files,
+            Options::default(),
+        )
+    }
+
+    #[test]
+    fn inline_contents_become_the_shortest_data_url() {
+        let Ok(t) = run("storage:\n  files:\n    - path: /etc/a\n      mode: 0644\n      contents:\n        inline: a=1\n", None) else {
+            panic!("translates");
+        };
+        let file = &t.machine_config["spec"]["config"]["storage"]["files"][0];
+        assert_eq!(
+            file["contents"],
+            json!({"compression": "", "source": "data:,a%3D1"})
+        );
+        assert_eq!(file["mode"], json!(420));
+        assert_eq!(
+            t.machine_config["spec"]["config"]["ignition"]["version"],
+            json!("3.4.0")
+        );
+    }
+
+    #[test]
+    fn gzip_is_taken_only_when_strictly_shorter_with_its_four_bytes() {
+        let short = contents::make_data_url(b"x", None, true);
+        assert_eq!(
+            short,
+            contents::DataUrl {
+                source: "data:,x".into(),
+                compression: Some("")
+            }
+        );
+        let set = contents::make_data_url(b"x", Some("gzip"), true);
+        assert_eq!(set.compression, None);
+        let off = contents::make_data_url(&[b'a'; 4000], None, false);
+        assert_eq!(off.compression, Some(""));
+    }
+
+    #[test]
+    fn local_files_need_a_files_dir_and_stay_inside_it() {
+        let body = "storage:\n  files:\n    - path: /etc/a\n      contents:\n        local: ../a\n";
+        let Err(f) = run(body, None) else {
+            panic!("fails")
+        };
+        assert!(f.report.entries[0].message.contains("-d/--files-dir"));
+        let set = FileSet::new("{files}");
+        let Err(f) = run(body, Some(&set)) else {
+            panic!("fails")
+        };
+        assert_eq!(
+            f.report.entries[0].message,
+            "local file path traverses outside the files directory"
+        );
+        assert_eq!(f.report.entries[0].path, "$.storage.files.0.contents.local");
+    }
+
+    #[test]
+    fn trees_give_modes_by_the_execute_bit() {
+        let mut set = FileSet::new("{files}");
+        set.insert("t/bin/run", b"#!/bin/sh\n".to_vec(), 0o755);
+        set.insert("t/etc/conf", b"x\n".to_vec(), 0o600);
+        let Ok(t) = run(
+            "storage:\n  trees:\n    - local: t\n      path: /usr/local\n",
+            Some(&set),
+        ) else {
+            panic!("translates");
+        };
+        let files = &t.machine_config["spec"]["config"]["storage"]["files"];
+        assert_eq!(files[0]["path"], json!("/usr/local/bin/run"));
+        assert_eq!(files[0]["mode"], json!(0o755));
+        assert_eq!(files[1]["mode"], json!(0o644));
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_fail_under_strict() {
+        let input = format!("{HEAD}openshift:\n  fipss: true\n");
+        let Ok(t) = translate(input.as_bytes(), None, Options::default()) else {
+            panic!("warns")
+        };
+        assert_eq!(t.report.entries[0].message, "unused key fipss");
+        assert_eq!(
+            t.report.entries[0].pos,
+            Some(locate::Pos { line: 8, column: 3 })
+        );
+        let Err(f) = translate(input.as_bytes(), None, Options { strict: true }) else {
+            panic!("fails")
+        };
+        assert_eq!(
+            f.message,
+            "Config produced warnings and --strict was specified"
+        );
+    }
+
+    #[test]
+    fn versions_follow_the_spec() {
+        assert_eq!(
+            SpecVersion::parse("4.13.0").map(SpecVersion::ignition_version),
+            Some("3.2.0")
+        );
+        assert_eq!(
+            SpecVersion::parse("4.19.0").map(SpecVersion::ignition_version),
+            Some("3.5.0")
+        );
+        assert!(SpecVersion::parse("4.22.1").is_none());
+        assert!(SpecVersion::parse("4.7.0").is_none());
+        let Err(f) = translate(
+            b"variant: openshift\nversion: 4.22.1\n",
+            None,
+            Options::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(f.message, "Error translating config: No translator exists for variant openshift with version 4.22.1");
+    }
+
+    #[test]
+    fn mount_units_escape_their_paths() {
+        assert_eq!(
+            sugar::unit_name_path_escape("/var/lib/containers"),
+            "var-lib-containers"
+        );
+        assert_eq!(
+            sugar::unit_name_path_escape("/dev/disk/by-partlabel/x"),
+            "dev-disk-by\\x2dpartlabel-x"
+        );
+    }
+
+    #[test]
+    fn the_yaml_starts_with_butanes_comment() {
+        let Ok(t) = run("", None) else {
+            panic!("translates")
+        };
+        let yaml = emit::to_yaml(&t.machine_config);
+        assert!(yaml.starts_with("# Generated by Butane; do not edit\napiVersion: machineconfiguration.openshift.io/v1\n"), "{yaml}");
+        let back: serde_json::Value = serde_yaml_ng::from_str(&yaml).unwrap_or_default();
+        assert_eq!(back, t.machine_config);
+    }
+
+    #[test]
+    fn fields_of_later_specs_are_unknown_keys() {
+        let body = "kernel_arguments:\n  should_exist:\n    - nosmt\n";
+        let old = HEAD.replace("4.15.0", "4.12.0") + body;
+        let Ok(t) = translate(old.as_bytes(), None, Options::default()) else {
+            panic!("warns")
+        };
+        assert_eq!(t.report.entries[0].message, "unused key kernel_arguments");
+        let Err(f) = run(body, None) else {
+            panic!("fails")
+        };
+        assert_eq!(f.report.entries[0].path, "$.kernel_arguments");
+    }
+}
