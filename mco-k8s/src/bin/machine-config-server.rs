@@ -77,7 +77,7 @@ struct Cli {
     /// Seconds between scans of the folder and the certificate files.
     #[arg(long, default_value_t = 1)]
     poll_seconds: u64,
-    /// Connections served at once (both ports each); more wait to be accepted.
+    /// Connections served at once, per port; more wait to be accepted.
     #[arg(long, default_value_t = ConnLimits::default().max_connections)]
     max_connections: usize,
     /// Seconds a client has for the TLS handshake, and again for a complete request head.
