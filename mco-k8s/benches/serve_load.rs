@@ -216,7 +216,7 @@ fn main() {
             build: BuildOptions::default(),
             access: AccessPolicy::default(),
             poll_interval: Duration::from_secs(3600),
-            max_header_bytes: 16384,
+            limits: mco_k8s::limits::ConnLimits::default(),
             bootstrap: None,
         };
         let running = server::start(cfg).await.expect("server starts");

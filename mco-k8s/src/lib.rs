@@ -5,6 +5,7 @@ pub mod crd;
 pub mod events;
 pub mod kubeclient;
 pub mod leader;
+pub mod limits;
 pub mod mcs;
 pub mod metrics;
 pub mod objects;

@@ -103,7 +103,7 @@ pub async fn serve(
     use hyper::service::service_fn;
     // Nothing stops it but dropping the task: the sender lives as long as the loop.
     let (_never, stop) = tokio::sync::watch::channel(false);
-    crate::tasks::accept_connections(listener, stop, move |stream, _| {
+    crate::tasks::accept_connections(listener, stop, 64, move |stream, _| {
         let render = render.clone();
         async move {
             let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {

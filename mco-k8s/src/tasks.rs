@@ -3,22 +3,37 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
 /// Accepts connections on `listener` until `stop` changes, running `serve` for each on a task
-/// of its own (a failed accept is logged and retried after a short pause).
+/// of its own (a failed accept is logged and retried after a short pause). At most
+/// `max_connections` are served at once: at the cap, accepting waits until one ends, so
+/// newcomers wait in the backlog and connections being served are not disturbed.
 pub async fn accept_connections<F, Fut>(
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
+    max_connections: usize,
     mut serve: F,
 ) where
     F: FnMut(TcpStream, SocketAddr) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    let slots = Arc::new(Semaphore::new(
+        max_connections.clamp(1, Semaphore::MAX_PERMITS),
+    ));
     loop {
+        let slot = tokio::select! {
+            s = slots.clone().acquire_owned() => match s {
+                Ok(s) => s,
+                // The semaphore is never closed.
+                Err(_) => return,
+            },
+            _ = stop.changed() => return,
+        };
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(x) => x,
@@ -30,7 +45,11 @@ pub async fn accept_connections<F, Fut>(
             },
             _ = stop.changed() => return,
         };
-        tokio::spawn(serve(stream, peer));
+        let conn = serve(stream, peer);
+        tokio::spawn(async move {
+            conn.await;
+            drop(slot);
+        });
     }
 }
 

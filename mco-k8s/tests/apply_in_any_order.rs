@@ -181,6 +181,7 @@ impl Cluster {
                 key,
                 review: ReviewOptions::default(),
                 poll_interval: Duration::from_millis(200),
+                limits: webhook::WebhookLimits::default(),
             },
             caches,
         )

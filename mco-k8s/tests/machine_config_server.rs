@@ -46,7 +46,7 @@ fn config(dir: &Path, tls: Option<(PathBuf, PathBuf)>) -> Config {
         build: BuildOptions::default(),
         access: AccessPolicy::default(),
         poll_interval: Duration::from_millis(100),
-        max_header_bytes: 16384,
+        limits: mco_k8s::limits::ConnLimits::default(),
         bootstrap: None,
     }
 }

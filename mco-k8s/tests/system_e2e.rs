@@ -562,7 +562,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
         build: BuildOptions::default(),
         access: AccessPolicy::default(),
         poll_interval: Duration::from_millis(100),
-        max_header_bytes: 16384,
+        limits: mco_k8s::limits::ConnLimits::default(),
         bootstrap: Some(BootstrapFiles {
             apiserver_url: "https://api-int.example:6443".into(),
             token: secret.path().join("token"),

@@ -110,6 +110,7 @@ async fn https_admission_reviews() {
                 key,
                 review: ReviewOptions::default(),
                 poll_interval: Duration::from_millis(100),
+                limits: webhook::WebhookLimits::default(),
             },
             view,
         )
@@ -235,6 +236,7 @@ async fn reviews_against_the_watch_caches() {
                 key,
                 review: ReviewOptions::default(),
                 poll_interval: Duration::from_millis(100),
+                limits: webhook::WebhookLimits::default(),
             },
             caches,
         )

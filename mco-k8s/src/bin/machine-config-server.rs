@@ -1,6 +1,7 @@
 //! `machine-config-server`: serves each pool's Ignition config to machines that boot.
 
 use clap::Parser;
+use mco_k8s::limits::ConnLimits;
 use mco_k8s::mcs::access::{AccessPolicy, Cidr};
 use mco_k8s::mcs::served_state::BuildOptions;
 use mco_k8s::mcs::server::{self, Config, Source};
@@ -76,9 +77,21 @@ struct Cli {
     /// Seconds between scans of the folder and the certificate files.
     #[arg(long, default_value_t = 1)]
     poll_seconds: u64,
+    /// Connections served at once, per port; more wait to be accepted.
+    #[arg(long, default_value_t = ConnLimits::default().max_connections)]
+    max_connections: usize,
+    /// Seconds a client has for the TLS handshake, and again for a complete request head.
+    #[arg(long, default_value_t = ConnLimits::default().header_timeout.as_secs())]
+    header_timeout_seconds: u64,
+    /// Seconds a connection may stay open with no request in flight.
+    #[arg(long, default_value_t = ConnLimits::default().idle_timeout.as_secs())]
+    idle_timeout_seconds: u64,
     /// Largest request head in bytes; larger ones get 431.
-    #[arg(long, default_value_t = 16384)]
+    #[arg(long, default_value_t = ConnLimits::default().max_header_bytes)]
     max_header_bytes: usize,
+    /// Most header fields in a request; more get 431.
+    #[arg(long, default_value_t = ConnLimits::default().max_headers)]
+    max_headers: usize,
 }
 
 fn read_trimmed(p: &PathBuf) -> Result<String, String> {
@@ -138,7 +151,13 @@ fn config(cli: Cli, source: Source) -> Result<Config, String> {
             allow: cli.allow_cidr,
         },
         poll_interval: Duration::from_secs(cli.poll_seconds.max(1)),
-        max_header_bytes: cli.max_header_bytes,
+        limits: ConnLimits {
+            max_connections: cli.max_connections.max(1),
+            header_timeout: Duration::from_secs(cli.header_timeout_seconds.max(1)),
+            idle_timeout: Duration::from_secs(cli.idle_timeout_seconds.max(1)),
+            max_header_bytes: cli.max_header_bytes,
+            max_headers: cli.max_headers,
+        },
         bootstrap,
     })
 }

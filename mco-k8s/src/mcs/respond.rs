@@ -26,7 +26,12 @@ pub struct Request<'a> {
     pub authorization: Option<&'a str>,
     /// The client's address.
     pub client: Option<IpAddr>,
+    /// Whether the request carries a body (none is accepted: only GET and HEAD are served).
+    pub has_body: bool,
 }
+
+/// The longest path answered; longer ones get 414 (a pool name is at most 253 bytes).
+pub const MAX_PATH_BYTES: usize = 1024;
 
 /// What to answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +107,15 @@ pub fn respond(
 ) -> Response {
     let head = req.method == "HEAD";
     if req.method != "GET" && !head {
-        return failure(405, "method not allowed");
+        let mut r = failure(405, "method not allowed");
+        r.headers.push(("allow", "GET, HEAD".into()));
+        return r;
+    }
+    if req.has_body {
+        return failure(413, "request body not accepted");
+    }
+    if req.path.len() > MAX_PATH_BYTES {
+        return failure(414, "path too long");
     }
     if req.path == "/healthz" {
         return empty(200, Note::default());

@@ -10,15 +10,12 @@ use super::respond::{respond, Request};
 use super::served_state::{BuildOptions, ServedState};
 use super::source;
 use super::tls::{self, ReloadingCert, TlsError};
+use crate::limits::ConnLimits;
 use crate::tasks::ServerTasks;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use mco_render::api::ControllerConfigSpec;
-use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -80,8 +77,8 @@ pub struct Config {
     pub access: AccessPolicy,
     /// How often to look for changed manifests and certificates.
     pub poll_interval: Duration,
-    /// The largest request head accepted (larger ones get 431).
-    pub max_header_bytes: usize,
+    /// What one client may hold or send (connections, timeouts, head size).
+    pub limits: ConnLimits,
     /// Files the bootstrap kubeconfig is built from, re-read at every poll (`None`: the
     /// kubeconfig in `build`, if any, is fixed).
     pub bootstrap: Option<BootstrapFiles>,
@@ -323,7 +320,7 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
             listener,
             Some(acceptor),
             shared.clone(),
-            cfg.max_header_bytes,
+            cfg.limits.clone(),
             rx.clone(),
         )));
     }
@@ -336,7 +333,7 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
             listener,
             None,
             shared.clone(),
-            cfg.max_header_bytes,
+            cfg.limits.clone(),
             rx.clone(),
         )));
     }
@@ -488,18 +485,27 @@ async fn accept_loop(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
-    max_header_bytes: usize,
+    limits: ConnLimits,
     stop: watch::Receiver<bool>,
 ) {
-    crate::tasks::accept_connections(listener, stop, move |stream, peer| {
-        let (shared, tls) = (shared.clone(), tls.clone());
+    let limits = Arc::new(limits);
+    let max = limits.max_connections;
+    crate::tasks::accept_connections(listener, stop, max, move |stream, peer| {
+        let (shared, tls, limits) = (shared.clone(), tls.clone(), limits.clone());
         async move {
             match tls {
-                None => serve_conn(stream, peer, "http", shared, max_header_bytes).await,
-                Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(s) => serve_conn(s, peer, "https", shared, max_header_bytes).await,
-                    Err(e) => tracing::debug!(client = %peer, error = %e, "TLS handshake failed"),
-                },
+                None => serve_conn(stream, peer, "http", shared, &limits).await,
+                Some(acceptor) => {
+                    // The handshake is part of the head: it gets the same time.
+                    match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(s)) => serve_conn(s, peer, "https", shared, &limits).await,
+                        Ok(Err(e)) => {
+                            tracing::debug!(client = %peer, error = %e, "TLS handshake failed")
+                        }
+                        Err(_) => tracing::debug!(client = %peer, "TLS handshake timed out"),
+                    }
+                }
             }
         }
     })
@@ -511,22 +517,15 @@ async fn serve_conn<S>(
     peer: SocketAddr,
     scheme: &'static str,
     shared: Arc<Shared>,
-    max_header_bytes: usize,
+    limits: &ConnLimits,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = service_fn(move |req| {
-        let shared = shared.clone();
-        async move { Ok::<_, Infallible>(handle(&shared, &req, peer, scheme)) }
-    });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30))
-        .max_buf_size(max_header_bytes.max(8192))
-        .serve_connection(TokioIo::new(io), svc);
-    if let Err(e) = conn.await {
-        tracing::debug!(client = %peer, error = %e, "connection ended with an error");
-    }
+    crate::limits::serve_http1(io, peer, limits, move |req| {
+        let resp = handle(&shared, &req, peer, scheme);
+        async move { resp }
+    })
+    .await;
 }
 
 fn handle(
@@ -548,6 +547,7 @@ fn handle(
         if_none_match: h("if-none-match"),
         authorization: h("authorization"),
         client: Some(peer.ip()),
+        has_body: !hyper::body::Body::is_end_stream(req.body()),
     };
     let state = shared.state();
     let r = respond(&view, &state, &shared.access, &shared.metrics);

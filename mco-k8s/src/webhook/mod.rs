@@ -9,17 +9,14 @@
 
 pub mod cache;
 
+use crate::limits::ConnLimits;
 use crate::mcs::tls::{self, ReloadingCert, TlsError};
 use crate::tasks::ServerTasks;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use mco_render::admission::v1;
 use mco_render::admission::{ClusterView, ReviewOptions};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,9 +26,38 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
-/// The largest request body accepted: an AdmissionReview carries the object and the stored
-/// one, each up to the 1.5 MiB etcd allows.
+/// The largest request body accepted by default: an AdmissionReview carries the object and
+/// the stored one, each up to the 1.5 MiB etcd allows.
 pub const MAX_BODY_BYTES: usize = 4 << 20;
+
+/// What the webhook's clients may hold or send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookLimits {
+    /// Connections, head timeout and size, idle timeout.
+    pub conn: ConnLimits,
+    /// The largest AdmissionReview body; larger ones get 413 (at once when the
+    /// `Content-Length` says so).
+    pub max_body_bytes: usize,
+    /// Time the body has to arrive once the head has; slower ones get 408. The API server
+    /// gives a webhook 10 s at most, so anything slower is already lost.
+    pub body_timeout: Duration,
+}
+
+impl Default for WebhookLimits {
+    fn default() -> Self {
+        WebhookLimits {
+            conn: ConnLimits {
+                max_connections: 128,
+                header_timeout: Duration::from_secs(5),
+                idle_timeout: Duration::from_secs(60),
+                max_header_bytes: 16384,
+                max_headers: 64,
+            },
+            max_body_bytes: MAX_BODY_BYTES,
+            body_timeout: Duration::from_secs(5),
+        }
+    }
+}
 
 /// Where reviews read the cluster from.
 pub trait ViewSource: Send + Sync + 'static {
@@ -60,6 +86,8 @@ pub struct Config {
     pub review: ReviewOptions,
     /// How often to look for a changed certificate.
     pub poll_interval: Duration,
+    /// What clients may hold or send.
+    pub limits: WebhookLimits,
 }
 
 /// Starting failed.
@@ -101,6 +129,7 @@ impl Running {
 struct Shared {
     source: Box<dyn ViewSource>,
     review: ReviewOptions,
+    limits: WebhookLimits,
 }
 
 /// Loads the certificate, binds and serves.
@@ -121,6 +150,7 @@ pub async fn start(cfg: Config, source: impl ViewSource) -> Result<Running, Star
     let shared = Arc::new(Shared {
         source: Box::new(source),
         review: cfg.review.clone(),
+        limits: cfg.limits.clone(),
     });
     let (tx, rx) = watch::channel(false);
     let tasks = vec![
@@ -155,27 +185,29 @@ async fn accept_loop(
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
 ) {
-    crate::tasks::accept_connections(listener, stop, move |stream, peer| {
+    let max = shared.limits.conn.max_connections;
+    crate::tasks::accept_connections(listener, stop, max, move |stream, peer| {
         let (shared, acceptor) = (shared.clone(), acceptor.clone());
         async move {
-            let tls = match acceptor.accept(stream).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::debug!(client = %peer, error = %e, "TLS handshake failed");
-                    return;
-                }
-            };
-            let svc = service_fn(move |req| {
+            let limits = shared.limits.conn.clone();
+            // The handshake is part of the head: it gets the same time.
+            let tls =
+                match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::debug!(client = %peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(client = %peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
+            crate::limits::serve_http1(tls, peer, &limits, move |req| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(&shared, req).await) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
-                .serve_connection(TokioIo::new(tls), svc);
-            if let Err(e) = conn.await {
-                tracing::debug!(client = %peer, error = %e, "connection ended with an error");
-            }
+                async move { handle(&shared, req).await }
+            })
+            .await;
         }
     })
     .await;
@@ -196,12 +228,26 @@ async fn handle(shared: &Shared, req: hyper::Request<Incoming>) -> hyper::Respon
     match (req.method().as_str(), path.as_str()) {
         ("GET", "/healthz") => reply(200, "text/plain", "ok\n"),
         ("POST", "/validate") => {
-            let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-                .collect()
-                .await
-            {
-                Ok(b) => b.to_bytes(),
-                Err(e) => return reply(413, "text/plain", format!("request body: {e}\n")),
+            let max = shared.limits.max_body_bytes;
+            if hyper::body::Body::size_hint(req.body()).lower() > max as u64 {
+                return reply(
+                    413,
+                    "text/plain",
+                    format!("request body over {max} bytes\n"),
+                );
+            }
+            let read = Limited::new(req.into_body(), max).collect();
+            let body = match tokio::time::timeout(shared.limits.body_timeout, read).await {
+                Ok(Ok(b)) => b.to_bytes(),
+                Ok(Err(e)) if e.is::<LengthLimitError>() => {
+                    return reply(
+                        413,
+                        "text/plain",
+                        format!("request body over {max} bytes\n"),
+                    )
+                }
+                Ok(Err(e)) => return reply(400, "text/plain", format!("request body: {e}\n")),
+                Err(_) => return reply(408, "text/plain", "request body too slow\n"),
             };
             let started = Instant::now();
             let out = match shared.source.view() {
@@ -264,9 +310,34 @@ pub struct WebhookArgs {
     /// Minutes one node takes to drain, update and reboot, for rollout estimates.
     #[arg(long, default_value_t = 5)]
     pub webhook_node_minutes: u64,
+    /// Webhook connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = 128)]
+    pub webhook_max_connections: usize,
+    /// Seconds a webhook client has for the TLS handshake and the request head, and again for
+    /// the body.
+    #[arg(long, default_value_t = 5)]
+    pub webhook_request_timeout_seconds: u64,
+    /// Largest AdmissionReview body in bytes; larger ones get 413.
+    #[arg(long, default_value_t = MAX_BODY_BYTES)]
+    pub webhook_max_body_bytes: usize,
 }
 
 impl WebhookArgs {
+    /// The limits the flags set (the rest are [`WebhookLimits::default`]).
+    pub fn limits(&self) -> WebhookLimits {
+        let d = WebhookLimits::default();
+        let timeout = Duration::from_secs(self.webhook_request_timeout_seconds.max(1));
+        WebhookLimits {
+            conn: ConnLimits {
+                max_connections: self.webhook_max_connections.max(1),
+                header_timeout: timeout,
+                ..d.conn
+            },
+            max_body_bytes: self.webhook_max_body_bytes,
+            body_timeout: timeout,
+        }
+    }
+
     /// Runs the webhook on the cluster's caches when `--webhook-listen` is set, on every
     /// replica, leader or not. The caches start at once; serving waits until the certificate
     /// files load (the Secret is mounted optional: it may appear later). The task ends only if
@@ -286,6 +357,7 @@ impl WebhookArgs {
                 now: None,
             },
             poll_interval: Duration::from_secs(10),
+            limits: self.limits(),
         };
         let caches = cache::WebhookCache::start(client, render);
         Some(tokio::spawn(async move {

@@ -192,7 +192,7 @@ async fn serves_from_watched_caches_without_asking_the_api_per_request() {
         build: BuildOptions::default(),
         access: AccessPolicy::default(),
         poll_interval: Duration::from_secs(1),
-        max_header_bytes: 16384,
+        limits: crate::limits::ConnLimits::default(),
         bootstrap: None,
     };
     let running = match server::start(cfg).await {

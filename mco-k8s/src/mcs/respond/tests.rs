@@ -173,3 +173,127 @@ fn metrics_are_prometheus_text() {
     assert!(text.contains("mcs_requests_total{code=\"200\"} 1"));
     assert!(text.contains("mcs_pools 2"));
 }
+
+/// Paths that try to reach another file or pool: every one is refused, none serves a config.
+#[test]
+fn hostile_paths_get_4xx() {
+    let long = format!("/config/{}", "a".repeat(MAX_PATH_BYTES));
+    let cases: &[(&str, u16)] = &[
+        ("/config/../config/worker", 404),
+        ("/config/./worker", 404),
+        ("/config/worker/..", 404),
+        ("/config/worker/", 404),
+        ("/config//worker", 404),
+        ("//config/worker", 404),
+        ("/config/worker%2F..%2Fbroken", 400),
+        ("/config/worker%2f", 400),
+        ("/config/%2e%2e", 400),
+        ("/config/%77orker", 400),
+        ("/config/worker%00", 400),
+        ("/config/worker\u{0}", 400),
+        ("/config/w\u{f6}rker", 400),
+        ("/config/worker.json", 400),
+        ("/config/infra", 404),
+        ("/CONFIG/worker", 404),
+        ("/config/worker ", 400),
+        ("/etc/passwd", 404),
+        ("/config/../../etc/passwd", 404),
+        (&long, 414),
+    ];
+    for (path, want) in cases {
+        let r = run(&get(path));
+        assert_eq!(r.status, *want, "{path:?}");
+        assert!(r.body.is_empty(), "{path:?} served a body");
+        assert!(!r.cache_hit, "{path:?}");
+    }
+    // A pool name at the longest a name may be is looked up (and not found), not refused.
+    let at_limit = format!("/config/{}", "a".repeat(253));
+    assert_eq!(run(&get(&at_limit)).status, 404);
+}
+
+#[test]
+fn bodies_and_other_methods_are_refused() {
+    let mut req = get("/config/worker");
+    req.has_body = true;
+    let r = run(&req);
+    assert_eq!(r.status, 413);
+    assert!(r.body.is_empty());
+    req.method = "POST";
+    let r = run(&req);
+    assert_eq!(r.status, 405);
+    assert_eq!(header(&r, "allow"), Some("GET, HEAD"));
+    for m in ["PATCH", "CONNECT", "TRACE", "get", ""] {
+        let mut req = get("/config/worker");
+        req.method = m;
+        assert_eq!(run(&req).status, 405, "{m:?}");
+    }
+}
+
+fn many_pools() -> ServedState {
+    let mut pools = BTreeMap::new();
+    for name in ["worker", "master", "infra", "a-b"] {
+        let mut versions = BTreeMap::new();
+        versions.insert(
+            SpecVersion::V2_2,
+            Ok(Encoded::new(
+                format!("{{\"pool\":\"{name}\"}}").into_bytes(),
+            )),
+        );
+        pools.insert(
+            name.to_string(),
+            Ok(PoolEntry {
+                rendered_name: format!("rendered-{name}"),
+                versions,
+            }),
+        );
+    }
+    ServedState { pools }
+}
+
+/// Paths built from the pieces an attacker would use.
+fn hostile_path() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let piece = prop_oneof![
+        Just("/".to_string()),
+        Just("/config/".to_string()),
+        Just("config".to_string()),
+        Just("..".to_string()),
+        Just(".".to_string()),
+        Just("%2F".to_string()),
+        Just("%2e".to_string()),
+        Just("worker".to_string()),
+        Just("master".to_string()),
+        Just("infra".to_string()),
+        Just("a-b".to_string()),
+        Just("healthz".to_string()),
+        Just("metrics".to_string()),
+        "[a-z-]{0,4}",
+        any::<String>(),
+    ];
+    prop::collection::vec(piece, 0..8).prop_map(|v| v.concat())
+}
+
+proptest::proptest! {
+    /// For any path, the answer is the config of exactly the pool the path names, or no
+    /// config at all.
+    #[test]
+    fn any_path_serves_exactly_its_pool_or_nothing(
+        path in proptest::prop_oneof![hostile_path(), proptest::prelude::any::<String>()]
+    ) {
+        let state = many_pools();
+        let r = respond(&get(&path), &state, &AccessPolicy::default(), &Metrics::default());
+        let served = r.status == 200 && path != "/healthz" && path != "/metrics";
+        if served {
+            let pool = path.strip_prefix("/config/");
+            proptest::prop_assert!(pool.is_some(), "{path:?} served");
+            let pool = pool.unwrap_or_default();
+            proptest::prop_assert!(state.pools.contains_key(pool), "{path:?}");
+            let want = format!("{{\"pool\":\"{pool}\"}}");
+            proptest::prop_assert_eq!(&r.body[..], want.as_bytes());
+            proptest::prop_assert_eq!(r.note.pool.as_deref(), Some(pool));
+        } else {
+            proptest::prop_assert!(r.status != 200 || r.body.is_empty() || path == "/metrics");
+            proptest::prop_assert!(!r.cache_hit);
+        }
+    }
+}
