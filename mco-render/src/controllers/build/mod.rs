@@ -9,8 +9,10 @@ pub mod machine_os_build;
 pub use error::{BuildError, HashError, Stage};
 pub use machine_os_build::{build_name, machine_os_build, BuildInputs};
 pub mod config_maps;
+pub mod containerfile;
 pub mod job;
 pub mod request;
 pub mod secrets;
+pub mod syntax;
 
 pub use request::{build_request, BuildObjects, RequestInputs, RequestOpts};

@@ -22,6 +22,9 @@ pub struct RequestInputs<'a> {
     pub pool: &'a MachineConfigPool,
     /// The pool's rendered MachineConfig.
     pub rendered: &'a MachineConfig,
+    /// The rendered MachineConfig as read (JSON), for what Go's encoding keeps that the
+    /// typed value does not (`null` versus empty lists).
+    pub rendered_source: &'a Value,
     /// The ControllerConfig `machine-config-controller` (proxy, trust bundle).
     pub controller_config: &'a ControllerConfig,
     /// Secrets and ConfigMaps (Kubernetes JSON) in [`NAMESPACE`].
