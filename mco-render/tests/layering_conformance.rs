@@ -66,7 +66,7 @@ fn compare(case: &Value) -> Vec<String> {
         mosc: &mosc,
         pool: &pool,
         rendered: &rendered,
-        rendered_source: &rendered_json,
+        rendered_source: Some(&rendered_json),
         controller_config: &cc,
         objects: &objects,
     });

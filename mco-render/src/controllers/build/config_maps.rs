@@ -14,12 +14,19 @@ pub const MACHINE_CONFIG_KEY: &str = "machineconfig.json.gz";
 pub const TRUST_BUNDLE_KEY: &str = "openshift-config-user-ca-bundle.crt";
 
 /// The MachineConfig as Go encodes it: the typed value, with `kernelArguments` and
-/// `extensions` `null` where the object as read had none (Go's nil slices).
-pub fn go_machine_config(mc: &MachineConfig, source: &Value) -> Result<Value, BuildError> {
+/// `extensions` `null` where the object as read had none (Go's nil slices); without the
+/// object as read, where they are empty.
+pub fn go_machine_config(mc: &MachineConfig, source: Option<&Value>) -> Result<Value, BuildError> {
     let mut v = serde_json::to_value(mc).map_err(|e| BuildError::Encode(e.to_string()))?;
     for key in ["kernelArguments", "extensions"] {
-        let read = source.get("spec").and_then(|s| s.get(key));
-        if read.is_none_or(Value::is_null) {
+        let nil = match source {
+            Some(src) => src
+                .get("spec")
+                .and_then(|s| s.get(key))
+                .is_none_or(Value::is_null),
+            None => v["spec"][key].as_array().is_some_and(Vec::is_empty),
+        };
+        if nil {
             if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.insert(key.to_string(), Value::Null);
             }

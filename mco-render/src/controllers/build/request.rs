@@ -23,8 +23,8 @@ pub struct RequestInputs<'a> {
     /// The pool's rendered MachineConfig.
     pub rendered: &'a MachineConfig,
     /// The rendered MachineConfig as read (JSON), for what Go's encoding keeps that the
-    /// typed value does not (`null` versus empty lists).
-    pub rendered_source: &'a Value,
+    /// typed value does not (`null` versus empty lists); without it empty lists are `null`.
+    pub rendered_source: Option<&'a Value>,
     /// The ControllerConfig `machine-config-controller` (proxy, trust bundle).
     pub controller_config: &'a ControllerConfig,
     /// Secrets and ConfigMaps (Kubernetes JSON) in [`NAMESPACE`].
