@@ -13,6 +13,11 @@ pub const BUILD_CONDITIONS: [&str; 5] =
 /// The architecture of a Containerfile entry that applies to every architecture.
 pub const NO_ARCH: &str = "NoArch";
 
+/// The kind of a MachineOSConfig.
+pub const MACHINE_OS_CONFIG_KIND: &str = "MachineOSConfig";
+/// The kind of a MachineOSBuild.
+pub const MACHINE_OS_BUILD_KIND: &str = "MachineOSBuild";
+
 /// A pool's request for a layered OS image.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -145,8 +150,8 @@ pub struct MachineOSBuild {
     #[serde(default)]
     pub spec: MachineOSBuildSpec,
     /// Progress.
-    #[serde(default)]
-    pub status: MachineOSBuildStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MachineOSBuildStatus>,
 }
 
 /// The MachineOSBuild spec.

@@ -27,7 +27,10 @@ pub use custom::{
 };
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use machine_config_node::{MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus};
-pub use machine_os::{MachineOSBuild, MachineOSConfig};
+pub use machine_os::{
+    MachineOSBuild, MachineOSBuildSpec, MachineOSBuildStatus, MachineOSConfig, MachineOSConfigSpec,
+    MachineOSConfigStatus,
+};
 pub use meta::{ObjectMeta, OwnerReference};
 pub use node::Node;
 pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};

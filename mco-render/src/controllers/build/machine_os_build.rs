@@ -117,6 +117,6 @@ pub fn machine_os_build(inputs: &BuildInputs<'_>) -> Result<MachineOSBuild, Buil
             },
             rendered_image_push_spec: named.to_string_full(),
         },
-        status: Default::default(),
+        status: None,
     })
 }
