@@ -91,9 +91,9 @@ pub enum BuildError {
     EmptyPushSecret(String),
     /// A Secret is absent (its role: "base image pull" or "final image push", name).
     SecretNotFound(&'static str, String),
-    /// A ConfigMap or Secret the build reads is absent (kind, name).
+    /// The images ConfigMap is absent (resource, name).
     ObjectNotFound(&'static str, String),
-    /// A ConfigMap's content cannot be read (name, why).
+    /// The images ConfigMap's `images.json` cannot be read (name, why).
     BadConfigMap(String, String),
     /// Unknown extensions (their names).
     InvalidExtensions(Vec<String>),
@@ -145,9 +145,11 @@ impl fmt::Display for BuildError {
                 q(n)
             ),
             BuildError::ObjectNotFound(kind, n) => {
-                write!(f, "{OPTS}: {kind} {} not found", q(n))
+                write!(f, "{OPTS}: could not get images.json config: {kind} {} not found", q(n))
             }
-            BuildError::BadConfigMap(n, why) => write!(f, "{OPTS}: configmap {n}: {why}"),
+            BuildError::BadConfigMap(n, why) => {
+                write!(f, "{OPTS}: could not get images.json config: configmap {n}: {why}")
+            }
             BuildError::InvalidExtensions(exts) => {
                 write!(f, "{CF}: invalid extensions found: [{}]", exts.join(" "))
             }
