@@ -14,7 +14,9 @@ use mco_render::api::{
     ContainerRuntimeConfig, ContainerRuntimeConfigSpec, ControllerConfig, ControllerConfigSpec,
     ControllerConfigStatus, CustomResourceStatus, KubeletConfig, KubeletConfigSpec, MachineConfig,
     MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPool,
-    MachineConfigPoolStatus, MachineConfigSpec, ObjectMeta, OwnerReference, PoolSpec,
+    MachineConfigPoolStatus, MachineConfigSpec, MachineOSBuild, MachineOSBuildSpec,
+    MachineOSBuildStatus, MachineOSConfig, MachineOSConfigSpec, MachineOSConfigStatus, ObjectMeta,
+    OwnerReference, PoolSpec,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -183,6 +185,8 @@ model_with_status! {
     ContainerRuntimeConfig: ContainerRuntimeConfigSpec, CustomResourceStatus, crd::CONTAINER_RUNTIME_CONFIG;
     MachineConfigNode: MachineConfigNodeSpec, MachineConfigNodeStatus, crd::MACHINE_CONFIG_NODE;
     RolloutPolicy: RolloutPolicySpec, RolloutPolicyStatus, crd::ROLLOUT_POLICY;
+    MachineOSConfig: MachineOSConfigSpec, MachineOSConfigStatus, crd::MACHINE_OS_CONFIG;
+    MachineOSBuild: MachineOSBuildSpec, MachineOSBuildStatus, crd::MACHINE_OS_BUILD;
 }
 
 impl Model for MachineConfig {

@@ -587,3 +587,47 @@ async fn validating_webhooks_as_the_real_server_calls_them() {
         .unwrap_err();
     assert_eq!(code(e).0, 500);
 }
+
+#[tokio::test]
+async fn serves_machine_os_configs_and_builds() {
+    let server = ApiServer::start().await.unwrap();
+    let moscs: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::MACHINE_OS_CONFIG.api_resource());
+    let mosc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineOSConfig",
+        "metadata": {"name": "layered"},
+        "spec": {
+            "machineConfigPool": {"name": "layered"},
+            "imageBuilder": {"imageBuilderType": "Job"},
+            "renderedImagePushSecret": {"name": "push-secret"},
+            "renderedImagePushSpec": "quay.io/example/os-images:latest"
+        }
+    }))
+    .unwrap();
+    moscs.create(&PostParams::default(), &mosc).await.unwrap();
+    assert_eq!(
+        moscs
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let builds: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::MACHINE_OS_BUILD.api_resource());
+    let build: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineOSBuild",
+        "metadata": {"name": "layered-0123"},
+        "spec": {
+            "machineConfig": {"name": "rendered-layered-1"},
+            "machineOSConfig": {"name": "layered"},
+            "renderedImagePushSpec": "quay.io/example/os-images:layered-0123"
+        }
+    }))
+    .unwrap();
+    let created = builds.create(&PostParams::default(), &build).await.unwrap();
+    assert_eq!(created.data["spec"]["machineOSConfig"]["name"], "layered");
+}

@@ -490,3 +490,41 @@ fn optional_config_crds_manifest_matches_the_types() {
         "manifests/optional/config-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
     );
 }
+
+#[test]
+fn machine_os_config_and_build_columns() {
+    let all = crds().unwrap();
+    let mosc = all
+        .iter()
+        .find(|c| c.spec.names.kind == "MachineOSConfig")
+        .unwrap();
+    assert_eq!(
+        mosc.metadata.name.as_deref(),
+        Some("machineosconfigs.machineconfiguration.openshift.io")
+    );
+    // Upstream declares no printer columns for MachineOSConfig.
+    assert_eq!(mosc.spec.versions[0].additional_printer_columns, None);
+    let cols: Vec<(String, String)> = columns("machineosbuilds.machineconfiguration.openshift.io");
+    let condition = |t: &str| format!(".status.conditions[?(@.type==\"{t}\")].status");
+    let want: Vec<(String, String)> =
+        ["Prepared", "Building", "Succeeded", "Interrupted", "Failed"]
+            .iter()
+            .map(|t| (t.to_ascii_uppercase(), condition(t)))
+            .chain([("AGE".to_string(), ".metadata.creationTimestamp".to_string())])
+            .collect();
+    assert_eq!(cols, want);
+    let schema = schema_of("machineosconfigs.machineconfiguration.openshift.io");
+    for field in [
+        "machineConfigPool",
+        "imageBuilder",
+        "renderedImagePushSpec",
+        "containerFile",
+    ] {
+        assert!(
+            schema
+                .pointer(&format!("/properties/spec/properties/{field}"))
+                .is_some(),
+            "MachineOSConfig spec lacks {field}"
+        );
+    }
+}

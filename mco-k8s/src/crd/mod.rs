@@ -20,7 +20,8 @@ use mco_render::api::rollout_policy::{self, RolloutPolicySpec, RolloutPolicyStat
 use mco_render::api::{
     ContainerRuntimeConfigSpec, ControllerConfigSpec, ControllerConfigStatus, CustomResourceStatus,
     KubeletConfigSpec, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPoolStatus,
-    MachineConfigSpec, PoolSpec,
+    MachineConfigSpec, MachineOSBuildSpec, MachineOSBuildStatus, MachineOSConfigSpec,
+    MachineOSConfigStatus, PoolSpec,
 };
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
@@ -88,7 +89,7 @@ impl Kind {
 
     /// The CRD, with `schema` as its OpenAPI schema.
     fn crd(&self, schema: JSONSchemaProps) -> CustomResourceDefinition {
-        let columns = self
+        let columns: Vec<CustomResourceColumnDefinition> = self
             .columns
             .iter()
             .map(|c| (c, None))
@@ -121,7 +122,7 @@ impl Kind {
                 },
                 scope: "Cluster".into(),
                 versions: vec![CustomResourceDefinitionVersion {
-                    additional_printer_columns: Some(columns),
+                    additional_printer_columns: (!columns.is_empty()).then_some(columns),
                     name: self.version.into(),
                     schema: Some(CustomResourceValidation {
                         open_api_v3_schema: Some(schema),
@@ -347,6 +348,42 @@ pub const ROLLOUT_POLICY: Kind = Kind {
     spec_description: "How the MachineConfigPool of the same name rolls out: canaries, a health gate, maintenance\nwindows, rollback and resume.",
 };
 
+/// MachineOSConfig: a pool's request for a layered OS image (no printer columns, as upstream).
+pub const MACHINE_OS_CONFIG: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
+    kind: "MachineOSConfig",
+    plural: "machineosconfigs",
+    short_names: &[],
+    status: true,
+    columns: &[],
+    wide_columns: &[],
+    spec_ident: "MachineOSConfigSpec",
+    spec_description: "What to build for a pool's layered OS image and where to push it.",
+};
+
+/// MachineOSBuild: one build of a MachineOSConfig for one rendered MachineConfig.
+pub const MACHINE_OS_BUILD: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
+    kind: "MachineOSBuild",
+    plural: "machineosbuilds",
+    short_names: &[],
+    status: true,
+    columns: &[
+        condition_column!("Prepared", "Prepared"),
+        condition_column!("Building", "Building"),
+        condition_column!("Succeeded", "Succeeded"),
+        condition_column!("Interrupted", "Interrupted"),
+        condition_column!("Failed", "Failed"),
+        AGE,
+    ],
+    wide_columns: &[],
+    spec_ident: "MachineOSBuildSpec",
+    spec_description:
+        "The rendered MachineConfig built, its MachineOSConfig and the tagged push spec.",
+};
+
 /// The root object of a kind with a status, as kube-rs's derive lays it out for the schema.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
@@ -463,6 +500,14 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, serde_json::Error> {
         build(
             &ROLLOUT_POLICY,
             structural_schema::<Root<RolloutPolicySpec, RolloutPolicyStatus>>(),
+        )?,
+        build(
+            &MACHINE_OS_CONFIG,
+            structural_schema::<Root<MachineOSConfigSpec, MachineOSConfigStatus>>(),
+        )?,
+        build(
+            &MACHINE_OS_BUILD,
+            structural_schema::<Root<MachineOSBuildSpec, MachineOSBuildStatus>>(),
         )?,
     ])
 }

@@ -213,6 +213,7 @@ impl Stores {
                 .find(|c: &ControllerConfig| c.metadata.name == CONTROLLER_CONFIG_NAME)
                 .map(|c| (file(), c)),
             nodes: Vec::new(),
+            machine_os_configs: Vec::new(),
             rollout_policies: self
                 .rollout_policies
                 .state()

@@ -328,6 +328,22 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
     ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "machineosconfigs",
+        kind: "MachineOSConfig",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "machineosbuilds",
+        kind: "MachineOSBuild",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
         group: "rollout.mco.dev",
         version: "v1alpha1",
         plural: "rolloutpolicies",

@@ -6,6 +6,7 @@ pub mod controller_config;
 pub mod custom;
 pub mod machine_config;
 pub mod machine_config_node;
+pub mod machine_os;
 pub mod meta;
 pub mod node;
 pub mod pool;
@@ -26,6 +27,10 @@ pub use custom::{
 };
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use machine_config_node::{MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus};
+pub use machine_os::{
+    MachineOSBuild, MachineOSBuildSpec, MachineOSBuildStatus, MachineOSConfig, MachineOSConfigSpec,
+    MachineOSConfigStatus,
+};
 pub use meta::{ObjectMeta, OwnerReference};
 pub use node::Node;
 pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};

@@ -49,6 +49,8 @@ fn write_stdout(text: &str) {
     }
 }
 
+#[path = "cli/build_request.rs"]
+mod build_request;
 #[path = "cli/check.rs"]
 mod check;
 #[path = "cli/report.rs"]
@@ -234,6 +236,9 @@ enum Command {
     },
     /// Translate a Butane config (`variant: openshift`) into a MachineConfig, as Butane does.
     Butane(butane::Args),
+    /// The MachineOSBuild, ConfigMaps, Secrets and Job the build controller creates for a
+    /// MachineOSConfig (on-cluster image layering), as a `List`.
+    BuildRequest(build_request::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -336,6 +341,7 @@ fn main() -> ExitCode {
             controller_version: &controller_version,
             changes: &changes,
         }),
+        Command::BuildRequest(args) => build_request::run(&args),
         Command::Butane(args) => butane::run(&args).map_err(|code| Failure {
             code,
             lines: Vec::new(),

@@ -7,6 +7,7 @@
 //! functions and carry out what they return.
 
 pub mod backoff;
+pub mod build;
 pub mod drain;
 pub mod gc;
 pub mod generate;

@@ -5,7 +5,7 @@
 pub mod expand;
 
 use crate::api::rollout_policy::RolloutPolicy;
-use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool, Node};
+use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool, MachineOSConfig, Node};
 use serde_json::Value;
 
 /// Whether a file name is one that manifest folders are read for (`.yaml`, `.yml`, `.json`).
@@ -29,7 +29,10 @@ pub struct Manifests {
     pub nodes: Vec<(String, Node)>,
     /// RolloutPolicies, with their files.
     pub rollout_policies: Vec<(String, RolloutPolicy)>,
-    /// Other objects (kept for callers that understand them), with their files.
+    /// MachineOSConfigs (on-cluster layering), with their files.
+    pub machine_os_configs: Vec<(String, MachineOSConfig)>,
+    /// Other objects (kept for callers that understand them: Secrets and ConfigMaps among
+    /// them), with their files.
     pub others: Vec<(String, Value)>,
     /// Where each object's document starts, in reading order (a `List`'s items share the
     /// list's line). Empty for manifests built without [`Manifests::add_file`].
@@ -226,7 +229,8 @@ impl Manifests {
             | "MachineConfigList"
             | "MachineConfigPoolList"
             | "NodeList"
-            | "RolloutPolicyList" => {
+            | "RolloutPolicyList"
+            | "MachineOSConfigList" => {
                 let mut v = v;
                 if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
                     for item in items {
@@ -272,6 +276,10 @@ impl Manifests {
                 let p: RolloutPolicy = serde_json::from_value(v).map_err(err)?;
                 self.rollout_policies.push((file.to_string(), p));
             }
+            "MachineOSConfig" => {
+                let c: MachineOSConfig = serde_json::from_value(v).map_err(err)?;
+                self.machine_os_configs.push((file.to_string(), c));
+            }
             _ => self.others.push((file.to_string(), v)),
         }
         Ok(())
@@ -282,6 +290,15 @@ impl Manifests {
         self.machine_configs
             .iter()
             .map(|(_, m)| m.clone())
+            .collect()
+    }
+
+    /// The other objects of one `kind` (Secrets, ConfigMaps), in reading order.
+    pub fn others_of_kind(&self, kind: &str) -> Vec<Value> {
+        self.others
+            .iter()
+            .filter(|(_, v)| v.get("kind").and_then(Value::as_str) == Some(kind))
+            .map(|(_, v)| v.clone())
             .collect()
     }
 

@@ -1,0 +1,151 @@
+//! `mco-render build-request`: the objects upstream's build controller creates for a
+//! MachineOSConfig (its MachineOSBuild, ConfigMaps, Secrets and builder Job), as a `List`.
+
+use super::{load, to_json, to_yaml, write_stdout, Failure, Format};
+use mco_render::controllers::build::{build_request, RequestInputs};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// The `build-request` command's arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The MachineOSConfig to build (required when the manifests hold several).
+    #[arg(long = "machine-os-config")]
+    machine_os_config: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: Format,
+    /// Manifest files or folders: the MachineOSConfig, its pool, the rendered
+    /// MachineConfig, the ControllerConfig, and the Secrets and ConfigMaps the build reads.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+fn missing(what: String) -> Failure {
+    Failure {
+        code: 1,
+        lines: vec![format!("error: {what}")],
+    }
+}
+
+/// A core object upstream returns without `apiVersion`/`kind`, typed for `kubectl apply`.
+fn typed(kind: &str, mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("apiVersion".into(), json!("v1"));
+        o.insert("kind".into(), json!(kind));
+    }
+    v
+}
+
+/// Runs the command: 0 with the `List` printed, 1 naming the object upstream fails on,
+/// 2 for unreadable input.
+pub(crate) fn run(args: &Args) -> Result<(), Failure> {
+    let m = load(&args.paths)?;
+    let moscs: Vec<_> = m
+        .machine_os_configs
+        .iter()
+        .map(|(_, c)| c)
+        .filter(|c| {
+            args.machine_os_config
+                .as_ref()
+                .is_none_or(|n| *n == c.metadata.name)
+        })
+        .collect();
+    let mosc =
+        match (moscs.as_slice(), &args.machine_os_config) {
+            ([one], _) => *one,
+            ([], Some(n)) => {
+                return Err(missing(format!(
+                    "no MachineOSConfig {n:?} in the manifests"
+                )))
+            }
+            ([], None) => return Err(missing("no MachineOSConfig in the manifests".into())),
+            (_, _) => return Err(missing(
+                "several MachineOSConfigs in the manifests: choose one with --machine-os-config"
+                    .into(),
+            )),
+        };
+    let pool_name = &mosc.spec.machine_config_pool.name;
+    // The pool named, else the only one (upstream then reports the mismatch).
+    let only = |n: usize| n == 1;
+    let pool = m
+        .pools
+        .iter()
+        .map(|(_, p)| p)
+        .find(|p| p.metadata.name == *pool_name)
+        .or_else(|| {
+            m.pools
+                .first()
+                .map(|(_, p)| p)
+                .filter(|_| only(m.pools.len()))
+        })
+        .ok_or_else(|| {
+            missing(format!(
+                "MachineOSConfig {:?}: MachineConfigPool {pool_name:?} not in the manifests",
+                mosc.metadata.name
+            ))
+        })?;
+    let rendered_name = &pool.spec.configuration.name;
+    let rendered = m
+        .machine_configs
+        .iter()
+        .map(|(_, c)| c)
+        .find(|c| c.metadata.name == *rendered_name)
+        // Else the only MachineConfig (upstream then checks it is a rendered one).
+        .or_else(|| {
+            m.machine_configs.first().map(|(_, c)| c).filter(|_| only(m.machine_configs.len()))
+        })
+        .ok_or_else(|| {
+            missing(format!(
+                "MachineConfigPool {pool_name:?}: rendered MachineConfig {rendered_name:?} not in the manifests"
+            ))
+        })?;
+    let (_, controller_config) = m
+        .controller_config
+        .as_ref()
+        .ok_or_else(|| missing("no ControllerConfig in the manifests".into()))?;
+    let mut objects = m.others_of_kind("Secret");
+    objects.extend(m.others_of_kind("ConfigMap"));
+    let out = build_request(&RequestInputs {
+        mosc,
+        pool,
+        rendered,
+        rendered_source: None,
+        controller_config,
+        objects: &objects,
+    });
+    if let Some(e) = &out.error {
+        return Err(Failure {
+            code: 1,
+            lines: vec![format!(
+                "error: MachineOSConfig {:?} ({}): {e}",
+                mosc.metadata.name,
+                e.stage().upstream_name()
+            )],
+        });
+    }
+    let mut items = Vec::new();
+    if let Some(mosb) = &out.machine_os_build {
+        items.push(serde_json::to_value(mosb).map_err(|e| Failure::input(e.to_string()))?);
+    }
+    items.extend(
+        out.config_maps
+            .into_iter()
+            .flatten()
+            .map(|c| typed("ConfigMap", c)),
+    );
+    items.extend(
+        out.secrets
+            .into_iter()
+            .flatten()
+            .map(|s| typed("Secret", s)),
+    );
+    items.extend(out.job);
+    let list = json!({ "apiVersion": "v1", "kind": "List", "items": items });
+    let text = match args.output {
+        Format::Yaml => to_yaml(&list)?,
+        Format::Json => format!("{}\n", to_json(&list)?),
+    };
+    write_stdout(&text);
+    Ok(())
+}
