@@ -97,6 +97,17 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
+    /// Write the CA files of a ControllerConfig (YAML/JSON) once, as cluster mode's certificate
+    /// writer does on each change: each file atomically, only when its bytes differ.
+    CertsFrom {
+        /// The ControllerConfig file.
+        file: PathBuf,
+        /// The `kubeconfig-data` ConfigMap's `ca-bundle.crt`, trusted by the kubeconfig.
+        #[arg(long)]
+        kubeconfig_ca: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Report how the disk differs from the current config.
     Drift {
         #[command(flatten)]
@@ -402,6 +413,29 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                     println!("completing firstboot provisioning to {config}: rebooting");
                 }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::CertsFrom {
+            file,
+            kubeconfig_ca,
+            common,
+        } => {
+            let (root, _) = open(&common)?;
+            let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+            let cc: mco_render::api::ControllerConfig = serde_yaml_ng::from_slice(&read(&file)?)
+                .map_err(|e| format!("{}: ControllerConfig: {e}", file.display()))?;
+            let ca = kubeconfig_ca.as_deref().map(read).transpose()?;
+            let report = mco_node::certs::sync(&root, &cc.spec, ca.as_deref())
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            for w in &report.warnings {
+                println!("warning: {w}");
+            }
+            for p in &report.written {
+                println!("wrote {p}");
+            }
+            for p in &report.removed {
+                println!("removed {p}");
             }
             Ok(ExitCode::SUCCESS)
         }
