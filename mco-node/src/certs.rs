@@ -243,7 +243,7 @@ fn write_if_changed(
 /// Brings the certificate files under `root` to what `spec` and the kubeconfig CA
 /// (`kubeconfig_ca`: the `kubeconfig-data` ConfigMap's `ca-bundle.crt`, when there is one)
 /// ask: each file atomically and only when its bytes differ, stale registry folders
-/// removed, the directories synced. A missing kubeconfig is not written.
+/// removed, the temp files of an interrupted pass removed, the directories synced. A missing kubeconfig is not written.
 pub fn sync(
     root: &HostRoot,
     spec: &ControllerConfigSpec,
@@ -276,11 +276,15 @@ pub fn sync(
         }
     }
     for path in order {
+        // A pass cut short leaves the temp file of the write it was in; when this pass finds
+        // the bytes already right (the spec went back), nothing else would remove it.
+        root.remove_temp(path)?;
         if write_if_changed(root, path, files[path], &mut dirty)? {
             report.written.push(path.to_string());
         }
     }
     if let Some(ca) = kubeconfig_ca.filter(|c| !c.is_empty()) {
+        root.remove_temp(KUBECONFIG_PATH)?;
         match root.entry(KUBECONFIG_PATH)? {
             Entry::File { data, .. } => {
                 if let Some(new) = kubeconfig_with_ca(&data, ca)? {

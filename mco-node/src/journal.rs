@@ -471,14 +471,18 @@ fn roll_back(
     })
 }
 
-/// Startup recovery: rolls back an interrupted transaction (see the module docs) and clears a
-/// transaction directory left without a journal. `None` when there was nothing to recover.
+/// Startup recovery: rolls back an interrupted transaction (see the module docs), clears a
+/// transaction directory left without a journal and the temp file of an interrupted state
+/// file write. `None` when there was nothing to recover.
 pub fn recover(
     root: &HostRoot,
     host: &mut dyn Host,
 ) -> Result<Option<RollbackReport>, JournalError> {
     // A temp journal from an interrupted journal write means the journal never existed.
     root.remove_temp(JOURNAL)?;
+    // The state file is written outside transactions: drop the temp file of a write the
+    // crash interrupted (the file itself is whole, old or new).
+    root.remove_temp(crate::state::STATE_FILE)?;
     match read_journal(root)? {
         Some(j) => roll_back(root, &j, host).map(Some),
         None => {

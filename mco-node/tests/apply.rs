@@ -509,3 +509,24 @@ fn password_hash_is_set_in_shadow_keeping_its_mode() {
     // No host command was needed.
     assert!(!host.calls.iter().any(|c| c.contains("usermod")));
 }
+
+/// A crash while the state file was being written leaves its temp file; recovery removes it
+/// and keeps the state file (found by the crash trials, `tests/crash_trials.rs`).
+#[test]
+fn recovery_removes_the_temp_file_of_an_interrupted_state_write() {
+    let (dir, root) = temp_root();
+    write(&root, "/etc/machine-config-daemon/state.json", "{}");
+    let temp = dir
+        .path()
+        .join("etc/machine-config-daemon/.state.json.mcd-tmp");
+    std::fs::write(&temp, "{\"sta").unwrap();
+    let mut host = RecordingHost::new();
+    let r = mco_node::journal::recover(&root, &mut host).unwrap();
+    assert!(r.is_none());
+    assert!(!temp.exists(), "temp state file left behind");
+    assert_eq!(
+        read(&root, "/etc/machine-config-daemon/state.json").as_deref(),
+        Some("{}")
+    );
+    assert!(host.calls.is_empty());
+}

@@ -297,3 +297,33 @@ fn sync_refuses_a_symlink_out_of_the_root() {
     assert!(sync(&root, &full_spec(), None).is_err());
     assert!(names(outside.path()).is_empty());
 }
+
+/// A pass killed mid-write leaves a temp file next to the file it was writing; the next pass
+/// removes it even when the file already holds what that pass wants (the spec went back).
+/// Found by the crash trials (`mco-node/tests/crash_trials.rs`).
+#[test]
+fn sync_removes_the_temp_files_of_an_interrupted_pass() {
+    let (dir, root) = root();
+    std::fs::create_dir_all(dir.path().join("etc/kubernetes")).unwrap_or_default();
+    std::fs::write(
+        dir.path().join("etc/kubernetes/kubeconfig"),
+        kubeconfig(NEW_SIGNER),
+    )
+    .unwrap_or_default();
+    sync(&root, &full_spec(), Some(NEW_SIGNER.as_bytes())).unwrap_or_else(|e| panic!("{e}"));
+    let temps = [
+        "etc/kubernetes/.kubelet-ca.crt.mcd-tmp",
+        "etc/docker/certs.d/registry.example:5000/.ca.crt.mcd-tmp",
+        "etc/kubernetes/.kubeconfig.mcd-tmp",
+    ];
+    for t in temps {
+        std::fs::write(dir.path().join(t), "half a certif").unwrap_or_default();
+    }
+    let r =
+        sync(&root, &full_spec(), Some(NEW_SIGNER.as_bytes())).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!r.changed(), "{r:?}");
+    for t in temps {
+        assert!(!dir.path().join(t).exists(), "{t} left behind");
+    }
+    assert_eq!(read(&dir, KUBELET_CA_PATH), "kube-ca\n");
+}
