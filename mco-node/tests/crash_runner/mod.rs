@@ -1,6 +1,6 @@
 //! Crash-trial runner: SIGKILLs the real `machine-config-daemon` at seeded random instants of
 //! an update from config A to config B (anywhere from before it starts to after it ends), runs
-//! recovery, and checks that every part of the host (the whole root tree: contents, modes,
+//! recovery (itself SIGKILLed in one trial of four, then run again), and checks that every part of the host (the whole root tree: contents, modes,
 //! owners, links; plus the simulated systemctl and rpm-ostree state) is exactly A or exactly B,
 //! the part agreeing with `currentconfig`, with no temporary file left. The certificate
 //! writer, which has no transaction, is held to its own promise: each file is whole old or
@@ -64,6 +64,8 @@ pub struct KindReport {
     pub mixed: usize,
     /// OS kinds: trials killed after the rebase to B was staged.
     pub killed_staged: usize,
+    /// Trials whose recovery was SIGKILLed too (then run again).
+    pub recovery_killed: usize,
     /// Time of an unkilled update A -> B.
     pub full_run: Duration,
     /// Time spent in this kind's trials.
@@ -92,9 +94,9 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "| kind | trials | old | new | mixed | killed after staging | full update | per trial |"
+            "| kind | trials | old | new | mixed | killed after staging | recovery killed | full update | per trial |"
         )?;
-        writeln!(f, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
+        writeln!(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
         for (k, r) in &self.kinds {
             let per = r
                 .time
@@ -102,13 +104,14 @@ impl fmt::Display for Report {
                 .unwrap_or_default();
             writeln!(
                 f,
-                "| {} | {} | {} | {} | {} | {} | {:.1} ms | {:.1} ms |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.1} ms | {:.1} ms |",
                 k.name(),
                 r.trials,
                 r.old,
                 r.new,
                 r.mixed,
                 r.killed_staged,
+                r.recovery_killed,
                 r.full_run.as_secs_f64() * 1e3,
                 per.as_secs_f64() * 1e3
             )?;
@@ -369,11 +372,13 @@ impl Scenario {
     }
 
     /// Runs one trial: kill after `delay`, recover, check. `pass_to` picks the
-    /// ControllerConfig of the certificate writer's next pass (0: A, 1: B).
+    /// ControllerConfig of the certificate writer's next pass (0: A, 1: B); `kill_recovery`,
+    /// when set, SIGKILLs the first recovery after that long (the second runs to its end).
     pub fn trial(
         &self,
         delay: Duration,
         pass_to: usize,
+        kill_recovery: Option<Duration>,
         report: &mut KindReport,
     ) -> Result<(), String> {
         let (root, fake) = self.fresh("trial")?;
@@ -411,13 +416,25 @@ impl Scenario {
                 ));
             }
         } else {
-            let mut rec = Command::new(&self.bin);
-            rec.arg("recover")
-                .arg("--root")
-                .arg(&root)
-                .args(["--host", "run"]);
-            self.env(&mut rec, &fake);
-            run_to_end(rec, "recover")?;
+            let recover = || {
+                let mut rec = Command::new(&self.bin);
+                rec.arg("recover")
+                    .arg("--root")
+                    .arg(&root)
+                    .args(["--host", "run"]);
+                self.env(&mut rec, &fake);
+                rec
+            };
+            if let Some(d) = kill_recovery {
+                let mut rec = recover();
+                rec.stdout(Stdio::null()).stderr(Stdio::null());
+                std::os::unix::process::CommandExt::process_group(&mut rec, 0);
+                let child = io("spawn", rec.spawn())?;
+                std::thread::sleep(d);
+                kill_all(child)?;
+                report.recovery_killed += 1;
+            }
+            run_to_end(recover(), "recover")?;
             match self.check_config(&root, &fake)? {
                 0 => report.old += 1,
                 _ => report.new += 1,
@@ -491,9 +508,13 @@ pub fn run(opts: &Options, work: &Path) -> Result<Report, String> {
         let span = (s.full_run.as_micros() as u64).max(1000) * 6 / 5;
         let delay = Duration::from_micros(rng.next() % span);
         let pass_to = (rng.next() % 2) as usize;
+        // One trial in four crashes again during recovery, somewhere in the first half of
+        // an update's length (a rollback is shorter than the update it undoes).
+        let kill_recovery =
+            (rng.next() % 4 == 0).then(|| Duration::from_micros(rng.next() % (span / 2)));
         let kr = report.kinds.entry(s.kind).or_default();
         let t = Instant::now();
-        let r = s.trial(delay, pass_to, kr);
+        let r = s.trial(delay, pass_to, kill_recovery, kr);
         kr.time += t.elapsed();
         kr.trials += 1;
         if let Err(e) = r {
