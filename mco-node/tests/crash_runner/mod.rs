@@ -152,7 +152,7 @@ pub struct Scenario {
     inputs: [(PathBuf, PathBuf); 2],
     /// Expected root and fake state at A and at B.
     want: [(Snapshot, Snapshot); 2],
-    /// Time of an unkilled update A -> B.
+    /// Time of an unkilled update A -> B (the slowest of three).
     pub full_run: Duration,
 }
 
@@ -238,7 +238,7 @@ impl Scenario {
             io("cleanup", std::fs::remove_dir_all(r.parent().unwrap_or(&r)))?;
         }
         runs.sort();
-        s.full_run = runs[1];
+        s.full_run = runs[2];
         if s.want[0] == s.want[1] {
             return Err(format!("{}: A and B leave the same tree", kind.name()));
         }
@@ -504,14 +504,17 @@ pub fn run(opts: &Options, work: &Path) -> Result<Report, String> {
             break;
         }
         let s = &scenarios[n % scenarios.len()];
-        // The whole update and a fifth more: some kills land after it finished.
-        let span = (s.full_run.as_micros() as u64).max(1000) * 6 / 5;
+        // The slowest unkilled update and half as much again (a trial's run is often slower
+        // than the calibration's, on a loaded machine): some kills land after it finished.
+        let span = (s.full_run.as_micros() as u64).max(1000) * 3 / 2;
         let delay = Duration::from_micros(rng.next() % span);
         let pass_to = (rng.next() % 2) as usize;
         // One trial in four crashes again during recovery, somewhere in the first half of
         // an update's length (a rollback is shorter than the update it undoes).
-        let kill_recovery =
-            (rng.next() % 4 == 0).then(|| Duration::from_micros(rng.next() % (span / 2)));
+        let kill_recovery = rng
+            .next()
+            .is_multiple_of(4)
+            .then(|| Duration::from_micros(rng.next() % (span / 2)));
         let kr = report.kinds.entry(s.kind).or_default();
         let t = Instant::now();
         let r = s.trial(delay, pass_to, kill_recovery, kr);
