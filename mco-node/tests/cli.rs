@@ -1,4 +1,4 @@
-//! The binary's `once-from --dry-run` and `try` modes on temporary roots.
+//! The binary's `once-from --dry-run`, `try` and `certs-from` modes on temporary roots.
 
 mod common;
 
@@ -356,4 +356,49 @@ fn once_from_under_an_rpm_ostree_root_prints_the_os_steps_and_goes_on() {
     }
     assert!(root.join("etc/chrony.conf").is_file());
     assert!(!root.join("run/ostree/auth.json").exists());
+}
+
+#[test]
+fn certs_from_writes_the_ca_files_and_names_a_bad_file() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let r = root.to_str().unwrap();
+    let b64 = |s: &str| mco_render::gocompat::base64::std_encode(s.as_bytes());
+    let cc = d.path().join("cc.yaml");
+    std::fs::write(
+        &cc,
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: ControllerConfig\nmetadata:\n  name: machine-config-controller\nspec:\n  kubeAPIServerServingCAData: {}\n  imageRegistryBundleData:\n  - file: registry.example..5000\n    data: {}\n",
+            b64("kube-ca"),
+            b64("registry-ca")
+        ),
+    )
+    .unwrap();
+    let (ok, out) = run(&["certs-from", cc.to_str().unwrap(), "--root", r]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("wrote /etc/kubernetes/kubelet-ca.crt"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("etc/docker/certs.d/registry.example:5000/ca.crt"))
+            .unwrap(),
+        "registry-ca"
+    );
+    // A second pass changes nothing.
+    let (ok, out) = run(&["certs-from", cc.to_str().unwrap(), "--root", r]);
+    assert!(ok && !out.contains("wrote"), "{out}");
+
+    std::fs::write(&cc, "spec:\n  kubeAPIServerServingCAData: 7\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["certs-from", cc.to_str().unwrap(), "--root", r])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cc.yaml") && err.contains("kubeAPIServerServingCAData"),
+        "{err}"
+    );
 }
