@@ -455,8 +455,9 @@ fn kill_all(mut child: Child) -> Result<(), String> {
         if !group_running(pgid) {
             return Ok(());
         }
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgid}")])
+        // The shell's builtin `kill`: no procps needed.
+        let _ = Command::new("sh")
+            .args(["-c", &format!("kill -s KILL -- -{pgid}")])
             .stderr(Stdio::null())
             .status();
         std::thread::sleep(Duration::from_millis(2));
