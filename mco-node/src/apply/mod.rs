@@ -18,7 +18,7 @@ pub mod units;
 use std::collections::BTreeSet;
 
 use mco_render::plan::actions::{steps, Step};
-use mco_render::plan::{self, ActionType, MachineConfiguration, Plan};
+use mco_render::plan::{self, layering, ActionType, MachineConfiguration, Plan};
 
 use crate::desired_config::DesiredConfig;
 use crate::drift::{self, Drift};
@@ -149,7 +149,8 @@ pub fn plan_update(
         actions.extend(fs(std::mem::take(&mut ops)));
     }
 
-    let os = os::plan(&p, o, n);
+    let mode = layering::os_mode(old.image(), new.image(), o, n);
+    let os = os::plan(&p, o, n, mode);
     let rpm_ostree = os.is_some() && crate::rpm_ostree::is_rpm_ostree_host(root)?;
     let mut host_undo = units::undo_calls(&o.config, &d.changed_units);
     if rpm_ostree {
