@@ -7,6 +7,13 @@
 //! ask for an uncordon (`desiredDrain: uncordon-<desired>`), wait for it, and finally write
 //! `currentConfig`, `state: Done` and an empty `reason`. Every call re-reads the situation, so
 //! the agent resumes correctly after a restart or a reboot at any step.
+//!
+//! On-cluster layering: the node's `desiredImage` is part of the target. The desired config
+//! comes with the image embedded as its OS image ([`DesiredConfig::with_image`],
+//! `mco_render::plan::layering`), so an image change is planned and applied as an OS update;
+//! the node is on target when the config on disk has the desired name and image, and Done
+//! writes `currentImage` (or deletes it when the node runs no layered image), as upstream's
+//! `SetDone`.
 
 pub mod cert_writer;
 pub mod drift_watch;

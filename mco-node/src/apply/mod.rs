@@ -6,6 +6,11 @@
 //! logged [`Action::SkipOs`], as upstream's daemon skips them on hosts that are not CoreOS. Everything
 //! up to `currentconfig` runs inside one [`Transaction`]: a failing step rolls all of it back and
 //! leaves the node Degraded with a reason naming the path and the cause.
+//!
+//! A config carrying an on-cluster layering image (`mco_render::plan::layering`) is updated the
+//! same way, its OS part in the mode [`mco_render::plan::layering::os_mode`] gives: the config's
+//! files, units, SSH keys and password are written as for any config (upstream writes them on
+//! layered nodes too), the kernel type and extensions are left to the image.
 
 pub mod files;
 pub mod orig;
