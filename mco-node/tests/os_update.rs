@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use mco_node::apply::os::{EXTENSIONS_REPO, OSTREE_AUTH_FILE};
+use mco_node::apply::revert::{self, REVERT_FILE};
 use mco_node::apply::{run_update, ApplyOptions};
 use mco_node::host::HostError;
 use mco_node::state::read_current;
@@ -862,6 +863,57 @@ fn leaving_layering_rebases_back_and_reapplies_kernel_and_extensions() {
         (on_disk.image(), on_disk.input.os_image_url.as_str()),
         ("", IMAGE_A)
     );
+    let kept = read(&root, REVERT_FILE).unwrap_or_default();
+    assert_eq!(
+        DesiredConfig::from_bytes(kept.as_bytes(), REVERT_FILE)
+            .map(|c| c.name().to_string())
+            .ok()
+            .as_deref(),
+        Some("r1")
+    );
+}
+
+#[test]
+fn after_leaving_layering_the_files_the_image_held_are_written_again() {
+    let (_d, root) = setup();
+    let (_, plain) = realtime_pair();
+    let layered = plain.with_image(BUILT);
+    // The simulated rpm-ostree answers the status, the staged packages included.
+    let mut host = RecordingHost::new();
+    host.respond("podman images", "[]");
+    // The built image holds the files: nothing of r2 is on this root yet.
+    let opts = ApplyOptions {
+        check_drift: false,
+        ..ApplyOptions::default()
+    };
+    let out = run_update(&root, &mut host, &layered, &plain, opts, None);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert!(read(&root, REVERT_FILE).is_some());
+    // The reboot into the base image: /etc/motd was the built image's and is gone.
+    std::fs::remove_file(host_path(&root, "/etc/motd")).unwrap();
+    let mut after = RecordingHost::new();
+    let done = revert::finish(&root, &mut after);
+    assert!(matches!(done, revert::Finished::Rewritten(_)), "{done:?}");
+    assert_eq!(read(&root, "/etc/motd").as_deref(), Some("hi\n"));
+    assert!(read(&root, "/home/core/.ssh/authorized_keys.d/ignition")
+        .is_some_and(|k| k.contains("ssh-ed25519 AAAA core")));
+    // No OS change, no reboot (the kernel and extensions were staged with the rebase).
+    assert!(after.calls.is_empty(), "{:?}", after.calls);
+    assert_eq!(read(&root, REVERT_FILE), None);
+    assert_eq!(read_current(&root).unwrap().name(), "r2");
+    assert_eq!(revert::finish(&root, &mut after), revert::Finished::Nothing);
+}
+
+#[test]
+fn a_kept_config_that_does_not_decode_is_a_failure_and_stays() {
+    let (_d, root) = setup();
+    write(&root, REVERT_FILE, "{");
+    let done = revert::finish(&root, &mut RecordingHost::new());
+    assert!(
+        matches!(&done, revert::Finished::Failed(r) if r.contains(REVERT_FILE)),
+        "{done:?}"
+    );
+    assert!(read(&root, REVERT_FILE).is_some());
 }
 
 #[test]

@@ -557,6 +557,25 @@ impl<H: Host> Agent<H> {
             self.report_start(&node).await;
         }
         let mut node = node;
+        // Back from leaving on-cluster layering: the config's files again, before anything.
+        match crate::apply::revert::finish(&self.root, &mut self.host) {
+            crate::apply::revert::Finished::Nothing => {}
+            crate::apply::revert::Finished::Rewritten(log) => {
+                for l in &log {
+                    tracing::info!("{l}");
+                }
+            }
+            crate::apply::revert::Finished::Failed(reason) => {
+                let reason = super::cap_reason(&reason);
+                let same = node.annotation(mco_render::api::node::REASON) == Some(reason.as_str());
+                let step = Step::Degraded { reason };
+                tracing::error!(?step, "leaving on-cluster layering");
+                if !same {
+                    self.write(&step, &node).await?;
+                }
+                return Ok(Synced::Retrying);
+            }
+        }
         for _ in 0..MAX_STEPS {
             let current = self.current(&node).await?;
             let want = node.desired_config().to_string();

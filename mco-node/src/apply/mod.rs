@@ -17,6 +17,7 @@ pub mod orig;
 pub mod os;
 pub mod owner;
 pub mod password;
+pub mod revert;
 pub mod ssh;
 pub mod units;
 
@@ -171,6 +172,19 @@ pub fn plan_update(
             Action::SkipOs(u)
         }
     }));
+
+    if mode == layering::OsMode::Revert {
+        // Leaving layering: the config is kept for its files to be written again after the
+        // reboot ([`revert::finish`]).
+        actions.push(Action::Fs(FsOp::Write {
+            path: revert::REVERT_FILE.into(),
+            data: new.to_bytes(),
+            mode: 0o644,
+            owner: None,
+            dir_mode: 0o755,
+            replace_link: false,
+        }));
+    }
 
     actions.push(Action::Fs(FsOp::Write {
         path: CURRENT_CONFIG.into(),

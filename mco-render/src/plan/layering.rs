@@ -78,7 +78,8 @@ pub enum OsMode {
     /// The node leaves layering (`desiredImage` removed): rebase back to the config's own
     /// `osImageURL`, and, unlike upstream (which re-bootstraps the node after a second
     /// reboot), the config's kernel type and extensions are applied on top of it, so one
-    /// reboot brings the node to the plain config.
+    /// reboot brings the node to the plain config; the agent writes the config's files again
+    /// after it.
     Revert,
 }
 

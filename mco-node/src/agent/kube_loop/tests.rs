@@ -1014,12 +1014,25 @@ async fn a_desired_image_is_rebased_to_rebooted_into_checked_and_reported_then_o
         (on_disk.image(), on_disk.input.os_image_url.as_str()),
         ("", BASE)
     );
+    let revert = crate::apply::revert::REVERT_FILE;
+    assert!(root.exists(revert).unwrap_or(false));
     drop(agent);
+    // The reboot into the base image lost the file the built image held in /etc.
+    std::fs::remove_file(dir.path().join("etc/foo")).unwrap_or_else(|e| panic!("{e}"));
     let mut host = RecordingHost::new();
     host.respond("rpm-ostree status --json", &booted_status(BASE));
-    let mut agent = Agent::new(client, root, host, AgentOptions::new("w1"));
+    let mut agent = Agent::new(client, root.clone(), host, AgentOptions::new("w1"));
     let synced = agent.sync(node_of(&fake)).await;
     assert_eq!(synced.ok(), Some(Synced::Waiting("uncordon-r1".into())));
+    // Written again from the kept config, which is gone; no second reboot, no rpm-ostree change.
+    let foo = std::fs::read_to_string(dir.path().join("etc/foo"));
+    assert_eq!(foo.ok().as_deref(), Some("1"));
+    assert!(!root.exists(revert).unwrap_or(true));
+    let calls = &agent.host().calls;
+    assert!(
+        !calls.is_empty() && calls.iter().all(|c| c == "rpm-ostree status --json"),
+        "{calls:?}"
+    );
     lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r1");
     let synced = agent.sync(node_of(&fake)).await;
     assert_eq!(
