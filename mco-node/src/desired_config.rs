@@ -108,6 +108,23 @@ impl DesiredConfig {
         })
     }
 
+    /// The on-cluster layering image this config carries (`""` when none).
+    pub fn image(&self) -> &str {
+        mco_render::plan::layering::image_of(&self.machine_config)
+    }
+
+    /// This config with `image` embedded as its OS image
+    /// ([`mco_render::plan::layering::embed`]); an empty `image` gives the config unchanged.
+    pub fn with_image(&self, image: &str) -> DesiredConfig {
+        let mut out = self.clone();
+        if image.is_empty() {
+            return out;
+        }
+        out.machine_config = mco_render::plan::layering::embed(image, &self.machine_config);
+        out.input.os_image_url = image.to_string();
+        out
+    }
+
     /// The MachineConfig as saved in `currentconfig` (JSON).
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(&self.machine_config).unwrap_or_default()

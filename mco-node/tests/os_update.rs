@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use mco_node::apply::os::{EXTENSIONS_REPO, OSTREE_AUTH_FILE};
+use mco_node::apply::revert::{self, REVERT_FILE};
 use mco_node::apply::{run_update, ApplyOptions};
 use mco_node::host::HostError;
 use mco_node::state::read_current;
@@ -766,4 +767,195 @@ fn a_failing_extensions_image_pull_stops_before_rpm_ostree() {
             "rpm-ostree cleanup -p".into(),
         ]
     );
+}
+
+const BUILT: &str = "image-registry.example.com/mco/os-worker@sha256:1234";
+
+/// The configs of a realtime node with an extension, on its base image (r1) and on r2, which
+/// changes a file and the SSH keys as well.
+fn realtime_pair() -> (DesiredConfig, DesiredConfig) {
+    let spec = json!({"osImageURL": IMAGE_A, "baseOSExtensionsContainerImage": EXT_IMAGE,
+                      "kernelType": "realtime", "extensions": ["sysstat"]});
+    let old = os_mc("r1", spec.clone());
+    let mut new_spec = spec;
+    new_spec["kernelArguments"] = json!(["nosmt"]);
+    new_spec["config"] = json!({"ignition": {"version": "3.4.0"},
+        "storage": {"files": [file("/etc/motd", "hi\n")]},
+        "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA core"]}]}});
+    (old, os_mc("r2", new_spec))
+}
+
+#[test]
+fn a_layered_image_is_rebased_to_with_kernel_and_extensions_left_to_it() {
+    // Upstream's applyLayeredOSChanges with oclEnabled: no extensions image, no kernel
+    // overrides, no extension packages; the rebase to the built image and the kernel
+    // arguments only. The files and SSH keys are written as for any update.
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner
+        .respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let (old, new) = realtime_pair();
+    let layered = new.with_image(BUILT);
+    let out = update(&root, &mut host, &old, &layered);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(
+        host.inner.calls,
+        strings(&[
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
+            &format!("rpm-ostree rebase --experimental ostree-unverified-registry:{BUILT}"),
+            "rpm-ostree kargs --append=nosmt",
+            "reboot",
+        ])
+    );
+    let link = std::fs::read_link(host_path(&root, OSTREE_AUTH_FILE)).unwrap();
+    assert_eq!(link, std::path::Path::new("/var/lib/kubelet/config.json"));
+    assert_eq!(read(&root, "/etc/motd").as_deref(), Some("hi\n"));
+    assert!(read(&root, "/home/core/.ssh/authorized_keys.d/ignition")
+        .is_some_and(|k| k.contains("ssh-ed25519 AAAA core")));
+    let on_disk = read_current(&root).unwrap();
+    assert_eq!((on_disk.name(), on_disk.image()), ("r2", BUILT));
+}
+
+#[test]
+fn leaving_layering_rebases_back_and_reapplies_kernel_and_extensions() {
+    // The plain r1 after the built image: its own osImageURL, and its realtime kernel and
+    // extension over it (the built image carried them, the base image does not).
+    let (_d, root) = setup();
+    let mut host = Spy::new(&root);
+    host.inner
+        .respond("rpm-ostree status --json", &status(BUILT, &[], &[], None))
+        .respond(
+            "rpm-ostree status --json",
+            &status(
+                IMAGE_A,
+                &[],
+                &[],
+                Some(&[
+                    "kernel-rt-core",
+                    "kernel-rt-modules",
+                    "kernel-rt-modules-extra",
+                    "sysstat",
+                ]),
+            ),
+        );
+    let (plain, _) = realtime_pair();
+    let layered = plain.with_image(BUILT);
+    let out = update(&root, &mut host, &layered, &plain);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    // The extraction is named after the config moved to, r1 here.
+    let mut want: Vec<String> = extraction(false)
+        .into_iter()
+        .map(|c| c.replace("-r2", "-r1"))
+        .collect();
+    want.extend(strings(&[
+        "rpm-ostree cleanup -p",
+        "rpm-ostree status --json",
+        &format!("rpm-ostree rebase --experimental ostree-unverified-registry:{IMAGE_A}"),
+        &format!("rpm-ostree override remove {DEFAULT_KERNEL} --install kernel-rt-core --install kernel-rt-modules --install kernel-rt-modules-extra"),
+        "rpm-ostree update --install sysstat",
+        "rpm-ostree status --json",
+        "reboot",
+    ]));
+    assert_eq!(host.inner.calls, want);
+    let on_disk = read_current(&root).unwrap();
+    assert_eq!(
+        (on_disk.image(), on_disk.input.os_image_url.as_str()),
+        ("", IMAGE_A)
+    );
+    let kept = read(&root, REVERT_FILE).unwrap_or_default();
+    assert_eq!(
+        DesiredConfig::from_bytes(kept.as_bytes(), REVERT_FILE)
+            .map(|c| c.name().to_string())
+            .ok()
+            .as_deref(),
+        Some("r1")
+    );
+}
+
+#[test]
+fn after_leaving_layering_the_files_the_image_held_are_written_again() {
+    let (_d, root) = setup();
+    let (_, plain) = realtime_pair();
+    let layered = plain.with_image(BUILT);
+    // The simulated rpm-ostree answers the status, the staged packages included.
+    let mut host = RecordingHost::new();
+    host.respond("podman images", "[]");
+    // The built image holds the files: nothing of r2 is on this root yet.
+    let opts = ApplyOptions {
+        check_drift: false,
+        ..ApplyOptions::default()
+    };
+    let out = run_update(&root, &mut host, &layered, &plain, opts, None);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert!(read(&root, REVERT_FILE).is_some());
+    // The reboot into the base image: /etc/motd was the built image's and is gone.
+    std::fs::remove_file(host_path(&root, "/etc/motd")).unwrap();
+    let mut after = RecordingHost::new();
+    let done = revert::finish(&root, &mut after);
+    assert!(matches!(done, revert::Finished::Rewritten(_)), "{done:?}");
+    assert_eq!(read(&root, "/etc/motd").as_deref(), Some("hi\n"));
+    assert!(read(&root, "/home/core/.ssh/authorized_keys.d/ignition")
+        .is_some_and(|k| k.contains("ssh-ed25519 AAAA core")));
+    // No OS change, no reboot (the kernel and extensions were staged with the rebase).
+    assert!(after.calls.is_empty(), "{:?}", after.calls);
+    assert_eq!(read(&root, REVERT_FILE), None);
+    assert_eq!(read_current(&root).unwrap().name(), "r2");
+    assert_eq!(revert::finish(&root, &mut after), revert::Finished::Nothing);
+}
+
+#[test]
+fn a_kept_config_that_does_not_decode_is_a_failure_and_stays() {
+    let (_d, root) = setup();
+    write(&root, REVERT_FILE, "{");
+    let done = revert::finish(&root, &mut RecordingHost::new());
+    assert!(
+        matches!(&done, revert::Finished::Failed(r) if r.contains(REVERT_FILE)),
+        "{done:?}"
+    );
+    assert!(read(&root, REVERT_FILE).is_some());
+}
+
+#[test]
+fn a_failed_rebase_to_a_layered_image_rolls_back_to_the_plain_config() {
+    let (_d, root) = setup();
+    let mut host = RecordingHost::failing_on("rpm-ostree rebase");
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let (old, new) = realtime_pair();
+    // Start on r1 on disk.
+    let first = update(
+        &root,
+        &mut RecordingHost::new(),
+        &mco_node::DesiredConfig::empty(),
+        &old,
+    );
+    assert_ne!(
+        first.status.state,
+        NodeState::Unreconcilable,
+        "{:?}",
+        first.status
+    );
+    let layered = new.with_image(BUILT);
+    let out = update(&root, &mut host, &old, &layered);
+    assert_eq!(out.status.state, NodeState::Degraded, "{:?}", out.status);
+    assert!(
+        out.status
+            .reason
+            .starts_with(&format!("failed to update OS to {BUILT}")),
+        "{}",
+        out.status.reason
+    );
+    assert!(
+        out.status.reason.contains("rolled back to r1"),
+        "{}",
+        out.status.reason
+    );
+    // The staged deployment discarded, the file gone, the plain config still on disk.
+    assert_eq!(
+        host.calls.last().map(String::as_str),
+        Some("rpm-ostree cleanup -p")
+    );
+    assert_eq!(read(&root, "/etc/motd"), None);
+    let on_disk = read_current(&root).unwrap();
+    assert_eq!((on_disk.name(), on_disk.image()), ("r1", ""));
 }

@@ -296,7 +296,7 @@ impl<H: Host> Agent<H> {
             get(mco_render::api::node::REASON),
         );
         match step {
-            Step::Done { current } => {
+            Step::Done { current, .. } => {
                 m.set_update(current, "");
                 m.set_config_drift(0);
             }
@@ -520,13 +520,21 @@ impl<H: Host> Agent<H> {
         }
     }
 
-    /// What the host runs: the config on disk, else the one the node's `currentConfig` names.
+    /// What the host runs: the config on disk, else the one the node's `currentConfig` names
+    /// with the image its `currentImage` names embedded (upstream's `getCurrentConfigFromNode`).
     async fn current(&mut self, node: &Node) -> Result<DesiredConfig, AgentError> {
         let on_disk = read_current(&self.root)?;
         if !on_disk.name().is_empty() || node.current_config().is_empty() {
             return Ok(on_disk);
         }
-        Ok(self.fetch(node.current_config()).await?.unwrap_or(on_disk))
+        let image = node
+            .annotation(mco_render::api::node::CURRENT_IMAGE)
+            .unwrap_or("")
+            .to_string();
+        Ok(self
+            .fetch(node.current_config())
+            .await?
+            .map_or(on_disk, |c| c.with_image(&image)))
     }
 
     /// Writes the node's MachineConfigNode once the agent starts, idle node or not (as
@@ -549,14 +557,37 @@ impl<H: Host> Agent<H> {
             self.report_start(&node).await;
         }
         let mut node = node;
+        // Back from leaving on-cluster layering: the config's files again, before anything.
+        match crate::apply::revert::finish(&self.root, &mut self.host) {
+            crate::apply::revert::Finished::Nothing => {}
+            crate::apply::revert::Finished::Rewritten(log) => {
+                for l in &log {
+                    tracing::info!("{l}");
+                }
+            }
+            crate::apply::revert::Finished::Failed(reason) => {
+                let reason = super::cap_reason(&reason);
+                let same = node.annotation(mco_render::api::node::REASON) == Some(reason.as_str());
+                let step = Step::Degraded { reason };
+                tracing::error!(?step, "leaving on-cluster layering");
+                if !same {
+                    self.write(&step, &node).await?;
+                }
+                return Ok(Synced::Retrying);
+            }
+        }
         for _ in 0..MAX_STEPS {
             let current = self.current(&node).await?;
             let want = node.desired_config().to_string();
-            let desired = if want.is_empty() || want == current.name() {
-                None
-            } else {
-                self.fetch(&want).await?
-            };
+            // On-cluster layering: the image the node's desiredImage names rides in the
+            // desired config as its OS image (upstream's embedded OCL image).
+            let want_image = super::desired_image(&node).to_string();
+            let desired =
+                if want.is_empty() || (want == current.name() && want_image == current.image()) {
+                    None
+                } else {
+                    self.fetch(&want).await?.map(|d| d.with_image(&want_image))
+                };
             self.cache
                 .retain(|k, _| k == current.name() || *k == want || k == node.current_config());
             let initial = crate::firstboot::read_initial_annotations(&self.root)?;
@@ -585,7 +616,9 @@ impl<H: Host> Agent<H> {
                 self.on_disk = Some(current.clone());
             }
             let force = self.root.exists(FORCE_FILE)?;
-            let idle_on_current = want == current.name() && node.current_config() == current.name();
+            let idle_on_current = want == current.name()
+                && want_image == current.image()
+                && node.current_config() == current.name();
             let found = if idle_on_current {
                 crate::drift::check(&self.root, &current.input.config)
             } else {
@@ -607,6 +640,7 @@ impl<H: Host> Agent<H> {
                 self.os_checked = Some(want.clone());
                 let done = Step::Done {
                     current: want.clone(),
+                    image: current.image().to_string(),
                 };
                 if let s @ Step::Degraded { .. } = self.check_booted_image(done, &node, &current) {
                     tracing::warn!(node = %self.opts.node_name, step = ?s, "booted OS image");

@@ -7,6 +7,13 @@
 //! ask for an uncordon (`desiredDrain: uncordon-<desired>`), wait for it, and finally write
 //! `currentConfig`, `state: Done` and an empty `reason`. Every call re-reads the situation, so
 //! the agent resumes correctly after a restart or a reboot at any step.
+//!
+//! On-cluster layering: the node's `desiredImage` is part of the target. The desired config
+//! comes with the image embedded as its OS image ([`DesiredConfig::with_image`],
+//! `mco_render::plan::layering`), so an image change is planned and applied as an OS update;
+//! the node is on target when the config on disk has the desired name and image, and Done
+//! writes `currentImage` (or deletes it when the node runs no layered image), as upstream's
+//! `SetDone`.
 
 pub mod cert_writer;
 pub mod drift_watch;
@@ -18,7 +25,7 @@ pub mod os_check;
 use std::collections::BTreeMap;
 
 use mco_render::api::node::{
-    CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE,
+    CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_DRAIN, DESIRED_IMAGE, LAST_APPLIED_DRAIN, REASON, STATE,
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
 };
 use mco_render::api::Node;
@@ -113,10 +120,13 @@ pub enum Step {
         /// `uncordon-<desired>`.
         request: String,
     },
-    /// The node is on its desired config: write `currentConfig`, `state: Done`, empty reason.
+    /// The node is on its desired config (and image): write `currentConfig`, `state: Done`,
+    /// empty reason, and `currentImage` (deleted when the node runs no layered image).
     Done {
         /// The config on disk.
         current: String,
+        /// The on-cluster layering image the config on disk carries (`""`: none).
+        image: String,
     },
 }
 
@@ -148,7 +158,7 @@ pub fn step_events(step: &Step, node: &str) -> Vec<NodeEvent> {
             "Reboot",
             format!("Node will reboot into config {config}"),
         )],
-        Step::Done { current } => vec![normal(
+        Step::Done { current, .. } => vec![normal(
             "NodeDone",
             format!("Setting node {node}, currentConfig {current} to Done"),
         )],
@@ -293,20 +303,35 @@ pub fn decide(
     }
     let state = node.annotation(STATE).unwrap_or("");
     let reason = node.annotation(REASON).unwrap_or("");
-    if cur == want {
+    let want_image = desired_image(node);
+    let cur_image = current.image();
+    if cur == want && cur_image == want_image {
         let uncordon = request(UNCORDON, want);
         if node.annotation(DESIRED_DRAIN) != Some(uncordon.as_str()) {
             return Step::RequestUncordon { request: uncordon };
         }
-        if node.current_config() != cur || state != STATE_DONE || !reason.is_empty() {
+        let image_reported =
+            node.annotation(CURRENT_IMAGE) == Some(cur_image).filter(|i| !i.is_empty());
+        if node.current_config() != cur
+            || state != STATE_DONE
+            || !reason.is_empty()
+            || !image_reported
+        {
             return Step::Done {
                 current: cur.to_string(),
+                image: cur_image.to_string(),
             };
         }
-        return idle(&format!("on desired config {want}"));
+        return idle(&match cur_image {
+            "" => format!("on desired config {want}"),
+            image => format!("on desired config {want} and image {image}"),
+        });
     }
-    let Some(desired) = desired.filter(|d| d.name() == want) else {
-        return idle(&format!("desired config {want} is not available"));
+    let Some(desired) = desired.filter(|d| d.name() == want && d.image() == want_image) else {
+        return idle(&match want_image {
+            "" => format!("desired config {want} is not available"),
+            image => format!("desired config {want} with image {image} is not available"),
+        });
     };
     if state != STATE_WORKING && state != STATE_DEGRADED && state != STATE_UNRECONCILABLE {
         return Step::SetWorking;
@@ -345,6 +370,12 @@ pub fn decide(
         drain,
         reboot,
     }
+}
+
+/// The image the node's `desiredImage` names (`""` when unset or empty: the node is not
+/// layered, or opts out).
+pub fn desired_image(node: &Node) -> &str {
+    node.annotation(DESIRED_IMAGE).unwrap_or("")
 }
 
 fn idle(why: &str) -> Step {
@@ -399,10 +430,11 @@ impl Step {
                 set(&[(DESIRED_DRAIN, request)])
             }
             Step::Reboot { .. } => set(&[(POST_CONFIG_ACTION, STATE_REBOOTING)]),
-            Step::Done { current } => {
+            Step::Done { current, image } => {
                 let mut m = set(&[(STATE, STATE_DONE), (CURRENT_CONFIG, current), (REASON, "")]);
-                // This agent manages no OS images: a stale currentImage goes, as upstream does.
-                m.insert(CURRENT_IMAGE.to_string(), None);
+                // As upstream's SetDone: the image the node runs, or no currentImage at all.
+                let image = (!image.is_empty()).then(|| image.clone());
+                m.insert(CURRENT_IMAGE.to_string(), image);
                 m
             }
         })

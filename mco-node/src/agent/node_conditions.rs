@@ -335,6 +335,7 @@ mod tests {
             },
             Step::Done {
                 current: "r2".into(),
+                image: String::new(),
             },
         ];
         let mut s = MachineConfigNodeStatus::default();

@@ -133,7 +133,8 @@ mod tests {
         assert_eq!(
             step,
             Step::Done {
-                current: "r2".into()
+                current: "r2".into(),
+                image: String::new(),
             }
         );
         let next = before_completing(&step, &node, &current, Some(Ok(status_booted_on(OTHER))));
@@ -198,7 +199,8 @@ mod tests {
         assert_eq!(
             step,
             Step::Done {
-                current: "r2".into()
+                current: "r2".into(),
+                image: String::new(),
             }
         );
         assert_eq!(
@@ -226,6 +228,7 @@ mod tests {
         let current = config("r2", WANT);
         let step = Step::Done {
             current: "r2".into(),
+            image: String::new(),
         };
         assert_eq!(
             before_completing(

@@ -166,7 +166,8 @@ fn rebootless_update_walks_to_done() {
                 request: "uncordon-r2".into()
             },
             Step::Done {
-                current: "r2".into()
+                current: "r2".into(),
+                image: String::new(),
             },
             Step::Idle {
                 why: "on desired config r2".into()
@@ -227,7 +228,8 @@ fn rebooting_update_drains_first_and_uncordons_after() {
                 request: "uncordon-r3".into()
             },
             Step::Done {
-                current: "r3".into()
+                current: "r3".into(),
+                image: String::new(),
             },
             Step::Idle {
                 why: "on desired config r3".into()
@@ -303,7 +305,8 @@ fn disk_wins_over_the_current_annotation() {
     assert_eq!(
         decide(&n, &r2, None, None),
         Step::Done {
-            current: "r2".into()
+            current: "r2".into(),
+            image: String::new(),
         }
     );
 }
@@ -312,6 +315,7 @@ fn disk_wins_over_the_current_annotation() {
 fn done_patch_clears_reason_and_current_image() {
     let p = Step::Done {
         current: "r2".into(),
+        image: String::new(),
     }
     .patch();
     assert_eq!(
@@ -482,7 +486,8 @@ fn drift_on_an_idle_node_degrades_it_with_expected_and_found() {
     assert_eq!(
         decide(&uncordoned, &r1, None, None),
         Step::Done {
-            current: "r1".into()
+            current: "r1".into(),
+            image: String::new(),
         }
     );
 }
@@ -539,4 +544,172 @@ fn os_update_events_name_the_os_changes_as_upstream() {
     );
     assert_eq!(staged, None);
     assert_eq!(os_update_events(&r1.input, &r2.input, false), (None, None));
+}
+
+const BUILT: &str = "registry.example.com/os/worker@sha256:2222";
+const REBUILT: &str = "registry.example.com/os/worker@sha256:3333";
+
+/// r1 with `osImageURL` set (the base image the pool renders).
+fn r1_with_base() -> DesiredConfig {
+    let (r1, _, _) = configs();
+    let mut mc = r1.machine_config.clone();
+    mc.spec.os_image_url = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111".into();
+    match DesiredConfig::from_bytes(&serde_json::to_vec(&mc).unwrap_or_default(), "r1") {
+        Ok(c) => c,
+        Err(e) => panic!("test config: {e}"),
+    }
+}
+
+/// A node idle on r1 (drained and uncordoned before), optionally on an image.
+fn idle_on_r1(current_image: Option<&str>, desired_image: Option<&str>) -> Node {
+    let mut n = on("r1", "r1", STATE_DONE);
+    set(&mut n, DESIRED_DRAIN, "uncordon-r1");
+    set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r1");
+    if let Some(i) = current_image {
+        set(&mut n, CURRENT_IMAGE, i);
+    }
+    if let Some(i) = desired_image {
+        set(&mut n, DESIRED_IMAGE, i);
+    }
+    n
+}
+
+#[test]
+fn a_desired_image_on_the_same_config_drains_and_reboots_into_it() {
+    let r1 = r1_with_base();
+    let layered = r1.with_image(BUILT);
+    let mut n = idle_on_r1(None, Some(BUILT));
+    // Without the layered config at hand the agent waits for it; the plain r1 is not it.
+    assert!(
+        matches!(decide(&n, &r1, Some(&r1), None), Step::Idle { ref why } if why.contains(BUILT))
+    );
+    assert_eq!(decide(&n, &r1, Some(&layered), None), Step::SetWorking);
+    set(&mut n, STATE, STATE_WORKING);
+    // An image change is an OS update: drain, as upstream's disruption rules say.
+    assert_eq!(
+        decide(&n, &r1, Some(&layered), None),
+        Step::RequestDrain {
+            request: "drain-r1".into()
+        }
+    );
+    set(&mut n, DESIRED_DRAIN, "drain-r1");
+    set(&mut n, LAST_APPLIED_DRAIN, "drain-r1");
+    assert_eq!(
+        decide(&n, &r1, Some(&layered), None),
+        Step::Apply {
+            desired: "r1".into(),
+            drain: true,
+            reboot: true,
+        }
+    );
+    // Back from the reboot, the layered r1 on disk: uncordon, then Done with currentImage.
+    assert_eq!(
+        decide(&n, &layered, None, None),
+        Step::RequestUncordon {
+            request: "uncordon-r1".into()
+        }
+    );
+    set(&mut n, DESIRED_DRAIN, "uncordon-r1");
+    set(&mut n, LAST_APPLIED_DRAIN, "uncordon-r1");
+    let done = decide(&n, &layered, None, None);
+    assert_eq!(
+        done,
+        Step::Done {
+            current: "r1".into(),
+            image: BUILT.into(),
+        }
+    );
+    assert_eq!(
+        done.annotations()
+            .and_then(|a| a.get(CURRENT_IMAGE).cloned()),
+        Some(Some(BUILT.to_string()))
+    );
+    done.apply_to(&mut n);
+    assert!(matches!(
+        decide(&n, &layered, None, None),
+        Step::Idle { .. }
+    ));
+    assert!(n.is_node_done());
+}
+
+#[test]
+fn a_node_already_on_its_desired_image_just_reports_done() {
+    // A restart after the reboot: the disk holds the layered config, the node says nothing yet.
+    let layered = r1_with_base().with_image(BUILT);
+    let n = idle_on_r1(None, Some(BUILT));
+    assert_eq!(
+        decide(&n, &layered, None, None),
+        Step::Done {
+            current: "r1".into(),
+            image: BUILT.into(),
+        }
+    );
+    // A stale currentImage is corrected the same way.
+    let n = idle_on_r1(Some(REBUILT), Some(BUILT));
+    assert!(matches!(
+        decide(&n, &layered, None, None),
+        Step::Done { .. }
+    ));
+}
+
+#[test]
+fn a_new_image_moves_a_layered_node_and_an_opt_out_reverts_it() {
+    let r1 = r1_with_base();
+    let on_built = r1.with_image(BUILT);
+    let mut n = idle_on_r1(Some(BUILT), Some(REBUILT));
+    set(&mut n, STATE, STATE_WORKING);
+    assert_eq!(
+        decide(&n, &on_built, Some(&r1.with_image(REBUILT)), None),
+        Step::RequestDrain {
+            request: "drain-r1".into()
+        }
+    );
+    // desiredImage removed: back to the plain r1 (its own osImageURL), currentImage cleared.
+    let mut n = idle_on_r1(Some(BUILT), None);
+    set(&mut n, STATE, STATE_WORKING);
+    set(&mut n, DESIRED_DRAIN, "drain-r1");
+    set(&mut n, LAST_APPLIED_DRAIN, "drain-r1");
+    assert_eq!(
+        decide(&n, &on_built, Some(&r1), None),
+        Step::Apply {
+            desired: "r1".into(),
+            drain: true,
+            reboot: true,
+        }
+    );
+    let mut n = idle_on_r1(Some(BUILT), None);
+    let done = decide(&n, &r1, None, None);
+    assert_eq!(
+        done,
+        Step::Done {
+            current: "r1".into(),
+            image: String::new(),
+        }
+    );
+    assert_eq!(
+        done.annotations()
+            .and_then(|a| a.get(CURRENT_IMAGE).cloned()),
+        Some(None)
+    );
+    done.apply_to(&mut n);
+    assert!(matches!(decide(&n, &r1, None, None), Step::Idle { .. }));
+}
+
+#[test]
+fn a_file_change_on_a_layered_node_keeps_its_image_and_needs_no_reboot() {
+    // Upstream writes the config's files on a layered node too; a change the image does not
+    // carry (no rebuild) is planned as any other: here a reload-free file, no drain, no reboot.
+    let (r1, r2, _) = configs();
+    let (r1, r2) = (r1.with_image(BUILT), r2.with_image(BUILT));
+    let mut n = on("r1", "r2", STATE_WORKING);
+    set(&mut n, CURRENT_IMAGE, BUILT);
+    set(&mut n, DESIRED_IMAGE, BUILT);
+    assert_eq!(
+        decide(&n, &r1, Some(&r2), None),
+        Step::Apply {
+            desired: "r2".into(),
+            drain: false,
+            reboot: false,
+        }
+    );
 }

@@ -6,19 +6,25 @@
 //! logged [`Action::SkipOs`], as upstream's daemon skips them on hosts that are not CoreOS. Everything
 //! up to `currentconfig` runs inside one [`Transaction`]: a failing step rolls all of it back and
 //! leaves the node Degraded with a reason naming the path and the cause.
+//!
+//! A config carrying an on-cluster layering image (`mco_render::plan::layering`) is updated the
+//! same way, its OS part in the mode [`mco_render::plan::layering::os_mode`] gives: the config's
+//! files, units, SSH keys and password are written as for any config (upstream writes them on
+//! layered nodes too), the kernel type and extensions are left to the image.
 
 pub mod files;
 pub mod orig;
 pub mod os;
 pub mod owner;
 pub mod password;
+pub mod revert;
 pub mod ssh;
 pub mod units;
 
 use std::collections::BTreeSet;
 
 use mco_render::plan::actions::{steps, Step};
-use mco_render::plan::{self, ActionType, MachineConfiguration, Plan};
+use mco_render::plan::{self, layering, ActionType, MachineConfiguration, Plan};
 
 use crate::desired_config::DesiredConfig;
 use crate::drift::{self, Drift};
@@ -149,7 +155,8 @@ pub fn plan_update(
         actions.extend(fs(std::mem::take(&mut ops)));
     }
 
-    let os = os::plan(&p, o, n);
+    let mode = layering::os_mode(old.image(), new.image(), o, n);
+    let os = os::plan(&p, o, n, mode);
     let rpm_ostree = os.is_some() && crate::rpm_ostree::is_rpm_ostree_host(root)?;
     let mut host_undo = units::undo_calls(&o.config, &d.changed_units);
     if rpm_ostree {
@@ -165,6 +172,19 @@ pub fn plan_update(
             Action::SkipOs(u)
         }
     }));
+
+    if mode == layering::OsMode::Revert {
+        // Leaving layering: the config is kept for its files to be written again after the
+        // reboot ([`revert::finish`]).
+        actions.push(Action::Fs(FsOp::Write {
+            path: revert::REVERT_FILE.into(),
+            data: new.to_bytes(),
+            mode: 0o644,
+            owner: None,
+            dir_mode: 0o755,
+            replace_link: false,
+        }));
+    }
 
     actions.push(Action::Fs(FsOp::Write {
         path: CURRENT_CONFIG.into(),

@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 
 use mco_render::plan::actions::extension_packages;
 use mco_render::plan::diff::canonical_kernel_type;
+use mco_render::plan::layering::OsMode;
 use mco_render::plan::reconcile::RenderedInput;
 use mco_render::plan::Plan;
 
@@ -132,7 +133,13 @@ impl OsUpdate {
 /// As upstream, it runs when the image, extensions, kernel type or kernel arguments change,
 /// and on every update of a node with a realtime or 64k-pages kernel (the kernel packages are
 /// kept current then, OCPBUGS-4049).
-pub fn plan(p: &Plan, old: &RenderedInput, new: &RenderedInput) -> Option<OsUpdate> {
+///
+/// In [`OsMode::Layered`] (the node moves to an on-cluster built image) only the rebase and the
+/// kernel arguments are left, as upstream's `applyLayeredOSChanges` with `oclEnabled`: the
+/// kernel type and the extensions are built into the image, so neither the extensions image,
+/// nor a kernel switch, nor extension packages are touched.
+pub fn plan(p: &Plan, old: &RenderedInput, new: &RenderedInput, mode: OsMode) -> Option<OsUpdate> {
+    let layered = mode == OsMode::Layered;
     let d = &p.diff;
     let (old_kernel, new_kernel) = (
         canonical_kernel_type(&old.kernel_type),
@@ -145,15 +152,15 @@ pub fn plan(p: &Plan, old: &RenderedInput, new: &RenderedInput) -> Option<OsUpda
     let have_extensions = !old.extensions.is_empty() || !new.extensions.is_empty();
     let have_kernel_type = old_kernel != "default" || special_kernel;
     let image = &new.base_os_extensions_container_image;
-    let extensions_image =
-        (!image.is_empty() && (have_extensions || have_kernel_type)).then(|| image.clone());
+    let extensions_image = (!layered && !image.is_empty() && (have_extensions || have_kernel_type))
+        .then(|| image.clone());
     let name = if new.name.is_empty() {
         "config".to_string()
     } else {
         new.name.clone()
     };
     let rebase = (d.os_update && !new.os_image_url.is_empty()).then(|| new.os_image_url.clone());
-    let os_or_kernel = d.os_update || d.kernel_type;
+    let os_or_kernel = !layered && (d.os_update || d.kernel_type);
     let extensions_empty = old.extensions.is_empty() && new.extensions.is_empty();
     let extensions_same = old.extensions == new.extensions && old.os_image_url == new.os_image_url;
     Some(OsUpdate {
@@ -165,7 +172,8 @@ pub fn plan(p: &Plan, old: &RenderedInput, new: &RenderedInput) -> Option<OsUpda
         rebase,
         kargs: p.kargs_args.clone().filter(|a| !a.is_empty()),
         kernel: (os_or_kernel && special_kernel).then(|| new_kernel.to_string()),
-        extensions: (!(extensions_empty || extensions_same)).then(|| new.extensions.clone()),
+        extensions: (!(layered || extensions_empty || extensions_same))
+            .then(|| new.extensions.clone()),
     })
 }
 

@@ -903,3 +903,185 @@ async fn the_pool_the_operator_wrote_is_kept_and_a_node_without_configs_is_not_y
     drop(agent);
     let _ = server.await;
 }
+
+/// The reasons and annotations a layered update leaves, checked step by step: the node on r1
+/// (its own osImageURL `BASE`) is given `desiredImage` `BUILT`, then opts out.
+#[tokio::test]
+async fn a_desired_image_is_rebased_to_rebooted_into_checked_and_reported_then_opted_out() {
+    use mco_render::api::node::{CURRENT_IMAGE, DESIRED_IMAGE};
+    const BASE: &str = "quay.io/ocp/os@sha256:aaaa";
+    const BUILT: &str = "image-registry.example.com/mco/os-worker@sha256:bbbb";
+    let (fake, dir, root) = idle_on_image(BASE);
+    lock(&fake).node["metadata"]["annotations"][DESIRED_IMAGE] = json!(BUILT);
+    let (client, server) = fake_client(fake.clone());
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &booted_status(BASE));
+    let mut agent = Agent::new(client.clone(), root.clone(), host, AgentOptions::new("w1"));
+
+    // Working, drained, the image staged, rebooting.
+    updates_through_a_drain_to_a_reboot(&mut agent, &fake, "r1").await;
+    let rebase = format!("rpm-ostree rebase --experimental ostree-unverified-registry:{BUILT}");
+    assert_eq!(
+        agent.host().calls,
+        [
+            "rpm-ostree cleanup -p",
+            "rpm-ostree status --json",
+            rebase.as_str(),
+            "reboot"
+        ]
+    );
+    let link = std::fs::read_link(dir.path().join("run/ostree/auth.json"));
+    assert_eq!(
+        link.ok().as_deref(),
+        Some(std::path::Path::new("/var/lib/kubelet/config.json"))
+    );
+    let on_disk = read_current(&root).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((on_disk.name(), on_disk.image()), ("r1", BUILT));
+    assert_eq!(on_disk.input.os_image_url, BUILT);
+    assert_eq!(
+        events(&fake),
+        [
+            "Cordon",
+            "Drain",
+            "OSUpdateStarted",
+            "OSUpdateStaged",
+            "Reboot"
+        ]
+    );
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[CURRENT_IMAGE], Value::Null, "not before the reboot");
+
+    // Back on the old image (the staged deployment lost): Degraded, not uncordoned.
+    drop(agent);
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &booted_status(BASE));
+    let mut agent = Agent::new(client.clone(), root.clone(), host, AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[STATE], "Degraded");
+    assert_eq!(
+        annos["machineconfiguration.openshift.io/reason"],
+        format!("unexpected on-disk state validating against r1: expected target osImageURL \"{BUILT}\", booted into \"{BASE}\"")
+    );
+    assert_eq!(annos[DESIRED_DRAIN], "drain-r1");
+
+    // Booted into the built image: uncordon, then Done with currentImage.
+    agent.host.outputs.clear();
+    agent
+        .host
+        .respond("rpm-ostree status --json", &booted_status(BUILT));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(synced.ok(), Some(Synced::Waiting("uncordon-r1".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r1");
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(
+        synced.ok(),
+        Some(Synced::Idle(format!(
+            "on desired config r1 and image {BUILT}"
+        )))
+    );
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[CURRENT_IMAGE], BUILT);
+    assert_eq!(annos[STATE], "Done");
+    assert_eq!(annos["machineconfiguration.openshift.io/reason"], "");
+    assert!(node_of(&fake).is_node_done());
+    assert!(!agent.host().calls.iter().any(|c| c.contains("rebase")));
+
+    // A restart on the built image: nothing to do, nothing written.
+    drop(agent);
+    let _ = requests(&fake);
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &booted_status(BUILT));
+    let mut agent = Agent::new(client.clone(), root.clone(), host, AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert!(matches!(synced, Ok(Synced::Idle(_))), "{synced:?}");
+    assert!(requests(&fake).iter().all(|r| r.0 != "PATCH"));
+
+    // Opt-out: desiredImage removed; back to r1's own osImageURL, currentImage cleared.
+    if let Some(a) = lock(&fake).node["metadata"]["annotations"].as_object_mut() {
+        a.remove(DESIRED_IMAGE);
+    }
+    updates_through_a_drain_to_a_reboot(&mut agent, &fake, "r1").await;
+    let back = format!("rpm-ostree rebase --experimental ostree-unverified-registry:{BASE}");
+    assert!(
+        agent.host().calls.contains(&back),
+        "{:?}",
+        agent.host().calls
+    );
+    let on_disk = read_current(&root).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (on_disk.image(), on_disk.input.os_image_url.as_str()),
+        ("", BASE)
+    );
+    let revert = crate::apply::revert::REVERT_FILE;
+    assert!(root.exists(revert).unwrap_or(false));
+    drop(agent);
+    // The reboot into the base image lost the file the built image held in /etc.
+    std::fs::remove_file(dir.path().join("etc/foo")).unwrap_or_else(|e| panic!("{e}"));
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &booted_status(BASE));
+    let mut agent = Agent::new(client, root.clone(), host, AgentOptions::new("w1"));
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(synced.ok(), Some(Synced::Waiting("uncordon-r1".into())));
+    // Written again from the kept config, which is gone; no second reboot, no rpm-ostree change.
+    let foo = std::fs::read_to_string(dir.path().join("etc/foo"));
+    assert_eq!(foo.ok().as_deref(), Some("1"));
+    assert!(!root.exists(revert).unwrap_or(true));
+    let calls = &agent.host().calls;
+    assert!(
+        !calls.is_empty() && calls.iter().all(|c| c == "rpm-ostree status --json"),
+        "{calls:?}"
+    );
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r1");
+    let synced = agent.sync(node_of(&fake)).await;
+    assert_eq!(
+        synced.ok(),
+        Some(Synced::Idle("on desired config r1".into()))
+    );
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert!(annos.get(CURRENT_IMAGE).is_none(), "{annos}");
+    assert!(node_of(&fake).is_done_on("r1"));
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn a_desired_image_on_a_plain_linux_host_is_skipped_with_an_event() {
+    // Not an rpm-ostree host: nothing can be rebased; as for any OS change there, the OS part
+    // is skipped with OSUpdateSkipped and the rest of the update goes on, as upstream's
+    // unified update path does on non-CoreOS nodes (it stores the config, image embedded).
+    use mco_render::api::node::{CURRENT_IMAGE, DESIRED_IMAGE};
+    const BUILT: &str = "image-registry.example.com/mco/os-worker@sha256:bbbb";
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done", DESIRED_IMAGE: BUILT,
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    updates_through_a_drain_to_a_reboot(&mut agent, &fake, "r1").await;
+    assert_eq!(agent.host().calls, ["reboot"]);
+    let back = agent.sync(node_of(&fake)).await;
+    assert_eq!(back.ok(), Some(Synced::Waiting("uncordon-r1".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r1");
+    let _ = agent.sync(node_of(&fake)).await;
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[CURRENT_IMAGE], BUILT);
+    assert_eq!(
+        events(&fake),
+        ["Cordon", "Drain", "OSUpdateSkipped", "Reboot", "NodeDone"]
+    );
+    let note = lock(&fake)
+        .events
+        .iter()
+        .find(|e| e.2["reason"] == "OSUpdateSkipped")
+        .map(|e| e.2["note"].clone())
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        note,
+        "not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS)"
+    );
+    drop(agent);
+    let _ = server.await;
+}
