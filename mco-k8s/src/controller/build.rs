@@ -400,6 +400,16 @@ impl Builds {
             None => self.jobs.get(&job_name(build)).await?,
         };
         let job_uid = created.metadata.uid.clone().unwrap_or_default();
+        self.events
+            .on_mco_object(
+                "MachineOSBuild",
+                build,
+                stored.metadata.uid.as_deref(),
+                false,
+                "JobCreated",
+                format!("Created build job: {}", job_name(build)),
+            )
+            .await;
         tracing::info!(
             pool = pool_name,
             "Build job {} created for MachineOSBuild {build}",

@@ -82,7 +82,8 @@ pub enum BuildIntent {
     /// Create this MachineOSBuild (owned by its MachineOSConfig).
     CreateBuild(Box<MachineOSBuild>),
     /// Run the build request for `build` and create its ConfigMaps, Secrets and Job, then
-    /// record the Job's uid on the build ([`JOB_UID_ANNOTATION`]).
+    /// record the Job's uid on the build ([`JOB_UID_ANNOTATION`]) and the `JobCreated` Event
+    /// (`Created build job: build-<build>`).
     StartBuild {
         /// The MachineOSBuild.
         build: String,
@@ -556,13 +557,6 @@ pub fn decide(view: &PoolBuilds<'_>, digests: &[(String, String)], now: &str) ->
                         false,
                         "BuildPreparing",
                         format!("Preparing build: creating build job for pool {pool_name:?}"),
-                    );
-                    d.event(
-                        "MachineOSBuild",
-                        &target_name,
-                        false,
-                        "JobCreated",
-                        format!("Created build job: {}", job_name(&target_name)),
                     );
                     d.intents.push(BuildIntent::StartBuild {
                         build: target_name.clone(),

@@ -178,7 +178,7 @@ fn a_new_build_starts_and_becomes_current() {
         clear_rebuild: false
     }));
     let reasons: Vec<&str> = d.events.iter().map(|e| e.reason).collect();
-    assert_eq!(reasons, ["BuildStarted", "BuildPreparing", "JobCreated"]);
+    assert_eq!(reasons, ["BuildStarted", "BuildPreparing"]);
     w.apply(&d);
     // The Job exists: Prepared, and nothing is started twice.
     let d = w.decide(&[]);
