@@ -199,6 +199,57 @@ mod tests {
         assert_eq!(succeeded[4].message(), "Build Ready");
     }
 
+    fn arb_job() -> impl proptest::strategy::Strategy<Value = JobView> {
+        use proptest::prelude::*;
+        (0..3i32, 0..2i32, 0..6i32, any::<bool>(), 0..3u8).prop_map(
+            |(active, succeeded, failed, deleting, cond)| JobView {
+                active,
+                succeeded,
+                failed,
+                deleting,
+                conditions: match cond {
+                    0 => vec![],
+                    1 => vec![JobCondition {
+                        type_: "Complete".into(),
+                        ..JobCondition::default()
+                    }],
+                    _ => vec![JobCondition {
+                        type_: "Failed".into(),
+                        ..JobCondition::default()
+                    }],
+                },
+                ..JobView::default()
+            },
+        )
+    }
+
+    proptest::proptest! {
+        /// Whatever a Job reports, in any order, a build written only on allowed transitions
+        /// never leaves a terminal state, and succeeds only after a Job reported a success.
+        #[test]
+        fn a_build_never_leaves_a_terminal_state(jobs in proptest::collection::vec(arb_job(), 1..12)) {
+            let mut stored: Option<Progress> = None;
+            let mut terminal: Option<Progress> = None;
+            let mut seen_success = false;
+            for j in &jobs {
+                seen_success |= j.succeeded > 0;
+                let p = job_progress(j);
+                if transition_allowed(stored, p) {
+                    stored = Some(p);
+                }
+                if let Some(t) = terminal {
+                    proptest::prop_assert_eq!(stored, Some(t));
+                }
+                if stored.is_some_and(Progress::is_terminal) {
+                    terminal = stored;
+                }
+                if stored == Some(Progress::Succeeded) {
+                    proptest::prop_assert!(seen_success);
+                }
+            }
+        }
+    }
+
     #[test]
     fn only_forward_transitions_are_written() {
         use Progress::*;
