@@ -394,6 +394,10 @@ impl Sim {
     }
 
     fn create_mosc(&self) {
+        self.create_mosc_with("RUN dnf install -y tmux && dnf clean all");
+    }
+
+    fn create_mosc_with(&self, containerfile: &str) {
         self.store()
             .create(
                 resource("machineosconfigs").unwrap(),
@@ -408,7 +412,7 @@ impl Sim {
                         "renderedImagePushSecret": {"name": "push-secret"},
                         "renderedImagePushSpec": PUSH_SPEC,
                         "containerFile": [{"containerfileArch": "NoArch",
-                                           "content": "RUN dnf install -y tmux && dnf clean all"}]
+                                           "content": containerfile}]
                     }
                 }),
             )
@@ -800,4 +804,33 @@ async fn a_failed_build_degrades_the_pool_naming_the_job() {
     let pool = sim.pool_updated().await;
     assert_eq!(condition(&pool, "ImageBuildDegraded")["status"], "False");
     assert_eq!(condition(&pool, "Degraded")["status"], "False");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_containerfile_fails_the_build_without_a_job() {
+    let sim = Sim::start(Builder::Succeed).await;
+    sim.create_mosc_with("FOOBAR baz");
+    let build = sim.build_for_target().await;
+    let name = build["metadata"]["name"].as_str().unwrap().to_string();
+    sim.wait_progress(&name, "Failed").await;
+    assert!(sim
+        .store()
+        .get("jobs", NS, &format!("build-{name}"))
+        .is_none());
+    let pool = sim
+        .eventually("the pool ImageBuildDegraded", || {
+            let p = sim.store().get("machineconfigpools", "", "worker")?;
+            (condition(&p, "ImageBuildDegraded")["status"] == "True").then_some(p)
+        })
+        .await;
+    assert_eq!(
+        condition(&pool, "ImageBuildDegraded")["message"],
+        format!(
+            "Failed to build OS image for pool worker (MachineOSBuild: {name}): Failed: Build Failed"
+        )
+        .as_str()
+    );
+    for i in 0..NODES {
+        assert_eq!(annotation(sim.store(), &node_name(i), DESIRED_IMAGE), None);
+    }
 }

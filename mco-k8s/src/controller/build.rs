@@ -126,7 +126,7 @@ impl Builds {
             tracing::debug!(pool = name, "build: {w}");
         }
         for intent in d.intents {
-            self.execute(view, name, intent).await?;
+            self.execute(view, name, intent, now).await?;
         }
         for e in d.events {
             let uid = match e.kind {
@@ -153,6 +153,7 @@ impl Builds {
         view: &mut View,
         pool: &str,
         intent: BuildIntent,
+        now: &str,
     ) -> Result<(), SyncError> {
         let merge = PatchParams::default();
         match intent {
@@ -170,7 +171,7 @@ impl Builds {
                 }
             }
             BuildIntent::StartBuild { build, config } => {
-                self.start(view, pool, &build, &config).await?;
+                self.start(view, pool, &build, &config, now).await?;
             }
             BuildIntent::SetBuildStatus { build, status } => {
                 let patch = json!({ "status": &*status });
@@ -295,6 +296,7 @@ impl Builds {
         pool_name: &str,
         build: &str,
         config: &str,
+        now: &str,
     ) -> Result<(), SyncError> {
         let (Some(pool), Some(mosc)) = (
             view.pools.iter().find(|p| p.name() == pool_name),
@@ -346,6 +348,23 @@ impl Builds {
                 pool = pool_name,
                 "could not start build for MachineOSBuild {build:?}: {e}"
             );
+            if matches!(
+                e,
+                mco_render::controllers::build::BuildError::Containerfile(_)
+            ) {
+                // An invalid Containerfile never builds: the build fails, as upstream marks it.
+                use mco_render::controllers::build::progress::{conditions, Progress};
+                let mut status = stored.status.clone().unwrap_or_default();
+                status.conditions = conditions(Progress::Failed, now);
+                status.build_end = Some(now.to_string());
+                let patch = json!({ "status": &status });
+                self.mosbs
+                    .patch_status(build, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+                if let Some(m) = view.mosbs.iter_mut().find(|m| m.metadata.name == build) {
+                    m.status = Some(status);
+                }
+            }
             return Ok(());
         }
         if out
