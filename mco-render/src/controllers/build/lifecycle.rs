@@ -7,7 +7,6 @@
 //!
 //! The adapter carries out the [`BuildIntent`]s in order and records the [`BuildEvent`]s.
 
-use super::labels;
 use super::machine_os_build::{machine_os_build, BuildInputs};
 use super::progress::{conditions, job_progress, progress_of, transition_allowed, Progress};
 use crate::api::job::JobView;
@@ -670,14 +669,6 @@ fn supersede_others(
             }
         }
     }
-}
-
-/// The labels a MachineOSBuild carries for `mosc` and `pool` (for the adapter's selectors).
-pub fn build_labels(
-    mosc: &MachineOSConfig,
-    pool: &MachineConfigPool,
-) -> std::collections::BTreeMap<String, String> {
-    labels::machine_os_build(mosc, pool)
 }
 
 #[cfg(test)]
