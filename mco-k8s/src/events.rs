@@ -172,6 +172,27 @@ impl Events {
         self.publish(reference, warning, reason, note).await;
     }
 
+    /// An Event on the cluster-scoped MCO object `kind`/`name` (a MachineOSConfig, a
+    /// MachineOSBuild), a Warning when `warning` is set.
+    pub async fn on_mco_object(
+        &self,
+        kind: &str,
+        name: &str,
+        uid: Option<&str>,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) {
+        let reference = ObjectReference {
+            api_version: Some(format!("{}/{}", crate::crd::GROUP, crate::crd::VERSION)),
+            kind: Some(kind.to_string()),
+            name: Some(name.to_string()),
+            uid: uid.map(str::to_string),
+            ..ObjectReference::default()
+        };
+        self.publish(reference, warning, reason, note).await;
+    }
+
     /// An Event on the MachineConfigPool `name`.
     pub async fn on_pool(&self, name: &str, uid: Option<&str>, reason: &str, note: String) {
         self.on_pool_typed(name, uid, false, reason, note).await;

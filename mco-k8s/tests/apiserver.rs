@@ -631,3 +631,62 @@ async fn serves_machine_os_configs_and_builds() {
     let created = builds.create(&PostParams::default(), &build).await.unwrap();
     assert_eq!(created.data["spec"]["machineOSConfig"]["name"], "layered");
 }
+
+#[tokio::test]
+async fn creates_jobs_as_the_job_strategy_does() {
+    use k8s_openapi::api::batch::v1::Job;
+    let server = ApiServer::start().await.unwrap();
+    let jobs: Api<Job> = Api::namespaced(server.client(), "ns");
+    let job = |restart: Option<&str>| -> Job {
+        let mut spec = json!({"containers": [{"name": "c", "image": "i"}]});
+        if let Some(r) = restart {
+            spec["restartPolicy"] = json!(r);
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "build-x", "namespace": "ns"},
+            "spec": {"template": {"spec": spec}},
+            "status": {"succeeded": 1}
+        }))
+        .unwrap()
+    };
+    let pp = PostParams::default();
+    // The pod template's restartPolicy must be Never or OnFailure.
+    match jobs.create(&pp, &job(None)).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+            assert!(
+                s.message
+                    .contains("spec.template.spec.restartPolicy: Required value"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("created without a restartPolicy: {other:?}"),
+    }
+    let (status, _) = code(jobs.create(&pp, &job(Some("Always"))).await.unwrap_err());
+    assert_eq!(status, 422);
+    // Created: status cleared, defaults and the generated selector filled in.
+    let created = jobs.create(&pp, &job(Some("Never"))).await.unwrap();
+    let v = serde_json::to_value(&created).unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    assert_eq!(v["status"], json!({}));
+    assert_eq!(v["spec"]["backoffLimit"], 6);
+    assert_eq!(v["spec"]["parallelism"], 1);
+    assert_eq!(v["spec"]["completionMode"], "NonIndexed");
+    assert_eq!(
+        v["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+        uid.as_str()
+    );
+    assert_eq!(
+        v["spec"]["template"]["metadata"]["labels"]["batch.kubernetes.io/job-name"],
+        "build-x"
+    );
+    // The status subresource is how the Job controller (here: a test) reports.
+    let patch = json!({"status": {"active": 1}});
+    let after = jobs
+        .patch_status("build-x", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert_eq!(after.status.and_then(|s| s.active), Some(1));
+}

@@ -5,7 +5,8 @@
 //! Built the kube-runtime way: one watch per kind keeps a store ([`crate::reflect`]); each
 //! change enqueues the pools it affects (a Node its own pool, a pool itself, a MachineConfig
 //! or the ControllerConfig every pool, a rendered config its pool, a RolloutPolicy the pool of
-//! its name, a MachineConfigNode its node's pool); kube-runtime's applier runs the reconciles
+//! its name, a MachineConfigNode its node's pool, a MachineOSConfig its pool, a MachineOSBuild
+//! and a build Job the pool they are labelled for); kube-runtime's applier runs the reconciles
 //! (one at a time per pool, deduplicated, debounced) and requeues each after the resync,
 //! sooner while a drain waits or when a guarded rollout wants another look
 //! ([`rollout_policy`]: a gate's timeout, a soak's end, a window opening). After start-up the
@@ -16,6 +17,7 @@
 //! template controller (with a templates folder), the cluster-config controllers and the
 //! KubeletConfig and ContainerRuntimeConfig controllers, reading watch caches of their own.
 
+pub mod build;
 pub mod cluster_config;
 pub mod drain;
 pub mod generators;
@@ -29,6 +31,7 @@ use crate::crd;
 use crate::objects::{self, Model, Stored};
 use crate::reflect::{reflect, reflect_with, Change, ObjectRef, Reflector};
 use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::ApiResource;
 use kube::runtime::controller::{Action, Config as ApplierConfig};
@@ -37,7 +40,8 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::rollout_policy::RolloutPolicy;
 use mco_render::api::{
-    ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool, Node,
+    ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool, MachineOSBuild,
+    MachineOSConfig, Node,
 };
 use mco_render::controllers::backoff::Backoff;
 use mco_render::controllers::node_pool::primary_pool;
@@ -82,6 +86,9 @@ impl Default for Options {
     }
 }
 
+/// The label naming the pool a MachineOSBuild and its objects are for.
+const TARGET_POOL_LABEL: &str = "machineconfiguration.openshift.io/target-machine-config-pool";
+
 /// The stored pool kind and its queue key.
 type PoolObject = Stored<MachineConfigPool>;
 
@@ -93,6 +100,9 @@ struct Context {
     nodes: Store<KubeNode>,
     policies: Store<Stored<RolloutPolicy>>,
     mcns: Store<Stored<MachineConfigNode>>,
+    moscs: Store<Stored<MachineOSConfig>>,
+    mosbs: Store<Stored<MachineOSBuild>>,
+    jobs: Store<Job>,
     cluster: tokio::sync::Mutex<Cluster>,
     failures: Mutex<BTreeMap<String, u32>>,
     resync: Duration,
@@ -145,6 +155,26 @@ impl Context {
                 .iter()
                 .map(|o| MachineConfigNode::from_object((**o).clone()))
                 .collect(),
+            moscs: self
+                .moscs
+                .state()
+                .iter()
+                .map(|o| MachineOSConfig::from_object((**o).clone()))
+                .collect(),
+            mosbs: self
+                .mosbs
+                .state()
+                .iter()
+                .map(|o| MachineOSBuild::from_object((**o).clone()))
+                .collect(),
+            jobs: build::job_views(
+                &self
+                    .jobs
+                    .state()
+                    .iter()
+                    .map(|j| (**j).clone())
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 }
@@ -341,6 +371,78 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         },
     );
 
+    // On-cluster layering: a MachineOSConfig concerns its pool, a MachineOSBuild and a build
+    // Job the pool they are labelled for.
+    let label_pool = |labels: &Option<std::collections::BTreeMap<String, String>>| {
+        labels
+            .as_ref()
+            .and_then(|l| l.get(TARGET_POOL_LABEL))
+            .cloned()
+    };
+    let q = enqueue.clone();
+    let pools_for_moscs = pool_store.clone();
+    let moscs: Reflector<Stored<MachineOSConfig>> = reflect_with(
+        objects::api::<MachineOSConfig>(&client),
+        cfg(),
+        crd::MACHINE_OS_CONFIG.api_resource(),
+        "MachineOSConfigs",
+        move |change, _| match change {
+            Change::Applied(m) | Change::Deleted(m) => {
+                q.pool(&m.spec.machine_config_pool.name);
+            }
+            Change::Relisted => {
+                if let Some(pools) = pools_for_moscs.get() {
+                    q.all(pools);
+                }
+            }
+        },
+    );
+    let q = enqueue.clone();
+    let pools_for_mosbs = pool_store.clone();
+    let mosbs: Reflector<Stored<MachineOSBuild>> = reflect_with(
+        objects::api::<MachineOSBuild>(&client),
+        cfg(),
+        crd::MACHINE_OS_BUILD.api_resource(),
+        "MachineOSBuilds",
+        move |change, _| match change {
+            Change::Applied(m) | Change::Deleted(m) => match label_pool(&m.metadata.labels) {
+                Some(p) => q.pool(&p),
+                None => {
+                    if let Some(pools) = pools_for_mosbs.get() {
+                        q.all(pools);
+                    }
+                }
+            },
+            Change::Relisted => {
+                if let Some(pools) = pools_for_mosbs.get() {
+                    q.all(pools);
+                }
+            }
+        },
+    );
+    let q = enqueue.clone();
+    let pools_for_jobs = pool_store.clone();
+    let jobs: Reflector<Job> = reflect(
+        Api::namespaced(
+            client.clone(),
+            mco_render::controllers::build::request::NAMESPACE,
+        ),
+        cfg().labels(build::ON_CLUSTER_LAYERING_LABEL),
+        "Jobs",
+        move |change, _| match change {
+            Change::Applied(j) | Change::Deleted(j) => {
+                if let Some(p) = label_pool(&j.metadata.labels) {
+                    q.pool(&p);
+                }
+            }
+            Change::Relisted => {
+                if let Some(pools) = pools_for_jobs.get() {
+                    q.all(pools);
+                }
+            }
+        },
+    );
+
     for (what, ready) in [
         ("pools", pools.store().wait_until_ready().await),
         ("machineconfigs", mcs.store().wait_until_ready().await),
@@ -348,6 +450,9 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         ("nodes", nodes.store().wait_until_ready().await),
         ("rolloutpolicies", policies.store().wait_until_ready().await),
         ("machineconfignodes", mcns.store().wait_until_ready().await),
+        ("machineosconfigs", moscs.store().wait_until_ready().await),
+        ("machineosbuilds", mosbs.store().wait_until_ready().await),
+        ("jobs", jobs.store().wait_until_ready().await),
     ] {
         if ready.is_err() {
             tracing::warn!("{what} cache stopped before it was ready");
@@ -362,6 +467,9 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         nodes: nodes.store().clone(),
         policies: policies.store().clone(),
         mcns: mcns.store().clone(),
+        moscs: moscs.store().clone(),
+        mosbs: mosbs.store().clone(),
+        jobs: jobs.store().clone(),
         cluster: tokio::sync::Mutex::new(Cluster::new(client, opts.clone())),
         failures: Mutex::new(BTreeMap::new()),
         resync: opts.resync,
@@ -382,6 +490,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         }
     }
     drop((mcs, ccs, nodes, pools, policies, mcns));
+    drop((moscs, mosbs, jobs));
     Ok(())
 }
 

@@ -11,15 +11,22 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_render::api::machine_config::{GENERATED_BY_ANNOTATION, RELEASE_IMAGE_VERSION_ANNOTATION};
-use mco_render::api::node::DESIRED_CONFIG;
+use mco_render::api::node::{DESIRED_CONFIG, DESIRED_IMAGE};
 use mco_render::api::rollout_policy::{RolloutPolicy, RolloutPolicyStatus, TARGETED_AT};
 use mco_render::api::Node;
-use mco_render::api::{ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool};
+use mco_render::api::{
+    ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool, MachineOSBuild,
+    MachineOSConfig,
+};
 use mco_render::controllers::gc::garbage_writes;
+use mco_render::controllers::layered::{image_build_degraded, layering, Layering};
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
-use mco_render::controllers::pool_status::calculate_status;
+use mco_render::controllers::pool_status::{calculate_status_with, PoolLayering};
 use mco_render::controllers::render_sync::sync_pool;
-use mco_render::controllers::rollout::{plan_rollout, RolloutPlan, SET_DESIRED_CONFIG};
+use mco_render::controllers::rollout::{
+    plan_rollout, plan_rollout_in, RolloutPlan, Scope, SET_DESIRED_CONFIG,
+    SET_DESIRED_CONFIG_AND_OS_IMAGE,
+};
 use mco_render::controllers::rollout_policy::overlay_pool_status;
 use mco_render::controllers::Write;
 use serde_json::json;
@@ -104,6 +111,12 @@ pub struct View {
     pub policies: Vec<RolloutPolicy>,
     /// Every MachineConfigNode.
     pub mcns: Vec<MachineConfigNode>,
+    /// Every MachineOSConfig (on-cluster layering).
+    pub moscs: Vec<MachineOSConfig>,
+    /// Every MachineOSBuild.
+    pub mosbs: Vec<MachineOSBuild>,
+    /// The build Jobs in the MCO namespace.
+    pub jobs: Vec<mco_render::api::JobView>,
 }
 
 /// The controller's handle on the cluster.
@@ -114,6 +127,9 @@ pub struct Cluster {
     nodes: Api<KubeNode>,
     policies: Api<Stored<RolloutPolicy>>,
     mcns: Api<Stored<MachineConfigNode>>,
+    moscs: Api<Stored<MachineOSConfig>>,
+    mosbs: Api<Stored<MachineOSBuild>>,
+    builds: super::build::Builds,
     drainer: Drainer,
     guard: Guard,
     events: crate::events::Events,
@@ -130,6 +146,9 @@ impl Cluster {
             nodes: Api::all(client.clone()),
             policies: objects::api::<RolloutPolicy>(&client),
             mcns: objects::api::<MachineConfigNode>(&client),
+            moscs: objects::api::<MachineOSConfig>(&client),
+            mosbs: objects::api::<MachineOSBuild>(&client),
+            builds: super::build::Builds::new(client.clone()),
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
             guard: Guard::new(&client),
             drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry)
@@ -138,7 +157,7 @@ impl Cluster {
         }
     }
 
-    /// The cluster as listed now (seven LISTs; the running controller reads caches instead).
+    /// The cluster as listed now (ten LISTs; the running controller reads caches instead).
     /// A kind the server does not serve (its CRD not installed) lists as empty.
     pub async fn list_view(&self) -> Result<View, SyncError> {
         let lp = ListParams::default();
@@ -168,6 +187,15 @@ impl Cluster {
             .into_iter()
             .map(MachineConfigNode::from_object)
             .collect();
+        let moscs = absent_is_empty(self.moscs.list(&lp).await)?
+            .into_iter()
+            .map(MachineOSConfig::from_object)
+            .collect();
+        let mosbs = absent_is_empty(self.mosbs.list(&lp).await)?
+            .into_iter()
+            .map(MachineOSBuild::from_object)
+            .collect();
+        let jobs = self.builds.list_jobs().await?;
         Ok(View {
             mcs,
             pools,
@@ -175,6 +203,9 @@ impl Cluster {
             nodes,
             policies,
             mcns,
+            moscs,
+            mosbs,
+            jobs,
         })
     }
 
@@ -291,6 +322,8 @@ impl Cluster {
         for node in &plan.update {
             let mut annotations = serde_json::Map::new();
             annotations.insert(DESIRED_CONFIG.into(), json!(plan.target));
+            // A layered pool's nodes get the image with the config; any other pool's lose it.
+            annotations.insert(DESIRED_IMAGE.into(), json!(plan.image));
             if let Some(t) = targeted_at {
                 annotations.insert(TARGETED_AT.into(), json!(t));
             }
@@ -301,6 +334,10 @@ impl Cluster {
             if let Some(n) = view.nodes.iter_mut().find(|n| n.name() == node) {
                 let a = &mut n.metadata.annotations;
                 a.insert(DESIRED_CONFIG.into(), plan.target.clone());
+                match &plan.image {
+                    Some(i) => a.insert(DESIRED_IMAGE.into(), i.clone()),
+                    None => a.remove(DESIRED_IMAGE),
+                };
                 if let Some(t) = targeted_at {
                     a.insert(TARGETED_AT.into(), t.to_string());
                 }
@@ -323,7 +360,8 @@ impl Cluster {
     }
 
     /// Syncs the pool `name`: render (create the rendered MachineConfig, point the pool at it,
-    /// RenderDegraded), roll out (desiredConfig within maxUnavailable; with a RolloutPolicy
+    /// RenderDegraded), its on-cluster layering builds ([`super::build`]), roll out (a
+    /// layered pool only once its build succeeded, to the built image), roll out (desiredConfig within maxUnavailable; with a RolloutPolicy
     /// as `mco_render::controllers::rollout_policy::decide` says, its status and Events
     /// written and added to the pool's), status, the drains its nodes ask for, and garbage
     /// collection of its unused rendered configs. The writes are applied to `view` as later
@@ -345,6 +383,14 @@ impl Cluster {
             self.execute(write, &mut view.mcs, Some(&mut pool)).await?;
         }
 
+        // On-cluster layering: the pool's builds, then whether and where its nodes roll.
+        view.pools[index] = pool.clone();
+        self.builds.sync(view, name, &now).await?;
+        let layered = layering(&pool, &view.moscs, &view.mosbs);
+        if let Layering::Waiting { reason, .. } = &layered {
+            tracing::info!(pool = name, "layered pool waits: {reason}");
+        }
+
         // Roll out.
         let (mine, errors) = nodes_for_pool(&pool, &view.pools, &view.nodes);
         for (n, e) in errors {
@@ -359,12 +405,23 @@ impl Cluster {
         let policy = view.policies.iter().find(|p| p.name() == name).cloned();
         let instant = jiff::Timestamp::now();
         let mut policy_status: Option<RolloutPolicyStatus> = None;
-        let planned = match &policy {
-            None => {
+        let planned = match (&layered, &policy) {
+            (Layering::Waiting { .. }, _) => Ok(RolloutPlan::default()),
+            (Layering::Ready { config, image, .. }, _) => {
+                // A layered pool rolls to its built image under upstream's rule.
+                self.guard.forget(name);
+                let scope = Scope {
+                    target: config,
+                    image: Some(image),
+                    ..Scope::default()
+                };
+                plan_rollout_in(&pool, &mine, defer.as_deref(), &scope)
+            }
+            (Layering::NotLayered, None) => {
                 self.guard.forget(name);
                 plan_rollout(&pool, &mine, defer.as_deref())
             }
-            Some(policy) => {
+            (Layering::NotLayered, Some(policy)) => {
                 let inputs = PoolInputs {
                     pool: &pool,
                     policy,
@@ -412,8 +469,13 @@ impl Cluster {
                 if let Some(note) = plan.set_desired_config_note() {
                     tracing::info!(pool = name, "targeted {:?} to {}", plan.update, plan.target);
                     // On the pool, once every node is targeted, as upstream records it.
+                    let reason = if plan.image.is_some() {
+                        SET_DESIRED_CONFIG_AND_OS_IMAGE
+                    } else {
+                        SET_DESIRED_CONFIG
+                    };
                     self.events
-                        .on_pool(name, pool.metadata.uid.as_deref(), SET_DESIRED_CONFIG, note)
+                        .on_pool(name, pool.metadata.uid.as_deref(), reason, note)
                         .await;
                 }
             }
@@ -425,7 +487,13 @@ impl Cluster {
             .iter()
             .filter(|n| members.iter().any(|m| m == n.name()))
             .collect();
-        let mut status = calculate_status(&pool, &mine, &now);
+        let pool_layering = PoolLayering {
+            layered: layered.is_layered(),
+            image: layered.image().map(str::to_string),
+            building: matches!(layered, Layering::Waiting { building: true, .. }),
+            build_degraded: image_build_degraded(&pool, &view.moscs, &view.mosbs, &view.jobs),
+        };
+        let mut status = calculate_status_with(&pool, &mine, &now, &pool_layering);
         if let Some(ps) = &policy_status {
             overlay_pool_status(&mut status, ps, &now);
             keep_transition_times(&mut status, pool.status.as_ref());

@@ -33,6 +33,9 @@
 //!   for the kubelet ([`Kubelet`]) removes a terminating pod (a DELETED event) when its grace
 //!   period is over; tests can speed its clock up, or hold pods terminating until they call
 //!   [`Store::finish_terminating`];
+//! - batch/v1 Jobs as the Job strategy creates them (the pod template's containers and
+//!   `restartPolicy` checked, status cleared, the defaults and the generated selector and
+//!   template labels filled in); no Job controller runs them: tests write their status;
 //! - evictions: 429 while [`Store::block_eviction`] plays a PodDisruptionBudget refusing,
 //!   except for pods a budget does not cover (already terminating, or Pending, Succeeded or
 //!   Failed, as the real eviction handler lets those through); evicting a terminating pod is
@@ -198,6 +201,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         kind: "ConfigMap",
         namespaced: true,
         status: false,
+    },
+    ResourceDef {
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        kind: "Job",
+        namespaced: true,
+        status: true,
     },
     ResourceDef {
         group: "apps",
@@ -409,6 +420,78 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
 ];
+
+/// A Job as kube-apiserver's Job strategy creates it: the pod template must name containers
+/// and a `restartPolicy` of `Never` or `OnFailure` (else 422 Invalid, naming the field), the
+/// status is cleared, and the defaults are filled in: `parallelism` 1, `backoffLimit` 6,
+/// `completionMode` NonIndexed, `suspend` false, and the generated selector with its labels
+/// on the template (`batch.kubernetes.io/controller-uid`, `batch.kubernetes.io/job-name` and
+/// their legacy forms).
+fn prepare_job(obj: &mut Value, name: &str, uid: &str) -> Result<(), ApiError> {
+    let invalid = |field: &str, what: String| {
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("Job.batch {name:?} is invalid: {field}: {what}"),
+        )
+    };
+    let pod = &obj["spec"]["template"]["spec"];
+    if pod["containers"].as_array().is_none_or(Vec::is_empty) {
+        return Err(invalid(
+            "spec.template.spec.containers",
+            "Required value".into(),
+        ));
+    }
+    match pod["restartPolicy"].as_str() {
+        Some("Never") | Some("OnFailure") => {}
+        other => {
+            return Err(invalid(
+                "spec.template.spec.restartPolicy",
+                match other {
+                    None => "Required value: valid values: \"OnFailure\", \"Never\"".into(),
+                    Some(p) => format!(
+                        "Unsupported value: {p:?}: supported values: \"OnFailure\", \"Never\""
+                    ),
+                },
+            ))
+        }
+    }
+    let spec = &mut obj["spec"];
+    for (k, v) in [
+        ("parallelism", json!(1)),
+        ("backoffLimit", json!(6)),
+        ("completionMode", json!("NonIndexed")),
+        ("suspend", json!(false)),
+    ] {
+        if spec[k].is_null() {
+            spec[k] = v;
+        }
+    }
+    let labels = json!({
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    });
+    if spec["selector"].is_null() {
+        spec["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}});
+    }
+    let template_meta = &mut spec["template"]["metadata"];
+    if !template_meta.is_object() {
+        *template_meta = json!({});
+    }
+    let tl = &mut template_meta["labels"];
+    if !tl.is_object() {
+        *tl = json!({});
+    }
+    if let (Some(m), Some(add)) = (tl.as_object_mut(), labels.as_object()) {
+        for (k, v) in add {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    obj["status"] = json!({});
+    Ok(())
+}
 
 /// The resource named by its plural.
 pub fn resource(plural: &str) -> Option<&'static ResourceDef> {
@@ -1040,6 +1123,9 @@ impl Store {
             if let Some(m) = obj.as_object_mut() {
                 m.remove("status");
             }
+        }
+        if def.plural == "jobs" {
+            prepare_job(&mut obj, &name, &uid).map_err(|e| e.about(def, &name))?;
         }
         Ok(self.commit(&mut inner, def, key, obj, "ADDED"))
     }

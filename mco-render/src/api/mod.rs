@@ -4,6 +4,7 @@
 pub mod condition;
 pub mod controller_config;
 pub mod custom;
+pub mod job;
 pub mod machine_config;
 pub mod machine_config_node;
 pub mod machine_os;
@@ -25,6 +26,7 @@ pub use custom::{
     ContainerRuntimeConfig, ContainerRuntimeConfigSpec, CustomResource, CustomResourceStatus,
     KubeletConfig, KubeletConfigSpec,
 };
+pub use job::JobView;
 pub use machine_config::{MachineConfig, MachineConfigSpec};
 pub use machine_config_node::{MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus};
 pub use machine_os::{

@@ -11,6 +11,7 @@ pub mod build;
 pub mod drain;
 pub mod gc;
 pub mod generate;
+pub mod layered;
 pub mod node_pool;
 pub mod operator;
 pub mod pool_status;

@@ -44,6 +44,19 @@ pub fn pool_condition(
     }
 }
 
+/// What a layered pool's status depends on (see [`crate::controllers::layered`]).
+#[derive(Debug, Clone, Default)]
+pub struct PoolLayering {
+    /// Whether the pool has a MachineOSConfig.
+    pub layered: bool,
+    /// The image its nodes are done on (the MachineOSConfig's current image).
+    pub image: Option<String>,
+    /// A build runs or failed: the pool is not Updated.
+    pub building: bool,
+    /// `ImageBuildDegraded` to set (status, reason, message); `None` leaves it.
+    pub build_degraded: Option<(bool, String, String)>,
+}
+
 /// The pool's status computed from its nodes (non-layered pools). `now` stamps changed
 /// conditions.
 pub fn calculate_status(
@@ -51,13 +64,34 @@ pub fn calculate_status(
     nodes: &[&Node],
     now: &str,
 ) -> MachineConfigPoolStatus {
+    calculate_status_with(pool, nodes, now, &PoolLayering::default())
+}
+
+/// [`calculate_status`] for a pool that may be layered: a layered node is updated when done
+/// on the pool's config with its desired image the MachineOSConfig's image; the pool is not
+/// Updated while a build runs or failed; the status lines name the image; a failed build
+/// makes the pool `ImageBuildDegraded` and `Degraded` ("Custom OS image build failed").
+pub fn calculate_status_with(
+    pool: &MachineConfigPool,
+    nodes: &[&Node],
+    now: &str,
+    layering: &PoolLayering,
+) -> MachineConfigPoolStatus {
     let old = pool.status_or_default();
     let target = pool.spec.configuration.name.as_str();
     let total = nodes.len() as i32;
     let updated: Vec<&Node> = nodes
         .iter()
         .copied()
-        .filter(|n| n.is_done_on(target))
+        .filter(|n| {
+            if !layering.layered {
+                return n.is_done_on(target);
+            }
+            n.is_node_done()
+                && n.desired_config() == target
+                && layering.image.is_some()
+                && n.annotation(crate::api::node::DESIRED_IMAGE) == layering.image.as_deref()
+        })
         .collect();
     let ready = updated.iter().filter(|n| n.is_ready()).count() as i32;
     let unavailable = nodes.iter().filter(|n| n.is_unavailable()).count() as i32;
@@ -75,8 +109,12 @@ pub fn calculate_status(
         conditions: old.conditions.clone(),
         extra: old.extra.clone(),
     };
-    let line = format!("MachineConfig {target}");
-    let all_updated = updated.len() as i32 == total && ready == total && unavailable == 0;
+    let line = match layering.image.as_deref().filter(|_| layering.layered) {
+        Some(image) => format!("MachineConfig {target} / Image {image}"),
+        None => format!("MachineConfig {target}"),
+    };
+    let all_updated =
+        updated.len() as i32 == total && ready == total && unavailable == 0 && !layering.building;
     if all_updated {
         status.set_condition(pool_condition(
             UPDATED,
@@ -158,7 +196,20 @@ pub fn calculate_status(
         ));
     }
     let render_degraded = old.is_true(RENDER_DEGRADED);
-    if node_degraded || render_degraded {
+    if let Some((on, reason, message)) = &layering.build_degraded {
+        status.set_condition(pool_condition(
+            crate::controllers::layered::IMAGE_BUILD_DEGRADED,
+            *on,
+            reason.clone(),
+            message.clone(),
+            now,
+        ));
+    }
+    let build_degraded = status.is_true(crate::controllers::layered::IMAGE_BUILD_DEGRADED);
+    if node_degraded || render_degraded || build_degraded {
+        if !node_degraded && build_degraded {
+            node_degraded_msg = "Custom OS image build failed".to_string();
+        }
         status.set_condition(pool_condition(
             DEGRADED,
             true,

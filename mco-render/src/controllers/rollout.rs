@@ -90,10 +90,14 @@ pub struct RolloutPlan {
     pub update: Vec<String>,
     /// The config they are pointed at.
     pub target: String,
+    /// The image they are pointed at (layered pools); `None` removes `desiredImage`.
+    pub image: Option<String>,
 }
 
 /// The reason of the Event recorded on the pool when nodes are targeted.
 pub const SET_DESIRED_CONFIG: &str = "SetDesiredConfig";
+/// The reason when nodes of a layered pool are targeted at a config and an image.
+pub const SET_DESIRED_CONFIG_AND_OS_IMAGE: &str = "SetDesiredConfigAndOSImage";
 
 impl RolloutPlan {
     /// The note of the `SetDesiredConfig` Event recorded on the pool once every node of
@@ -101,6 +105,14 @@ impl RolloutPlan {
     /// for one node, `Set target for <n> nodes to config <target>` for more. `None` when
     /// no node is targeted (upstream records nothing without candidates).
     pub fn set_desired_config_note(&self) -> Option<String> {
+        if let Some(image) = &self.image {
+            let what = format!("MachineConfig: {} / Image: {image}", self.target);
+            return match self.update.as_slice() {
+                [] => None,
+                [node] => Some(format!("Targeted node {node} to {what}")),
+                nodes => Some(format!("Set target for {} nodes to {what}", nodes.len())),
+            };
+        }
         match self.update.as_slice() {
             [] => None,
             [node] => Some(format!("Targeted node {node} to config {}", self.target)),
@@ -133,6 +145,8 @@ pub struct Scope<'a> {
     pub allow: Option<&'a std::collections::BTreeSet<String>>,
     /// Nodes to count as unavailable on top of upstream's count (by name; counted once).
     pub also_unavailable: &'a [String],
+    /// The image nodes are pointed at with the config (layered pools).
+    pub image: Option<&'a str>,
 }
 
 impl<'a> Scope<'a> {
@@ -163,6 +177,7 @@ pub fn plan_rollout_in(
         max_unavailable: max,
         unavailable: unavailable.iter().map(|n| n.name().to_string()).collect(),
         target: target.clone(),
+        image: scope.image.map(str::to_string),
         ..Default::default()
     };
     if target.is_empty() || pool.spec.paused {
@@ -177,11 +192,16 @@ pub fn plan_rollout_in(
     let mut candidates: Vec<&Node> = Vec::new();
     for n in nodes.iter().copied() {
         let targets_pool = n.desired_config() == target;
-        let layered_rollback = n
-            .metadata
-            .annotations
-            .contains_key(crate::api::node::DESIRED_IMAGE);
-        if targets_pool && !layered_rollback {
+        // A layered pool's node is targeted when it has the config and the image; any
+        // other pool's when it has the config and no image (else it rolls back).
+        let image_targeted = match scope.image {
+            Some(image) => n.annotation(crate::api::node::DESIRED_IMAGE) == Some(image),
+            None => !n
+                .metadata
+                .annotations
+                .contains_key(crate::api::node::DESIRED_IMAGE),
+        };
+        if targets_pool && image_targeted {
             if n.is_mcd_failing() {
                 failing_here += 1;
             }

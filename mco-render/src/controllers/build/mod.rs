@@ -11,6 +11,8 @@ pub use machine_os_build::{build_name, machine_os_build, BuildInputs};
 pub mod config_maps;
 pub mod containerfile;
 pub mod job;
+pub mod lifecycle;
+pub mod progress;
 pub mod request;
 pub mod secrets;
 pub mod syntax;

@@ -632,6 +632,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
             target: &r.to,
             allow: None,
             also_unavailable: &also,
+            image: None,
         };
         match plan_rollout_in(input.pool, nodes, input.defer, &scope) {
             Err(e) => max_err(e, &mut st),
@@ -762,6 +763,7 @@ pub fn decide(input: &Input<'_>) -> Decision {
         target: &newest,
         allow: allow.as_ref(),
         also_unavailable: &gating,
+        image: None,
     };
     match plan_rollout_in(input.pool, nodes, input.defer, &scope) {
         Err(e) => max_err(e, &mut st),
