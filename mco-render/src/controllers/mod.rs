@@ -13,6 +13,7 @@ pub mod gc;
 pub mod generate;
 pub mod node_pool;
 pub mod operator;
+pub mod pinned_image_sets;
 pub mod pool_status;
 pub mod render_sync;
 pub mod rollout;

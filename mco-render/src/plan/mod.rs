@@ -8,6 +8,7 @@ pub mod actions;
 pub mod diff;
 pub mod input;
 pub mod kargs;
+pub mod pinned_images;
 pub mod policy;
 pub mod reconcile;
 pub mod registries;
