@@ -569,6 +569,9 @@ fn pinned_image_sets_crd_pool_and_machine_config_node_fields() {
         "lastFailedGeneration",
         "lastFailedGenerationError",
     ] {
-        assert!(entry.get(field).is_some(), "MCN pinnedImageSets lacks {field}");
+        assert!(
+            entry.get(field).is_some(),
+            "MCN pinnedImageSets lacks {field}"
+        );
     }
 }

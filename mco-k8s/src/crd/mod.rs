@@ -396,7 +396,8 @@ pub const PINNED_IMAGE_SET: Kind = Kind {
     columns: &[],
     wide_columns: &[],
     spec_ident: "PinnedImageSetSpec",
-    spec_description: "The images, by digest, that the nodes of the pools naming this set pull and CRI-O pins.",
+    spec_description:
+        "The images, by digest, that the nodes of the pools naming this set pull and CRI-O pins.",
 };
 
 /// The root object of a kind with a status, as kube-rs's derive lays it out for the schema.

@@ -367,15 +367,29 @@ mod tests {
         let progressing = cond(PINNED_IMAGE_SETS_PROGRESSING, "True", "ImagePrefetch", "p");
         assert!(s.record_singleton(&progressing, "t1"));
         assert_eq!(s.conditions.len(), ALL.len());
-        assert_eq!(s.conditions[0], Condition { last_transition_time: Some("t1".into()), ..progressing.clone() });
+        assert_eq!(
+            s.conditions[0],
+            Condition {
+                last_transition_time: Some("t1".into()),
+                ..progressing.clone()
+            }
+        );
         assert!(!s.record_singleton(&progressing, "t2"));
         s.record(&cond(UPDATED, "True", UPDATED, "done"), None, "r1", "t3");
         // Updated resets what is not False, the pinned conditions too (as upstream).
-        assert_eq!(s.condition(PINNED_IMAGE_SETS_PROGRESSING).unwrap().status, "False");
+        assert_eq!(
+            s.condition(PINNED_IMAGE_SETS_PROGRESSING).unwrap().status,
+            "False"
+        );
         let done = cond(PINNED_IMAGE_SETS_PROGRESSING, "False", "AsExpected", "ok");
         assert!(s.record_singleton(&done, "t4"));
         assert!(s.condition(UPDATED).unwrap().is_true());
         // Same status, new message: the transition time stays.
-        assert_eq!(s.condition(PINNED_IMAGE_SETS_PROGRESSING).unwrap().last_transition_time(), "t3");
+        assert_eq!(
+            s.condition(PINNED_IMAGE_SETS_PROGRESSING)
+                .unwrap()
+                .last_transition_time(),
+            "t3"
+        );
     }
 }

@@ -61,7 +61,9 @@ pub struct PinnedImageSetStatus {
 }
 
 /// A pool's reference to a PinnedImageSet (`spec.pinnedImageSets[]`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default, JsonSchema,
+)]
 pub struct PinnedImageSetRef {
     /// The PinnedImageSet's name.
     #[serde(default)]

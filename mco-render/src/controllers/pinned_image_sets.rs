@@ -71,11 +71,14 @@ mod tests {
     fn the_role_label_picks_the_sets_sorted_by_name() {
         let sets = [set("z", "worker"), set("m", "master"), set("a", "worker")];
         let mut sel = LabelSelector::default();
-        sel.match_labels
-            .insert("machineconfiguration.openshift.io/role".into(), "worker".into());
+        sel.match_labels.insert(
+            "machineconfiguration.openshift.io/role".into(),
+            "worker".into(),
+        );
         let refs = pool_pinned_image_sets(&pool(Some(sel)), &sets).unwrap();
-        let names: Option<Vec<&str>> =
-            refs.as_ref().map(|r| r.iter().map(|r| r.name.as_str()).collect());
+        let names: Option<Vec<&str>> = refs
+            .as_ref()
+            .map(|r| r.iter().map(|r| r.name.as_str()).collect());
         assert_eq!(names, Some(vec!["a", "z"]));
         assert_eq!(
             pool_pinned_image_sets(&pool(Some(LabelSelector::default())), &sets),

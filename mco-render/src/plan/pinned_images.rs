@@ -380,9 +380,15 @@ pub fn set_generations(
         .collect()
 }
 
-/// Upstream's error after the last failed pull of `image`.
+/// Upstream's error after the last failed pull of `image`: the retries ran out (the backoff's
+/// timeout), or the disk is full, which stops them at once.
 pub fn pull_error(image: &str, tries: u32, last: &str) -> String {
-    format!("failed to pull image {image:?} ({tries} tries): timed out waiting for the condition: {last}")
+    let cause = if is_no_space(last) {
+        last
+    } else {
+        "timed out waiting for the condition"
+    };
+    format!("failed to pull image {image:?} ({tries} tries): {cause}: {last}")
 }
 
 /// Whether a pull error is the disk being full (upstream stops retrying and pulling then).
@@ -420,7 +426,9 @@ mod tests {
         p.metadata.name = name.into();
         p.spec.pinned_image_sets = sets
             .iter()
-            .map(|s| PinnedImageSetRef { name: s.to_string() })
+            .map(|s| PinnedImageSetRef {
+                name: s.to_string(),
+            })
             .collect();
         p
     }
@@ -536,7 +544,9 @@ mod tests {
     fn room_counts_missing_images_twice_and_keeps_the_minimum_free() {
         let gi = 1i64 << 30;
         assert_eq!(
-            check_storage(10 * gi, 16 * gi, &[]).unwrap_err().to_string(),
+            check_storage(10 * gi, 16 * gi, &[])
+                .unwrap_err()
+                .to_string(),
             format!(
                 "storage available is less than minimum required capacity: {}, required: {}",
                 10 * gi,
@@ -592,7 +602,10 @@ mod tests {
         assert_eq!(prefetching[1].current_generation, Some(1));
         let failed = set_generations(&refs, &before, PinPhase::Failed("boom"));
         assert_eq!(failed[0].last_failed_generation, Some(3));
-        assert_eq!(failed[0].last_failed_generation_error.as_deref(), Some("boom"));
+        assert_eq!(
+            failed[0].last_failed_generation_error.as_deref(),
+            Some("boom")
+        );
         assert_eq!(failed[1].last_failed_generation, None);
         let done = set_generations(&refs, &failed, PinPhase::Complete);
         assert_eq!(done[0].current_generation, Some(3));
@@ -603,6 +616,18 @@ mod tests {
         assert_eq!(
             phase_conditions(PinPhase::Prefetching, "w1")[0].message(),
             "node is prefetching images: w1"
+        );
+    }
+
+    #[test]
+    fn pull_errors_say_why_the_retries_stopped() {
+        assert_eq!(
+            pull_error("q/x@sha256:1", 5, "connection refused"),
+            "failed to pull image \"q/x@sha256:1\" (5 tries): timed out waiting for the condition: connection refused"
+        );
+        assert_eq!(
+            pull_error("q/x@sha256:1", 1, "write: no space left on device"),
+            "failed to pull image \"q/x@sha256:1\" (1 tries): write: no space left on device: write: no space left on device"
         );
     }
 
