@@ -16,7 +16,7 @@ use mco_render::api::{
     MachineConfigNode, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPool,
     MachineConfigPoolStatus, MachineConfigSpec, MachineOSBuild, MachineOSBuildSpec,
     MachineOSBuildStatus, MachineOSConfig, MachineOSConfigSpec, MachineOSConfigStatus, ObjectMeta,
-    OwnerReference, PoolSpec,
+    OwnerReference, PinnedImageSet, PinnedImageSetSpec, PinnedImageSetStatus, PoolSpec,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -187,6 +187,7 @@ model_with_status! {
     RolloutPolicy: RolloutPolicySpec, RolloutPolicyStatus, crd::ROLLOUT_POLICY;
     MachineOSConfig: MachineOSConfigSpec, MachineOSConfigStatus, crd::MACHINE_OS_CONFIG;
     MachineOSBuild: MachineOSBuildSpec, MachineOSBuildStatus, crd::MACHINE_OS_BUILD;
+    PinnedImageSet: PinnedImageSetSpec, PinnedImageSetStatus, crd::PINNED_IMAGE_SET;
 }
 
 impl Model for MachineConfig {

@@ -528,3 +528,50 @@ fn machine_os_config_and_build_columns() {
         );
     }
 }
+
+#[test]
+fn pinned_image_sets_crd_pool_and_machine_config_node_fields() {
+    let all = crds().unwrap();
+    let pis = all
+        .iter()
+        .find(|c| c.spec.names.kind == "PinnedImageSet")
+        .unwrap();
+    assert_eq!(
+        pis.metadata.name.as_deref(),
+        Some("pinnedimagesets.machineconfiguration.openshift.io")
+    );
+    assert_eq!(pis.spec.scope, "Cluster");
+    // Upstream declares no printer columns, and a status subresource.
+    assert_eq!(pis.spec.versions[0].additional_printer_columns, None);
+    assert!(pis.spec.versions[0]
+        .subresources
+        .as_ref()
+        .is_some_and(|s| s.status.is_some()));
+    let schema = schema_of("pinnedimagesets.machineconfiguration.openshift.io");
+    let images = schema
+        .pointer("/properties/spec/properties/pinnedImages")
+        .unwrap();
+    assert_eq!(images["maxItems"], 500);
+    assert_eq!(images["items"]["properties"]["name"]["maxLength"], 447);
+    let pool = schema_of("machineconfigpools.machineconfiguration.openshift.io");
+    assert_eq!(
+        pool.pointer("/properties/spec/properties/pinnedImageSets/items/properties/name/type"),
+        Some(&serde_json::json!("string"))
+    );
+    let mcn = schema_of("machineconfignodes.machineconfiguration.openshift.io");
+    let entry = mcn
+        .pointer("/properties/status/properties/pinnedImageSets/items/properties")
+        .unwrap();
+    for field in [
+        "name",
+        "currentGeneration",
+        "desiredGeneration",
+        "lastFailedGeneration",
+        "lastFailedGenerationError",
+    ] {
+        assert!(
+            entry.get(field).is_some(),
+            "MCN pinnedImageSets lacks {field}"
+        );
+    }
+}

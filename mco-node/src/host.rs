@@ -30,6 +30,14 @@ pub trait Host {
     fn chcon(&mut self, args: &[String]) -> Result<(), HostError>;
     /// Reboots the host.
     fn reboot(&mut self) -> Result<(), HostError>;
+    /// Runs `crictl ARGS` (the container runtime's images: `images -o json`, `pull`,
+    /// `inspecti`) and returns its standard output. Hosts without a container runtime refuse.
+    fn crictl(&mut self, args: &[String]) -> Result<String, HostError> {
+        Err(HostError {
+            command: format!("crictl {}", args.join(" ")),
+            message: "this host has no container runtime to ask".into(),
+        })
+    }
     /// The host's CPU architecture, as Rust names it (`x86_64`, `aarch64`): the 64k-pages
     /// kernel exists only on `aarch64`.
     fn arch(&self) -> String {
@@ -61,6 +69,9 @@ impl<H: Host + ?Sized> Host for Box<H> {
     }
     fn reboot(&mut self) -> Result<(), HostError> {
         (**self).reboot()
+    }
+    fn crictl(&mut self, args: &[String]) -> Result<String, HostError> {
+        (**self).crictl(args)
     }
     fn arch(&self) -> String {
         (**self).arch()
@@ -308,6 +319,9 @@ impl Host for SystemHost {
     fn reboot(&mut self) -> Result<(), HostError> {
         self.run("systemctl", &["reboot".to_string()]).map(drop)
     }
+    fn crictl(&mut self, args: &[String]) -> Result<String, HostError> {
+        self.run("crictl", args)
+    }
 }
 
 /// What a [`RecordingHost`] without a canned `rpm-ostree status --json` reports: a freshly
@@ -400,6 +414,78 @@ impl SimulatedOstree {
     }
 }
 
+/// The container runtime of a [`RecordingHost`]: the images it holds and a registry to pull
+/// from, answering `crictl images -o json`, `crictl pull`, `crictl inspecti` and, for the
+/// registry's images, `podman manifest ... inspect ... IMAGE` as the real tools do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimulatedCri {
+    /// The references of the images held.
+    pub held: std::collections::BTreeSet<String>,
+    /// The registry's images and their compressed sizes in bytes (one layer each); pulling an
+    /// image it does not list succeeds as a 0-byte image.
+    pub registry: std::collections::BTreeMap<String, i64>,
+    /// Images whose pull fails, with the error the runtime reports.
+    pub pull_failures: std::collections::BTreeMap<String, String>,
+}
+
+impl SimulatedCri {
+    /// The image's id in the listing.
+    fn id(image: &str) -> String {
+        use sha2::Digest;
+        format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(image.as_bytes()))
+        )
+    }
+
+    fn listed(&self, image: &str) -> serde_json::Value {
+        let size = self.registry.get(image).copied().unwrap_or(0);
+        let (digests, tags): (Vec<&str>, Vec<&str>) = if image.contains('@') {
+            (vec![image], vec![])
+        } else {
+            (vec![], vec![image])
+        };
+        serde_json::json!({"id": Self::id(image), "repoTags": tags, "repoDigests": digests,
+                           "size": size.to_string(), "uid": null, "username": "",
+                           "spec": null, "pinned": false})
+    }
+
+    /// Answers `crictl ARGS`.
+    pub fn crictl(&mut self, args: &[String]) -> Result<String, String> {
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        match words.as_slice() {
+            ["images", "-o", "json"] => {
+                let images: Vec<_> = self.held.iter().map(|i| self.listed(i)).collect();
+                Ok(serde_json::json!({ "images": images }).to_string())
+            }
+            ["pull", image] => match self.pull_failures.get(*image) {
+                Some(e) => Err(e.clone()),
+                None => {
+                    self.held.insert(image.to_string());
+                    Ok(format!("Image is up to date for {}\n", Self::id(image)))
+                }
+            },
+            ["inspecti", "-o", "json", image] if self.held.contains(*image) => {
+                Ok(serde_json::json!({"status": self.listed(image)}).to_string())
+            }
+            ["inspecti", ..] => Err("no such image".into()),
+            _ => Ok(String::new()),
+        }
+    }
+
+    /// The manifest `podman manifest ... inspect ... IMAGE` prints (one layer of the image's
+    /// size in [`Self::registry`], 0 bytes for an image it does not list).
+    pub fn manifest(&self, image: &str) -> Option<String> {
+        let size = self.registry.get(image).copied().unwrap_or(0);
+        Some(
+            serde_json::json!({"schemaVersion": 2,
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "layers": [{"digest": Self::id(&format!("layer of {image}")), "size": size}]})
+            .to_string(),
+        )
+    }
+}
+
 /// A host that records command lines instead of running them; commands containing one of
 /// `fail_on` fail, and commands whose output is read answer from `outputs`.
 #[derive(Debug, Clone)]
@@ -417,6 +503,8 @@ pub struct RecordingHost {
     pub arch: String,
     /// The deployments the rpm-ostree commands so far would have left.
     pub ostree: SimulatedOstree,
+    /// The container runtime `crictl` asks.
+    pub cri: SimulatedCri,
 }
 
 impl Default for RecordingHost {
@@ -427,6 +515,7 @@ impl Default for RecordingHost {
             outputs: Vec::new(),
             arch: std::env::consts::ARCH.to_string(),
             ostree: SimulatedOstree::default(),
+            cri: SimulatedCri::default(),
         }
     }
 }
@@ -503,13 +592,39 @@ impl Host for RecordingHost {
         self.record_output(format!("rpm-ostree {}", args.join(" ")))
     }
     fn podman(&mut self, args: &[String]) -> Result<String, HostError> {
-        self.record_output(format!("podman {}", args.join(" ")))
+        let line = format!("podman {}", args.join(" "));
+        let canned = self
+            .outputs
+            .iter()
+            .any(|(p, _)| line.starts_with(p.as_str()));
+        if !canned && args.first().is_some_and(|a| a == "manifest") {
+            if let Some(m) = args.last().and_then(|i| self.cri.manifest(i)) {
+                self.record(line)?;
+                return Ok(m);
+            }
+        }
+        self.record_output(line)
     }
     fn chcon(&mut self, args: &[String]) -> Result<(), HostError> {
         self.record(format!("chcon {}", args.join(" ")))
     }
     fn reboot(&mut self) -> Result<(), HostError> {
         self.record("reboot".into())
+    }
+    fn crictl(&mut self, args: &[String]) -> Result<String, HostError> {
+        let line = format!("crictl {}", args.join(" "));
+        if self
+            .outputs
+            .iter()
+            .any(|(p, _)| line.starts_with(p.as_str()))
+        {
+            return self.record_output(line);
+        }
+        self.record(line.clone())?;
+        self.cri.crictl(args).map_err(|message| HostError {
+            command: line,
+            message,
+        })
     }
     fn arch(&self) -> String {
         self.arch.clone()
@@ -556,6 +671,9 @@ impl Host for PrintHost {
     fn reboot(&mut self) -> Result<(), HostError> {
         eprintln!("host (not run): reboot");
         Ok(())
+    }
+    fn crictl(&mut self, args: &[String]) -> Result<String, HostError> {
+        Err(Self::not_run("crictl", args))
     }
     fn runs_commands(&self) -> bool {
         false
@@ -631,6 +749,39 @@ mod tests {
         assert_eq!(staged.image(), Ok(Some("quay.io/os@sha256:1".to_string())));
         run(&mut h, "cleanup -p");
         assert_eq!(h.ostree, SimulatedOstree::default());
+    }
+
+    #[test]
+    fn the_simulated_runtime_pulls_lists_and_inspects() {
+        let words = |l: &str| -> Vec<String> { l.split(' ').map(String::from).collect() };
+        let mut h = RecordingHost::new();
+        h.cri.registry.insert("quay.io/a@sha256:1".into(), 100);
+        h.cri.pull_failures.insert(
+            "quay.io/b@sha256:2".into(),
+            "no space left on device".into(),
+        );
+        assert!(h
+            .crictl(&words("inspecti -o json quay.io/a@sha256:1"))
+            .is_err());
+        assert!(h.crictl(&words("pull quay.io/a@sha256:1")).is_ok());
+        let err = h.crictl(&words("pull quay.io/b@sha256:2"));
+        assert_eq!(
+            err.map_err(|e| e.message),
+            Err("no space left on device".to_string())
+        );
+        let listed = h.crictl(&words("images -o json")).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&listed).unwrap_or_default();
+        assert_eq!(v["images"][0]["repoDigests"][0], "quay.io/a@sha256:1");
+        assert_eq!(v["images"][0]["size"], "100");
+        assert!(h
+            .crictl(&words("inspecti -o json quay.io/a@sha256:1"))
+            .is_ok());
+        let manifest = h
+            .podman(&words("manifest inspect quay.io/a@sha256:1"))
+            .unwrap_or_default();
+        assert!(manifest.contains("\"size\":100"), "{manifest}");
+        assert_eq!(h.calls.len(), 6);
+        assert!(PrintHost.crictl(&words("images -o json")).is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use mco_render::api::{
     ContainerRuntimeConfigSpec, ControllerConfigSpec, ControllerConfigStatus, CustomResourceStatus,
     KubeletConfigSpec, MachineConfigNodeSpec, MachineConfigNodeStatus, MachineConfigPoolStatus,
     MachineConfigSpec, MachineOSBuildSpec, MachineOSBuildStatus, MachineOSConfigSpec,
-    MachineOSConfigStatus, PoolSpec,
+    MachineOSConfigStatus, PinnedImageSetSpec, PinnedImageSetStatus, PoolSpec,
 };
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
@@ -384,6 +384,22 @@ pub const MACHINE_OS_BUILD: Kind = Kind {
         "The rendered MachineConfig built, its MachineOSConfig and the tagged push spec.",
 };
 
+/// PinnedImageSet: images a pool's nodes pull ahead and CRI-O pins (no printer columns, as
+/// upstream).
+pub const PINNED_IMAGE_SET: Kind = Kind {
+    group: GROUP,
+    version: VERSION,
+    kind: "PinnedImageSet",
+    plural: "pinnedimagesets",
+    short_names: &[],
+    status: true,
+    columns: &[],
+    wide_columns: &[],
+    spec_ident: "PinnedImageSetSpec",
+    spec_description:
+        "The images, by digest, that the nodes of the pools naming this set pull and CRI-O pins.",
+};
+
 /// The root object of a kind with a status, as kube-rs's derive lays it out for the schema.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
@@ -508,6 +524,10 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, serde_json::Error> {
         build(
             &MACHINE_OS_BUILD,
             structural_schema::<Root<MachineOSBuildSpec, MachineOSBuildStatus>>(),
+        )?,
+        build(
+            &PINNED_IMAGE_SET,
+            structural_schema::<Root<PinnedImageSetSpec, PinnedImageSetStatus>>(),
         )?,
     ])
 }

@@ -355,6 +355,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: true,
     },
     ResourceDef {
+        group: MCO,
+        version: "v1",
+        plural: "pinnedimagesets",
+        kind: "PinnedImageSet",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
         group: "rollout.mco.dev",
         version: "v1alpha1",
         plural: "rolloutpolicies",

@@ -21,6 +21,7 @@ pub mod kube_loop;
 pub mod metrics;
 pub mod node_conditions;
 pub mod os_check;
+pub mod pinned_images;
 
 use std::collections::BTreeMap;
 

@@ -151,6 +151,17 @@ fn host_for(root: &HostRoot, mode: Option<HostMode>) -> Box<dyn Host> {
     }
 }
 
+/// The host the pinned image manager asks (`crictl`, `podman`, `systemctl`), when commands
+/// really run; a host that only prints them has no images to pin.
+fn pinned_host(root: &HostRoot, mode: Option<HostMode>) -> Option<SystemHost> {
+    match mode {
+        Some(HostMode::Run) => Some(SystemHost::direct()),
+        Some(HostMode::Nsenter) => Some(SystemHost::in_host_namespaces()),
+        None if root.is_real_root() => Some(SystemHost::direct()),
+        _ => None,
+    }
+}
+
 fn open(common: &Common) -> Result<(HostRoot, Box<dyn Host>), String> {
     let root = HostRoot::new(&common.root).map_err(|e| e.to_string())?;
     let host = host_for(&root, common.host);
@@ -293,6 +304,15 @@ fn cluster(
             client.clone(),
             root.clone(),
         ));
+        // The images of the pools' PinnedImageSets are pulled and pinned on their own too.
+        if let Some(h) = pinned_host(&root, common.host) {
+            tokio::spawn(mco_node::agent::pinned_images::run(
+                client.clone(),
+                root.clone(),
+                std::sync::Arc::new(std::sync::Mutex::new(h)),
+                mco_node::agent::pinned_images::PinnedOptions::new(&node_name),
+            ));
+        }
         Agent::new(client, root, host, opts)
             .run()
             .await

@@ -37,10 +37,14 @@ pub mod conditions {
     pub const UNCORDONED: &str = "Uncordoned";
     /// The update failed (parent).
     pub const NODE_DEGRADED: &str = "NodeDegraded";
+    /// The node is pulling the images of its pool's PinnedImageSets (a singleton: no child).
+    pub const PINNED_IMAGE_SETS_PROGRESSING: &str = "PinnedImageSetsProgressing";
+    /// Pulling or pinning the PinnedImageSets' images failed (a singleton: no child).
+    pub const PINNED_IMAGE_SETS_DEGRADED: &str = "PinnedImageSetsDegraded";
 
     /// Every condition type a MachineConfigNode carries, in upstream's order (without the
-    /// image-mode and pinned-image-set ones, which this project does not manage).
-    pub const ALL: [&str; 12] = [
+    /// image-mode ones, which this project does not manage).
+    pub const ALL: [&str; 14] = [
         UPDATE_PREPARED,
         UPDATE_EXECUTED,
         UPDATE_POST_ACTION_COMPLETE,
@@ -53,6 +57,8 @@ pub mod conditions {
         UPDATED,
         UNCORDONED,
         NODE_DEGRADED,
+        PINNED_IMAGE_SETS_DEGRADED,
+        PINNED_IMAGE_SETS_PROGRESSING,
     ];
 }
 
@@ -133,6 +139,31 @@ pub struct MachineConfigNodeStatus {
     /// The node's current and desired configs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_version: Option<StatusConfigVersion>,
+    /// The current, desired and failed generations of the node's PinnedImageSets (at most 100).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Option<Vec<PinnedImageSetGenerations>>", length(max = 100))]
+    pub pinned_image_sets: Vec<PinnedImageSetGenerations>,
+}
+
+/// Where one PinnedImageSet stands on the node (`status.pinnedImageSets[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PinnedImageSetGenerations {
+    /// The PinnedImageSet's name.
+    #[serde(default)]
+    pub name: String,
+    /// The generation whose images were last pulled and pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_generation: Option<i32>,
+    /// The generation the node is to pull and pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_generation: Option<i32>,
+    /// The generation whose pull or pin last failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failed_generation: Option<i32>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failed_generation_error: Option<String>,
 }
 
 impl MachineConfigNodeStatus {
@@ -242,6 +273,46 @@ impl MachineConfigNodeStatus {
     }
 }
 
+impl MachineConfigNodeStatus {
+    /// Records a singleton condition (the PinnedImageSets ones: no child, no phase order):
+    /// it replaces the condition of its type, its `lastTransitionTime` `now` when the status
+    /// changes. The first record fills in the other types of [`conditions::ALL`] as False
+    /// `NotYetOccurred`, as [`Self::record`] does. Unlike a parent, it leaves `Updated` and
+    /// the update's phases alone. Returns whether anything changed.
+    pub fn record_singleton(&mut self, cond: &Condition, now: &str) -> bool {
+        let before = self.condition(&cond.type_);
+        if before.is_some_and(|c| same(c, cond)) {
+            return false;
+        }
+        let mut next = cond.clone();
+        next.last_transition_time = match before {
+            Some(b) if b.status == cond.status && b.last_transition_time.is_some() => {
+                b.last_transition_time.clone()
+            }
+            _ => Some(now.to_string()),
+        };
+        let fresh = self.conditions.is_empty();
+        match self.conditions.iter_mut().find(|c| c.type_ == cond.type_) {
+            Some(c) => *c = next,
+            None => self.conditions.push(next),
+        }
+        if fresh {
+            for t in conditions::ALL {
+                if self.condition(t).is_none() {
+                    self.conditions.push(Condition {
+                        type_: t.into(),
+                        status: "False".into(),
+                        reason: Some("NotYetOccurred".into()),
+                        message: Some(format!("This node has not yet entered the {t} phase")),
+                        last_transition_time: Some(now.to_string()),
+                    });
+                }
+            }
+        }
+        true
+    }
+}
+
 fn same(a: &Condition, b: &Condition) -> bool {
     a.status == b.status && a.reason() == b.reason() && a.message() == b.message()
 }
@@ -287,6 +358,38 @@ mod tests {
         assert_eq!(
             s.condition(DRAINED).unwrap().message(),
             "This node has not yet entered the Drained phase"
+        );
+    }
+
+    #[test]
+    fn singletons_leave_updated_alone() {
+        let mut s = MachineConfigNodeStatus::default();
+        let progressing = cond(PINNED_IMAGE_SETS_PROGRESSING, "True", "ImagePrefetch", "p");
+        assert!(s.record_singleton(&progressing, "t1"));
+        assert_eq!(s.conditions.len(), ALL.len());
+        assert_eq!(
+            s.conditions[0],
+            Condition {
+                last_transition_time: Some("t1".into()),
+                ..progressing.clone()
+            }
+        );
+        assert!(!s.record_singleton(&progressing, "t2"));
+        s.record(&cond(UPDATED, "True", UPDATED, "done"), None, "r1", "t3");
+        // Updated resets what is not False, the pinned conditions too (as upstream).
+        assert_eq!(
+            s.condition(PINNED_IMAGE_SETS_PROGRESSING).unwrap().status,
+            "False"
+        );
+        let done = cond(PINNED_IMAGE_SETS_PROGRESSING, "False", "AsExpected", "ok");
+        assert!(s.record_singleton(&done, "t4"));
+        assert!(s.condition(UPDATED).unwrap().is_true());
+        // Same status, new message: the transition time stays.
+        assert_eq!(
+            s.condition(PINNED_IMAGE_SETS_PROGRESSING)
+                .unwrap()
+                .last_transition_time(),
+            "t3"
         );
     }
 }

@@ -1,5 +1,5 @@
-//! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig, MachineConfigNode and
-//! their parts, and this project's RolloutPolicy.
+//! The MCO objects: MachineConfig, MachineConfigPool, ControllerConfig, MachineConfigNode,
+//! PinnedImageSet and their parts, and this project's RolloutPolicy.
 
 pub mod condition;
 pub mod controller_config;
@@ -10,6 +10,7 @@ pub mod machine_config_node;
 pub mod machine_os;
 pub mod meta;
 pub mod node;
+pub mod pinned_image_set;
 pub mod pool;
 pub mod registries_conf;
 pub mod rollout_policy;
@@ -35,6 +36,9 @@ pub use machine_os::{
 };
 pub use meta::{ObjectMeta, OwnerReference};
 pub use node::Node;
+pub use pinned_image_set::{
+    PinnedImageRef, PinnedImageSet, PinnedImageSetRef, PinnedImageSetSpec, PinnedImageSetStatus,
+};
 pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};
 pub use rollout_policy::{RolloutPolicy, RolloutPolicySpec, RolloutPolicyStatus};
 pub use selector::LabelSelector;

@@ -103,6 +103,10 @@ pub struct NodeStatus {
     /// The node's lifecycle phase (`Pending`, `Running`, `Terminated`; deprecated, mostly unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Resources available to pods, as quantities (`ephemeral-storage`: the disk the pinned
+    /// images' room is checked against).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocatable: BTreeMap<String, String>,
 }
 
 /// One node condition.

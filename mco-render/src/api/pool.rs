@@ -2,6 +2,7 @@
 
 use super::condition::Condition;
 use super::meta::ObjectMeta;
+use super::pinned_image_set::PinnedImageSetRef;
 use super::schema::int_or_string;
 use super::selector::LabelSelector;
 use schemars::JsonSchema;
@@ -55,6 +56,10 @@ pub struct PoolSpec {
     #[serde(default)]
     #[schemars(with = "Option<PoolConfiguration>")]
     pub configuration: PoolConfiguration,
+    /// The PinnedImageSets whose images the pool's nodes pull and pin (at most 100).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Option<Vec<PinnedImageSetRef>>", length(max = 100))]
+    pub pinned_image_sets: Vec<PinnedImageSetRef>,
 }
 
 /// A rendered config and the MachineConfigs it came from.

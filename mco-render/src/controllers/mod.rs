@@ -14,6 +14,7 @@ pub mod generate;
 pub mod layered;
 pub mod node_pool;
 pub mod operator;
+pub mod pinned_image_sets;
 pub mod pool_status;
 pub mod render_sync;
 pub mod rollout;

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod input;
 pub mod kargs;
 pub mod layering;
+pub mod pinned_images;
 pub mod policy;
 pub mod reconcile;
 pub mod registries;

@@ -362,7 +362,7 @@ async fn rebootless_update_through_the_api() {
         json!({"current": "r2", "desired": "r2"})
     );
     let conds = mcn_conditions(&fake);
-    assert_eq!(conds.len(), 12, "{conds:?}");
+    assert_eq!(conds.len(), 14, "{conds:?}");
     assert_eq!(conds["Updated"], "True");
     assert!(
         conds.iter().all(|(t, s)| t == "Updated" || s == "False"),
@@ -848,7 +848,7 @@ async fn an_idle_node_gets_its_machine_config_node_when_the_agent_starts() {
         json!("uid-w1")
     );
     let conds = mcn_conditions(&fake);
-    assert_eq!(conds.len(), 12, "{conds:?}");
+    assert_eq!(conds.len(), 14, "{conds:?}");
     assert_eq!(conds["Updated"], "True");
     assert!(
         conds.iter().all(|(t, s)| t == "Updated" || s == "False"),

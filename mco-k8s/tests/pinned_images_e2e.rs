@@ -1,0 +1,206 @@
+//! PinnedImageSets end to end against the in-process API server: a pool naming a
+//! PinnedImageSet leads the node's pinned image manager (`mco_node::agent::pinned_images`,
+//! on a temporary host root with a recording host whose container runtime is simulated) to
+//! pull the missing images, pin them in CRI-O's drop-in, reload CRI-O and report the set's
+//! generation in the node's MachineConfigNode; a new generation the disk cannot hold degrades
+//! the node's pinned images without pulling anything; the daemon's ClusterRole grants every
+//! request it made.
+
+// The test server's write closures return its Status error by value.
+#![allow(clippy::result_large_err)]
+
+mod support;
+
+use mco_node::agent::pinned_images::{run, PinnedOptions};
+use mco_node::{HostRoot, RecordingHost};
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer, Store};
+use support::rbac;
+
+const LIMIT: Duration = Duration::from_secs(60);
+const DAEMON: &str = "machine-config-daemon (worker-0)";
+
+fn def(plural: &str) -> &'static support::apiserver::ResourceDef {
+    resource(plural).unwrap_or_else(|| panic!("the test server lacks {plural}"))
+}
+
+fn image(name: &str, c: char) -> String {
+    format!(
+        "quay.io/openshift-release-dev/{name}@sha256:{}",
+        std::iter::repeat_n(c, 64).collect::<String>()
+    )
+}
+
+fn create(store: &Store, plural: &str, obj: Value) {
+    store
+        .create(def(plural), "", obj)
+        .unwrap_or_else(|e| panic!("{plural}: {e:?}"));
+}
+
+fn condition(mcn: &Value, type_: &str) -> Option<(String, String, String)> {
+    mcn["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("status"), s("reason"), s("message"))
+        })
+}
+
+fn locked(h: &Arc<Mutex<RecordingHost>>) -> std::sync::MutexGuard<'_, RecordingHost> {
+    h.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = server.store.clone();
+    let (held, missing, huge) = (
+        image("held", 'a'),
+        image("missing", 'b'),
+        image("huge", 'c'),
+    );
+    create(
+        &store,
+        "nodes",
+        json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "worker-0", "labels": {"node-role.kubernetes.io/worker": ""}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"},
+                                      {"type": "DiskPressure", "status": "False"}],
+                       "allocatable": {"ephemeral-storage": "100Gi"}}}),
+    );
+    create(
+        &store,
+        "machineconfigpools",
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "worker"},
+            "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+                     "machineConfigSelector": {"matchLabels":
+                         {"machineconfiguration.openshift.io/role": "worker"}},
+                     "pinnedImageSets": [{"name": "release"}]}}),
+    );
+    create(
+        &store,
+        "pinnedimagesets",
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
+            "metadata": {"name": "release",
+                         "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+            "spec": {"pinnedImages": [{"name": missing}, {"name": held}]}}),
+    );
+
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let mut recording = RecordingHost::new();
+    recording.cri.held.insert(held.clone());
+    recording.cri.registry.insert(missing.clone(), 1 << 30);
+    // Twice 50Gi does not fit in 100Gi with 16Gi kept free.
+    recording.cri.registry.insert(huge.clone(), 50 << 30);
+    let host = Arc::new(Mutex::new(recording));
+    let opts = PinnedOptions {
+        pull_delays: vec![Duration::ZERO; 4],
+        ..PinnedOptions::new("worker-0")
+    };
+    let manager = tokio::spawn(run(
+        server.client_as(DAEMON),
+        root.clone(),
+        host.clone(),
+        opts,
+    ));
+
+    // The node reports the set's generation pulled and pinned.
+    let mcn = support::eventually_within("the pinned images reported", LIMIT, || {
+        let mcn = store.get("machineconfignodes", "", "worker-0")?;
+        (mcn["status"]["pinnedImageSets"][0]["currentGeneration"] == 1).then_some(mcn)
+    })
+    .await;
+    assert_eq!(
+        mcn["status"]["pinnedImageSets"],
+        json!([{"name": "release", "currentGeneration": 1, "desiredGeneration": 1}])
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsProgressing"),
+        Some((
+            "False".into(),
+            "AsExpected".into(),
+            "All pinned image sets complete".into()
+        ))
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsDegraded"),
+        Some(("False".into(), "AsExpected".into(), "All is good".into()))
+    );
+    assert_eq!(mcn["spec"]["pool"]["name"], "worker");
+    assert_eq!(
+        condition(&mcn, "Updated").map(|c| c.1),
+        Some("NotYetOccurred".to_string())
+    );
+    {
+        let h = locked(&host);
+        let pulls: Vec<&String> = h
+            .calls
+            .iter()
+            .filter(|c| c.starts_with("crictl pull"))
+            .collect();
+        assert_eq!(pulls, [&format!("crictl pull {missing}")]);
+        assert_eq!(
+            h.calls
+                .iter()
+                .filter(|c| *c == "systemctl reload crio")
+                .count(),
+            1
+        );
+        assert!(h.cri.held.contains(&missing));
+    }
+    let drop_in = std::fs::read_to_string(dir.path().join("etc/crio/crio.conf.d/50-pinned-images"))
+        .unwrap_or_default();
+    assert_eq!(
+        drop_in,
+        format!("[crio]\n  [crio.image]\n    pinned_images = [\"{held}\", \"{missing}\"]\n")
+    );
+
+    // A new generation with an image the disk cannot hold: degraded, nothing pulled.
+    store
+        .write(def("pinnedimagesets"), "", "release", false, |old| {
+            let mut n = old.clone();
+            n["spec"]["pinnedImages"] = json!([{"name": missing}, {"name": held}, {"name": huge}]);
+            Ok(n)
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let mcn = support::eventually_within("the degraded pinned images", LIMIT, || {
+        let mcn = store.get("machineconfignodes", "", "worker-0")?;
+        (mcn["status"]["pinnedImageSets"][0]["lastFailedGeneration"] == 2).then_some(mcn)
+    })
+    .await;
+    assert_eq!(
+        mcn["status"]["pinnedImageSets"],
+        json!([{"name": "release", "desiredGeneration": 2, "lastFailedGeneration": 2,
+                "lastFailedGenerationError": "storage available is less than minimum required"}])
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsDegraded"),
+        Some((
+            "True".into(),
+            "PrefetchFailed".into(),
+            "One or more PinnedImageSet is experiencing an error. See PinnedImageSet list for more details.".into()
+        ))
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsProgressing").map(|c| c.0),
+        Some("True".to_string())
+    );
+    {
+        let h = locked(&host);
+        assert!(!h.calls.iter().any(|c| c == &format!("crictl pull {huge}")));
+        assert!(!h.cri.held.contains(&huge));
+    }
+    manager.abort();
+
+    let missing_grants = rbac::ungranted(
+        &store.requests_named(Some(DAEMON)),
+        &rbac::cluster_role_rules("machine-config-daemon"),
+    );
+    assert!(missing_grants.is_empty(), "{missing_grants:?}");
+}
