@@ -1,7 +1,7 @@
 //! The registries.conf rule: a change to `/etc/containers/registries.conf` needs no drain when it
 //! only adds mirrors that are used for digest pulls (or whole registries whose mirrors all are).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine as _;
 use mco_ignition::model::Config;
@@ -33,15 +33,14 @@ const DIGEST_ONLY: &str = "digest-only";
 struct RawConf {
     registry: Vec<RawRegistry>,
     #[serde(rename = "unqualified-search-registries")]
-    unqualified_search_registries: Vec<String>,
+    unqualified_search_registries: Option<Vec<String>>,
     #[serde(rename = "credential-helpers")]
-    _credential_helpers: Vec<String>,
+    credential_helpers: Option<Vec<String>>,
     #[serde(rename = "short-name-mode")]
-    _short_name_mode: String,
+    short_name_mode: String,
     #[serde(rename = "additional-layer-store-auth-helper")]
-    _als_auth_helper: String,
-    #[serde(rename = "aliases")]
-    _aliases: HashMap<String, String>,
+    als_auth_helper: String,
+    aliases: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -119,8 +118,11 @@ pub fn parse_registries_conf(data: &[u8]) -> Result<RegistriesConf, String> {
                 mirror_by_digest_only: r.mirror_by_digest_only,
             })
             .collect(),
-        unqualified_search_registries: Some(raw.unqualified_search_registries),
-        ..RegistriesConf::default()
+        unqualified_search_registries: raw.unqualified_search_registries,
+        credential_helpers: raw.credential_helpers,
+        short_name_mode: raw.short_name_mode,
+        additional_layer_store_auth_helper: raw.als_auth_helper,
+        aliases: raw.aliases,
     })
 }
 
@@ -313,6 +315,35 @@ mod tests {
         assert!(!is_safe_change(&conf(BASE), &conf(&tag)));
         // Removing a mirror is not safe.
         assert!(!is_safe_change(&conf(&added), &conf(BASE)));
+    }
+
+    /// Found by the `registries_conf` fuzz target: the strict reader type-checked
+    /// `short-name-mode` and `aliases` but dropped them, so it read another file than the
+    /// registries controller's decoder.
+    #[test]
+    fn the_strict_reader_keeps_every_field() {
+        let text = format!(
+            "short-name-mode = \"enforcing\"\ncredential-helpers = [\"containers-auth.json\"]\n\
+             additional-layer-store-auth-helper = \"helper\"\n{BASE}[aliases]\n  \"fedora\" = \"registry.example/fedora\"\n"
+        );
+        let strict = conf(&text);
+        assert_eq!(strict.short_name_mode, "enforcing");
+        assert_eq!(
+            strict.credential_helpers,
+            Some(vec!["containers-auth.json".to_string()])
+        );
+        assert_eq!(strict.additional_layer_store_auth_helper, "helper");
+        assert_eq!(
+            strict
+                .aliases
+                .as_ref()
+                .and_then(|a| a.get("fedora"))
+                .map(String::as_str),
+            Some("registry.example/fedora")
+        );
+        assert_eq!(Ok(strict), RegistriesConf::decode(&text));
+        // Absent lists stay absent, as the decoder has them.
+        assert_eq!(conf("").unqualified_search_registries, None);
     }
 
     #[test]

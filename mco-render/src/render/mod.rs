@@ -139,7 +139,7 @@ impl std::fmt::Display for RenderFailure {
     }
 }
 
-/// Selects a pool's MachineConfigs, stably sorted by name.
+/// Selects a pool's MachineConfigs, sorted by name (those sharing a name by content).
 pub fn select<'a>(
     pool: &MachineConfigPool,
     all: &'a [MachineConfig],
@@ -178,8 +178,23 @@ fn select_indices(
             format!("no MachineConfigs found matching selector {compiled}"),
         ));
     }
-    out.sort_by(|a, b| all[*a].name().cmp(all[*b].name()));
+    out.sort_by(|a, b| {
+        let (a, b) = (&all[*a], &all[*b]);
+        a.name().cmp(b.name()).then_with(|| same_name_order(a, b))
+    });
     Ok(out)
+}
+
+/// The order of MachineConfigs sharing a name (a manifests folder can hold several; the API
+/// server cannot, so upstream's sort by name never meets them): by their JSON with keys sorted,
+/// so what renders does not depend on the order they were read in.
+fn same_name_order(a: &MachineConfig, b: &MachineConfig) -> std::cmp::Ordering {
+    let text = |mc: &MachineConfig| {
+        serde_json::to_value(mc)
+            .map(|v| crate::gocompat::json::sorted(&v).to_string())
+            .unwrap_or_default()
+    };
+    text(a).cmp(&text(b))
 }
 
 fn config_error(mc: &MachineConfig, e: ConfigError) -> RenderError {
