@@ -15,8 +15,10 @@ mod support;
 
 use mco_k8s::controller::{self, Options};
 use mco_node::agent::kube_loop::{Agent, AgentOptions};
+use mco_node::apply::revert::REVERT_FILE;
 use mco_node::host::{Host, HostError};
-use mco_node::RecordingHost;
+use mco_node::state::read_current;
+use mco_node::{HostRoot, RecordingHost};
 use mco_render::api::node::{
     CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_CONFIG, DESIRED_IMAGE, LAST_APPLIED_DRAIN, STATE,
 };
@@ -267,7 +269,13 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
     assert_eq!(mosc["status"]["currentImagePullSpec"], image.as_str());
     let rebase_to =
         |i: &str| format!("rpm-ostree rebase --experimental ostree-unverified-registry:{i}");
-    for (name, h) in WORKERS.iter().zip(&hosts) {
+    for ((name, h), dir) in WORKERS.iter().zip(&hosts).zip(&roots) {
+        let on_disk = read_current(&HostRoot::new(dir.path()).unwrap()).unwrap();
+        assert_eq!(
+            (on_disk.name(), on_disk.image()),
+            (config.as_str(), image.as_str()),
+            "{name}"
+        );
         let calls = h.lock().calls.clone();
         let rebase = rebase_to(&image);
         let at = calls.iter().position(|c| *c == rebase);
@@ -308,7 +316,19 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
         condition(&pool, "Updated")["message"],
         format!("All nodes are updated with MachineConfig {config}").as_str()
     );
-    for (name, h) in WORKERS.iter().zip(&hosts) {
+    for ((name, h), dir) in WORKERS.iter().zip(&hosts).zip(&roots) {
+        let root = HostRoot::new(dir.path()).unwrap();
+        let on_disk = read_current(&root).unwrap();
+        assert_eq!(
+            (on_disk.name(), on_disk.image()),
+            (config.as_str(), ""),
+            "{name}"
+        );
+        assert_eq!(on_disk.input.os_image_url, base, "{name}");
+        assert!(
+            !root.exists(REVERT_FILE).unwrap(),
+            "{name}: the revert file is gone"
+        );
         let calls = h.lock().calls.clone();
         assert!(calls.contains(&rebase_to(&base)), "{name}: {calls:?}");
         assert!(calls.iter().any(|c| c == "reboot"), "{name}: {calls:?}");
@@ -320,6 +340,37 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
         let n = store.get("nodes", "", name).unwrap();
         assert_ne!(n["spec"]["unschedulable"], true, "{name}: uncordoned");
     }
+    // The update's steps are Events on the nodes; targeting them with the image, the pool's.
+    let events = store.list("events");
+    let reasons = |kind: &str, name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["regarding"]["kind"] == kind && e["regarding"]["name"] == name)
+            .filter_map(|e| e["reason"].as_str().map(str::to_string))
+            .collect()
+    };
+    for name in WORKERS {
+        let got = reasons("Node", name);
+        for want in [
+            "Drain",
+            "OSUpdateStarted",
+            "OSUpdateStaged",
+            "Reboot",
+            "NodeDone",
+        ] {
+            assert!(
+                got.iter().any(|r| r == want),
+                "{name}: {want} missing from {got:?}"
+            );
+        }
+    }
+    let pool_events = reasons("MachineConfigPool", "worker");
+    assert!(
+        pool_events
+            .iter()
+            .any(|r| r == "SetDesiredConfigAndOSImage"),
+        "{pool_events:?}"
+    );
     eventually(&store, "the builds deleted", || {
         store.list("machineosbuilds").is_empty().then_some(())
     })
