@@ -8,9 +8,6 @@
 //! into it and report it; the pool is Updated on config and image. Deleting the
 //! MachineOSConfig takes both back to the rendered config's own OS image.
 
-// The test server's handlers return its Status error object by value.
-#![allow(clippy::result_large_err)]
-
 mod support;
 
 use mco_k8s::controller::{self, Options};
