@@ -299,6 +299,21 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
         );
     }
 
+    // Each worker's MachineConfigNode records the finished update.
+    for name in WORKERS {
+        eventually(
+            &store,
+            &format!("{name}'s MachineConfigNode Updated"),
+            || {
+                let m = store.get("machineconfignodes", "", name)?;
+                (m["status"]["configVersion"]["current"] == config.as_str()
+                    && condition(&m, "Updated")["status"] == "True")
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
     // Opting out: back to the rendered config's own image, currentImage cleared.
     for h in &hosts {
         h.lock().calls.clear();
