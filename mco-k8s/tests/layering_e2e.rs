@@ -26,25 +26,19 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer, Store};
+use support::builder::{
+    condition, create_mosc, digest_of, edit, seed_build_inputs, start_builder, Builder, NS,
+};
 use support::cluster::{expected_rendered, seed_examples};
 use support::rbac;
 use tokio::task::JoinHandle;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const AGENT: &str = "machine-config-controller/layering-e2e";
-const NS: &str = "openshift-machine-config-operator";
 const NODES: usize = 3;
 const MOSC: &str = "worker-layered";
 const PUSH_SPEC: &str = "registry.example.com/ocl/worker:latest";
 const CURRENT_BUILD: &str = "machineconfiguration.openshift.io/current-machine-os-build";
-
-/// What the simulated builder does with the next Jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Builder {
-    Succeed,
-    Fail,
-    Hold,
-}
 
 fn options() -> Options {
     let mut opts = Options {
@@ -60,24 +54,6 @@ fn options() -> Options {
     };
     opts.render.release_image_version = "4.18.0-test".into();
     opts
-}
-
-fn edit(
-    store: &Store,
-    plural: &str,
-    ns: &str,
-    name: &str,
-    status: bool,
-    f: impl FnOnce(&mut Value),
-) {
-    let def = resource(plural).unwrap();
-    store
-        .write(def, ns, name, status, |old| {
-            let mut v = old.clone();
-            f(&mut v);
-            Ok(v)
-        })
-        .unwrap_or_else(|e| panic!("{plural}/{name}: {e:?}"));
 }
 
 fn annotation(store: &Store, node: &str, key: &str) -> Option<String> {
@@ -137,103 +113,6 @@ fn start_agent(store: Arc<Store>, node: String) -> JoinHandle<()> {
     })
 }
 
-fn env_of(job: &Value, name: &str) -> Option<String> {
-    job["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_array()?
-        .iter()
-        .find(|e| e["name"] == name)
-        .and_then(|e| e["value"].as_str())
-        .map(str::to_string)
-}
-
-/// A digest per build, as a registry would give it.
-fn digest_of(build: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    build.hash(&mut hasher);
-    let h = format!("{:016x}", hasher.finish());
-    format!("sha256:{h}{h}{h}{h}")
-}
-
-/// The simulated builder (the Job controller and the build pod).
-fn start_builder(store: Arc<Store>, mode: Arc<Mutex<Builder>>) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            for job in store.list("jobs") {
-                if job["metadata"]["namespace"] != NS {
-                    continue;
-                }
-                let name = job["metadata"]["name"].as_str().unwrap_or("").to_string();
-                let build = name.trim_start_matches("build-").to_string();
-                let st = &job["status"];
-                let terminal = st["succeeded"].as_i64().unwrap_or(0) > 0
-                    || st["failed"].as_i64().unwrap_or(0) > 3;
-                if terminal {
-                    continue;
-                }
-                // The pod starts once what it mounts exists.
-                let mounts = [
-                    ("configmaps", format!("containerfile-{build}")),
-                    ("configmaps", format!("mc-{build}")),
-                    ("secrets", format!("base-{build}")),
-                    ("secrets", format!("final-{build}")),
-                ];
-                if mounts.iter().any(|(p, n)| store.get(p, NS, n).is_none()) {
-                    continue;
-                }
-                if st["active"].as_i64().unwrap_or(0) == 0 {
-                    edit(&store, "jobs", NS, &name, true, |j| {
-                        j["status"]["active"] = json!(1);
-                        j["status"]["startTime"] = json!("2026-01-01T00:00:00Z");
-                    });
-                    continue;
-                }
-                let m = *mode.lock().unwrap();
-                match m {
-                    Builder::Hold => {}
-                    Builder::Succeed => {
-                        let cm = env_of(&job, "DIGEST_CONFIGMAP_NAME").unwrap_or_default();
-                        let labels: serde_json::Map<String, Value> =
-                            env_of(&job, "DIGEST_CONFIGMAP_LABELS")
-                                .unwrap_or_default()
-                                .split(',')
-                                .filter_map(|kv| kv.split_once('='))
-                                .map(|(k, v)| (k.to_string(), json!(v)))
-                                .collect();
-                        let _ = store.create(
-                            resource("configmaps").unwrap(),
-                            NS,
-                            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                                   "metadata": {"name": cm, "namespace": NS, "labels": labels},
-                                   "data": {"digest": digest_of(&build)}}),
-                        );
-                        edit(&store, "jobs", NS, &name, true, |j| {
-                            j["status"] = json!({
-                                "active": 0, "succeeded": 1, "ready": 0,
-                                "startTime": "2026-01-01T00:00:00Z",
-                                "completionTime": "2026-01-01T00:05:00Z",
-                                "conditions": [{"type": "Complete", "status": "True"}]
-                            });
-                        });
-                    }
-                    Builder::Fail => {
-                        edit(&store, "jobs", NS, &name, true, |j| {
-                            j["status"] = json!({
-                                "active": 0, "failed": 4,
-                                "startTime": "2026-01-01T00:00:00Z",
-                                "conditions": [{"type": "Failed", "status": "True",
-                                                "reason": "BackoffLimitExceeded",
-                                                "message": "Job has reached the specified backoff limit"}]
-                            });
-                        });
-                    }
-                }
-            }
-        }
-    })
-}
-
 /// A worker MachineConfig writing one file.
 fn file_mc(name: &str, path: &str) -> Value {
     json!({
@@ -243,17 +122,6 @@ fn file_mc(name: &str, path: &str) -> Value {
         "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
             {"path": path, "mode": 420, "overwrite": true, "contents": {"source": "data:,x"}}
         ]}}}
-    })
-}
-
-fn docker_secret(name: &str) -> Value {
-    use base64::Engine;
-    let auth = base64::engine::general_purpose::STANDARD.encode("user:pass");
-    let cfg = json!({"auths": {"registry.example.com": {"auth": auth}}}).to_string();
-    json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-        "metadata": {"name": name, "namespace": NS},
-        "data": {".dockerconfigjson": base64::engine::general_purpose::STANDARD.encode(cfg)}
     })
 }
 
@@ -302,21 +170,7 @@ impl Sim {
                 )
                 .unwrap();
         }
-        for s in ["global-pull-secret-copy", "push-secret"] {
-            store
-                .create(resource("secrets").unwrap(), NS, docker_secret(s))
-                .unwrap();
-        }
-        let images = json!({"machineConfigOperator": "quay.io/openshift/mco:test"}).to_string();
-        store
-            .create(
-                resource("configmaps").unwrap(),
-                NS,
-                json!({"apiVersion": "v1", "kind": "ConfigMap",
-                       "metadata": {"name": "machine-config-operator-images", "namespace": NS},
-                       "data": {"images.json": images}}),
-            )
-            .unwrap();
+        seed_build_inputs(&store);
         let client = server.client_as(AGENT);
         let mode = Arc::new(Mutex::new(mode));
         let mut tasks = vec![tokio::spawn(async move {
@@ -398,25 +252,7 @@ impl Sim {
     }
 
     fn create_mosc_with(&self, containerfile: &str) {
-        self.store()
-            .create(
-                resource("machineosconfigs").unwrap(),
-                "",
-                json!({
-                    "apiVersion": "machineconfiguration.openshift.io/v1",
-                    "kind": "MachineOSConfig",
-                    "metadata": {"name": MOSC},
-                    "spec": {
-                        "machineConfigPool": {"name": "worker"},
-                        "imageBuilder": {"imageBuilderType": "Job"},
-                        "renderedImagePushSecret": {"name": "push-secret"},
-                        "renderedImagePushSpec": PUSH_SPEC,
-                        "containerFile": [{"containerfileArch": "NoArch",
-                                           "content": containerfile}]
-                    }
-                }),
-            )
-            .unwrap();
+        create_mosc(self.store(), MOSC, "worker", PUSH_SPEC, containerfile);
     }
 
     /// The pool's rendered config now.
@@ -496,13 +332,6 @@ impl Sim {
             .filter_map(|e| e["reason"].as_str().map(str::to_string))
             .collect()
     }
-}
-
-fn condition(obj: &Value, type_: &str) -> Value {
-    obj["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == type_).cloned())
-        .unwrap_or(Value::Null)
 }
 
 fn label(obj: &Value, key: &str) -> String {

@@ -22,39 +22,9 @@ use serde_json::json;
 use std::time::Duration;
 use support::apiserver::ApiServer;
 use support::cluster::{decode, expected_rendered, seed_examples};
+use support::node_host::root_on;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// A host root already on `mc`, as the machine booted with it.
-fn root_on(mc: &MachineConfig) -> (tempfile::TempDir, HostRoot) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
-    std::fs::write(
-        dir.path().join("etc/passwd"),
-        "root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("etc/group"), "root:x:0:\ncore:x:1000:\n").unwrap();
-    let root = HostRoot::new(dir.path()).unwrap();
-    let bytes = serde_json::to_vec(mc).unwrap();
-    let config = DesiredConfig::from_bytes(&bytes, mc.name()).unwrap();
-    let opts = ApplyOptions {
-        check_drift: false,
-        reboot: mco_node::apply::RebootMode::Deferred,
-        drained: true,
-        policies: None,
-    };
-    let out = run_update(
-        &root,
-        &mut RecordingHost::new(),
-        &DesiredConfig::empty(),
-        &config,
-        opts,
-        None,
-    );
-    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.log);
-    (dir, root)
-}
 
 async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     support::eventually_within(what, LIMIT, check).await

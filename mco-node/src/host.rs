@@ -325,11 +325,13 @@ impl Host for SystemHost {
 }
 
 /// What a [`RecordingHost`] without a canned `rpm-ostree status --json` reports: a freshly
-/// installed host (booted from no image, nothing layered) and, once rpm-ostree changes were
-/// asked for, a staged deployment carrying them (rebase, layered packages, overrides),
-/// dropped again by `rpm-ostree cleanup -p`.
+/// installed host (booted from `booted_image`, by default no image, nothing layered) and,
+/// once rpm-ostree changes were asked for, a staged deployment carrying them (rebase, layered
+/// packages, overrides), dropped again by `rpm-ostree cleanup -p` and booted by a reboot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimulatedOstree {
+    /// The booted deployment's image reference (`None`: not deployed from an image).
+    pub booted_image: Option<String>,
     /// A staged deployment exists.
     pub staged: bool,
     /// The staged deployment's image reference (from `rpm-ostree rebase`).
@@ -364,7 +366,12 @@ impl SimulatedOstree {
             out
         };
         match words.as_slice() {
-            ["cleanup", "-p"] => *self = SimulatedOstree::default(),
+            ["cleanup", "-p"] => {
+                *self = SimulatedOstree {
+                    booted_image: self.booted_image.take(),
+                    ..SimulatedOstree::default()
+                }
+            }
             ["rebase", .., image] => {
                 self.image = Some(image.to_string());
                 self.staged = true;
@@ -395,11 +402,23 @@ impl SimulatedOstree {
         }
     }
 
+    /// A reboot: the staged deployment, if any, becomes the booted one (its image, when it
+    /// was rebased; its packages are not tracked once booted).
+    pub fn boot(&mut self) {
+        if self.staged {
+            *self = SimulatedOstree {
+                booted_image: self.image.take().or(self.booted_image.take()),
+                ..SimulatedOstree::default()
+            };
+        }
+    }
+
     /// `rpm-ostree status --json` of the simulated host.
     pub fn status_json(&self) -> String {
         let booted = serde_json::json!({
             "id": "rhcos-0.0", "osname": "rhcos", "checksum": "0", "booted": true,
             "staged": false, "requested-packages": [], "requested-base-removals": [],
+            "container-image-reference": self.booted_image,
         });
         let mut deployments = Vec::new();
         if self.staged {
@@ -609,7 +628,9 @@ impl Host for RecordingHost {
         self.record(format!("chcon {}", args.join(" ")))
     }
     fn reboot(&mut self) -> Result<(), HostError> {
-        self.record("reboot".into())
+        self.record("reboot".into())?;
+        self.ostree.boot();
+        Ok(())
     }
     fn crictl(&mut self, args: &[String]) -> Result<String, HostError> {
         let line = format!("crictl {}", args.join(" "));
@@ -749,6 +770,21 @@ mod tests {
         assert_eq!(staged.image(), Ok(Some("quay.io/os@sha256:1".to_string())));
         run(&mut h, "cleanup -p");
         assert_eq!(h.ostree, SimulatedOstree::default());
+        // A reboot boots the staged image.
+        run(
+            &mut h,
+            "rebase --experimental ostree-unverified-registry:quay.io/os@sha256:2",
+        );
+        assert!(h.reboot().is_ok());
+        let text = h.rpm_ostree_output(&crate::rpm_ostree::status_args());
+        let Ok(Ok(status)) = text.map(|t| crate::rpm_ostree::parse_status(&t)) else {
+            panic!("status");
+        };
+        assert!(status.staged().is_none());
+        assert_eq!(
+            status.booted().and_then(|b| b.image()),
+            Ok(Some("quay.io/os@sha256:2".to_string()))
+        );
     }
 
     #[test]

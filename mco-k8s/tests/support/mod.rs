@@ -4,7 +4,9 @@
 
 pub mod admission;
 pub mod apiserver;
+pub mod builder;
 pub mod cluster;
+pub mod node_host;
 pub mod patch;
 pub mod rbac;
 
