@@ -582,6 +582,14 @@ async fn a_rollout_waits_for_its_maintenance_window() {
         "maintenanceWindows",
         json!([{"start": start, "duration": "1h", "timeZone": "Europe/Berlin"}]),
     );
+    // The change must not reach the controller before the window does: watches of two kinds
+    // are not ordered, and a controller that has not seen the window rightly starts at once.
+    let generation =
+        sim.store().get("rolloutpolicies", "", "worker").unwrap()["metadata"]["generation"].clone();
+    eventually("the controller has seen the window", || {
+        (sim.status()["observedGeneration"] == generation).then_some(())
+    })
+    .await;
     let new = sim.change("/etc/good").await;
 
     let st = sim.phase("WaitingForWindow").await;
