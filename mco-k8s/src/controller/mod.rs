@@ -6,7 +6,8 @@
 //! change enqueues the pools it affects (a Node its own pool, a pool itself, a MachineConfig
 //! or the ControllerConfig every pool, a rendered config its pool, a RolloutPolicy the pool of
 //! its name, a MachineConfigNode its node's pool, a MachineOSConfig its pool, a MachineOSBuild
-//! and a build Job the pool they are labelled for); kube-runtime's applier runs the reconciles
+//! and a build Job the pool they are labelled for, a PinnedImageSet the pools whose
+//! machineConfigSelector matches it); kube-runtime's applier runs the reconciles
 //! (one at a time per pool, deduplicated, debounced) and requeues each after the resync,
 //! sooner while a drain waits or when a guarded rollout wants another look
 //! ([`rollout_policy`]: a gate's timeout, a soak's end, a window opening). After start-up the
