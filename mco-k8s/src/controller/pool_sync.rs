@@ -378,7 +378,8 @@ impl Cluster {
         Ok(())
     }
 
-    /// Syncs the pool `name`: render (create the rendered MachineConfig, point the pool at it,
+    /// Syncs the pool `name`: its `spec.pinnedImageSets` (a failure reported as
+    /// `PinnedImageSetsDegraded` and returned once the rest of the sync is done), render (create the rendered MachineConfig, point the pool at it,
     /// RenderDegraded), its on-cluster layering builds ([`super::build`]), roll out (a
     /// layered pool only once its build succeeded, to the built image), roll out (desiredConfig within maxUnavailable; with a RolloutPolicy
     /// as `mco_render::controllers::rollout_policy::decide` says, its status and Events
