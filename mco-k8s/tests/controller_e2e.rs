@@ -525,9 +525,9 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     let _ = ctrl.await;
     // A stopped controller leaves no watch behind (the agents keep theirs): pools,
     // MachineConfigs, ControllerConfigs, Nodes, RolloutPolicies, MachineConfigNodes,
-    // MachineOSConfigs, MachineOSBuilds, build Jobs.
+    // MachineOSConfigs, MachineOSBuilds, build Jobs, PinnedImageSets.
     eventually("the stopped controller's watches closed", limit, || async {
-        (server.store.open_watches() == watches - 9).then_some(())
+        (server.store.open_watches() == watches - 10).then_some(())
     })
     .await;
     let done_at_restart = workers_on(&server, &third_worker);

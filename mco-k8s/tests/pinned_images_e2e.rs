@@ -204,3 +204,124 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
     );
     assert!(missing_grants.is_empty(), "{missing_grants:?}");
 }
+
+const CONTROLLER: &str = "machine-config-controller/pinned-images-e2e";
+
+fn pool(name: &str) -> Value {
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}},
+                 "machineConfigSelector": {"matchLabels":
+                     {"machineconfiguration.openshift.io/role": name}}}})
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, for at most [`LIMIT`].
+async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        if let Some(t) = check() {
+            return t;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_names_a_pools_sets_in_its_spec() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = server.store.clone();
+    create(&store, "machineconfigpools", pool("master"));
+    create(&store, "machineconfigpools", pool("worker"));
+    let opts = mco_k8s::controller::Options {
+        debounce: Duration::from_millis(20),
+        resync: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let ctrl = tokio::spawn(mco_k8s::controller::run(server.client_as(CONTROLLER), opts));
+
+    // Fine before any set: the condition False, the field absent.
+    let worker = eventually("the worker pool's PinnedImageSetsDegraded", || {
+        let p = store.get("machineconfigpools", "", "worker")?;
+        condition(&p, "PinnedImageSetsDegraded").map(|c| (p, c))
+    })
+    .await;
+    assert_eq!(worker.1 .0, "False");
+    assert!(worker.0["spec"].get("pinnedImageSets").is_none());
+
+    for (name, role) in [
+        ("release", "worker"),
+        ("extras", "worker"),
+        ("etcd", "master"),
+    ] {
+        create(
+            &store,
+            "pinnedimagesets",
+            json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
+                "metadata": {"name": name,
+                             "labels": {"machineconfiguration.openshift.io/role": role}},
+                "spec": {"pinnedImages": [{"name": image(name, 'a')}]}}),
+        );
+    }
+    let sets = |pool: &str| {
+        store
+            .get("machineconfigpools", "", pool)
+            .map(|p| p["spec"]["pinnedImageSets"].clone())
+    };
+    eventually("the worker pool names its sets, sorted", || {
+        (sets("worker")? == json!([{"name": "extras"}, {"name": "release"}])).then_some(())
+    })
+    .await;
+    eventually("the master pool names its set", || {
+        (sets("master")? == json!([{"name": "etcd"}])).then_some(())
+    })
+    .await;
+
+    // Deleting the worker's sets empties its field; the master's set stays.
+    for name in ["release", "extras"] {
+        store
+            .delete(def("pinnedimagesets"), "", name, None)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    eventually("the worker pool names no set", || {
+        sets("worker")?.is_null().then_some(())
+    })
+    .await;
+    assert_eq!(sets("master"), Some(json!([{"name": "etcd"}])));
+    let worker = store
+        .get("machineconfigpools", "", "worker")
+        .unwrap_or_default();
+    assert_eq!(
+        condition(&worker, "PinnedImageSetsDegraded").map(|c| c.0),
+        Some("False".to_string())
+    );
+    ctrl.abort();
+
+    // Each pool's spec was patched only when its sets changed: master once, worker at most
+    // four times (one or two sets, then one or none), never while idle.
+    let requests = store.requests_named(Some(CONTROLLER));
+    let patched = requests
+        .get("PATCH machineconfigpools")
+        .cloned()
+        .unwrap_or_default();
+    let counts = store.request_counts_by_agent();
+    let spec_patches = counts
+        .get(&(
+            CONTROLLER.to_string(),
+            "PATCH machineconfigpools".to_string(),
+        ))
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        (3..=5).contains(&spec_patches),
+        "{spec_patches} spec patches, of {patched:?}"
+    );
+
+    let missing_grants = rbac::ungranted(
+        &requests,
+        &rbac::cluster_role_rules("machine-config-controller"),
+    );
+    assert!(missing_grants.is_empty(), "{missing_grants:?}");
+}

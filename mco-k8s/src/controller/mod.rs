@@ -6,7 +6,8 @@
 //! change enqueues the pools it affects (a Node its own pool, a pool itself, a MachineConfig
 //! or the ControllerConfig every pool, a rendered config its pool, a RolloutPolicy the pool of
 //! its name, a MachineConfigNode its node's pool, a MachineOSConfig its pool, a MachineOSBuild
-//! and a build Job the pool they are labelled for); kube-runtime's applier runs the reconciles
+//! and a build Job the pool they are labelled for, a PinnedImageSet the pools whose
+//! machineConfigSelector matches it); kube-runtime's applier runs the reconciles
 //! (one at a time per pool, deduplicated, debounced) and requeues each after the resync,
 //! sooner while a drain waits or when a guarded rollout wants another look
 //! ([`rollout_policy`]: a gate's timeout, a soak's end, a window opening). After start-up the
@@ -41,10 +42,11 @@ use kube::{Api, Client};
 use mco_render::api::rollout_policy::RolloutPolicy;
 use mco_render::api::{
     ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool, MachineOSBuild,
-    MachineOSConfig, Node,
+    MachineOSConfig, Node, PinnedImageSet,
 };
 use mco_render::controllers::backoff::Backoff;
 use mco_render::controllers::node_pool::primary_pool;
+use mco_render::controllers::pinned_image_sets::pool_pinned_image_sets as pool_sets;
 use pool_sync::{decode_node, Cluster, SyncError, View, CONTROLLER_CONFIG_NAME};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -103,6 +105,7 @@ struct Context {
     moscs: Store<Stored<MachineOSConfig>>,
     mosbs: Store<Stored<MachineOSBuild>>,
     jobs: Store<Job>,
+    pinned: Store<Stored<PinnedImageSet>>,
     cluster: tokio::sync::Mutex<Cluster>,
     failures: Mutex<BTreeMap<String, u32>>,
     resync: Duration,
@@ -175,6 +178,12 @@ impl Context {
                     .map(|j| (**j).clone())
                     .collect::<Vec<_>>(),
             ),
+            pinned: self
+                .pinned
+                .state()
+                .iter()
+                .map(|o| PinnedImageSet::from_object((**o).clone()))
+                .collect(),
         }
     }
 }
@@ -443,6 +452,50 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         },
     );
 
+    // A PinnedImageSet concerns the pools whose machineConfigSelector matches its labels,
+    // before and after a change (a relabelled set leaves its old pools).
+    let q = enqueue.clone();
+    let pools_for_pinned = pool_store.clone();
+    let mut set_pools: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let pinned: Reflector<Stored<PinnedImageSet>> = reflect_with(
+        objects::api::<PinnedImageSet>(&client),
+        cfg(),
+        crd::PINNED_IMAGE_SET.api_resource(),
+        "PinnedImageSets",
+        move |change, _| {
+            let Some(pools) = pools_for_pinned.get() else {
+                return;
+            };
+            let (set, deleted) = match change {
+                Change::Applied(s) => (s, false),
+                Change::Deleted(s) => (s, true),
+                Change::Relisted => return q.all(pools),
+            };
+            let name = set.metadata.name.clone().unwrap_or_default();
+            let set = PinnedImageSet::from_object(set.clone());
+            let now: Vec<String> = pools
+                .state()
+                .iter()
+                .map(|p| MachineConfigPool::from_object((**p).clone()))
+                .filter(|p| {
+                    pool_sets(p, std::slice::from_ref(&set))
+                        .ok()
+                        .flatten()
+                        .is_some_and(|r| !r.is_empty())
+                })
+                .map(|p| p.name().to_string())
+                .collect();
+            let before = if deleted {
+                set_pools.remove(&name)
+            } else {
+                set_pools.insert(name, now.clone())
+            };
+            for p in now.iter().chain(before.iter().flatten()) {
+                q.pool(p);
+            }
+        },
+    );
+
     for (what, ready) in [
         ("pools", pools.store().wait_until_ready().await),
         ("machineconfigs", mcs.store().wait_until_ready().await),
@@ -453,6 +506,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         ("machineosconfigs", moscs.store().wait_until_ready().await),
         ("machineosbuilds", mosbs.store().wait_until_ready().await),
         ("jobs", jobs.store().wait_until_ready().await),
+        ("pinnedimagesets", pinned.store().wait_until_ready().await),
     ] {
         if ready.is_err() {
             tracing::warn!("{what} cache stopped before it was ready");
@@ -470,6 +524,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         moscs: moscs.store().clone(),
         mosbs: mosbs.store().clone(),
         jobs: jobs.store().clone(),
+        pinned: pinned.store().clone(),
         cluster: tokio::sync::Mutex::new(Cluster::new(client, opts.clone())),
         failures: Mutex::new(BTreeMap::new()),
         resync: opts.resync,
@@ -490,7 +545,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         }
     }
     drop((mcs, ccs, nodes, pools, policies, mcns));
-    drop((moscs, mosbs, jobs));
+    drop((moscs, mosbs, jobs, pinned));
     Ok(())
 }
 

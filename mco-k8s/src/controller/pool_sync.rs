@@ -16,11 +16,12 @@ use mco_render::api::rollout_policy::{RolloutPolicy, RolloutPolicyStatus, TARGET
 use mco_render::api::Node;
 use mco_render::api::{
     ControllerConfig, MachineConfig, MachineConfigNode, MachineConfigPool, MachineOSBuild,
-    MachineOSConfig,
+    MachineOSConfig, PinnedImageSet,
 };
 use mco_render::controllers::gc::garbage_writes;
 use mco_render::controllers::layered::{image_build_degraded, layering, Layering};
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
+use mco_render::controllers::pinned_image_sets::{condition_after_sync, pool_pinned_image_sets};
 use mco_render::controllers::pool_status::{calculate_status_with, PoolLayering};
 use mco_render::controllers::render_sync::sync_pool;
 use mco_render::controllers::rollout::{
@@ -49,6 +50,15 @@ pub enum SyncError {
         name: String,
         /// The decode error.
         source: serde_json::Error,
+    },
+    /// The pool's PinnedImageSets could not be worked out or written (its
+    /// `PinnedImageSetsDegraded` condition says so too).
+    #[error("pool {pool}: pinned image sets: {message}")]
+    PinnedImageSets {
+        /// The pool.
+        pool: String,
+        /// What failed.
+        message: String,
     },
 }
 
@@ -117,6 +127,8 @@ pub struct View {
     pub mosbs: Vec<MachineOSBuild>,
     /// The build Jobs in the MCO namespace.
     pub jobs: Vec<mco_render::api::JobView>,
+    /// Every PinnedImageSet.
+    pub pinned: Vec<PinnedImageSet>,
 }
 
 /// The controller's handle on the cluster.
@@ -129,6 +141,7 @@ pub struct Cluster {
     mcns: Api<Stored<MachineConfigNode>>,
     moscs: Api<Stored<MachineOSConfig>>,
     mosbs: Api<Stored<MachineOSBuild>>,
+    pinned: Api<Stored<PinnedImageSet>>,
     builds: super::build::Builds,
     drainer: Drainer,
     guard: Guard,
@@ -148,6 +161,7 @@ impl Cluster {
             mcns: objects::api::<MachineConfigNode>(&client),
             moscs: objects::api::<MachineOSConfig>(&client),
             mosbs: objects::api::<MachineOSBuild>(&client),
+            pinned: objects::api::<PinnedImageSet>(&client),
             builds: super::build::Builds::new(client.clone()),
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
             guard: Guard::new(&client),
@@ -157,7 +171,7 @@ impl Cluster {
         }
     }
 
-    /// The cluster as listed now (ten LISTs; the running controller reads caches instead).
+    /// The cluster as listed now (eleven LISTs; the running controller reads caches instead).
     /// A kind the server does not serve (its CRD not installed) lists as empty.
     pub async fn list_view(&self) -> Result<View, SyncError> {
         let lp = ListParams::default();
@@ -196,6 +210,10 @@ impl Cluster {
             .map(MachineOSBuild::from_object)
             .collect();
         let jobs = self.builds.list_jobs().await?;
+        let pinned = absent_is_empty(self.pinned.list(&lp).await)?
+            .into_iter()
+            .map(PinnedImageSet::from_object)
+            .collect();
         Ok(View {
             mcs,
             pools,
@@ -206,6 +224,7 @@ impl Cluster {
             moscs,
             mosbs,
             jobs,
+            pinned,
         })
     }
 
@@ -359,7 +378,8 @@ impl Cluster {
         Ok(())
     }
 
-    /// Syncs the pool `name`: render (create the rendered MachineConfig, point the pool at it,
+    /// Syncs the pool `name`: its `spec.pinnedImageSets` (a failure reported as
+    /// `PinnedImageSetsDegraded` and returned once the rest of the sync is done), render (create the rendered MachineConfig, point the pool at it,
     /// RenderDegraded), its on-cluster layering builds ([`super::build`]), roll out (a
     /// layered pool only once its build succeeded, to the built image), roll out (desiredConfig within maxUnavailable; with a RolloutPolicy
     /// as `mco_render::controllers::rollout_policy::decide` says, its status and Events
@@ -373,6 +393,9 @@ impl Cluster {
             return Ok(());
         };
         let mut pool = view.pools[index].clone();
+
+        // The PinnedImageSets the pool names (upstream's pinned-image-set controller).
+        let pinned_error = self.sync_pinned_image_sets(view, &mut pool).await;
 
         // Render.
         let rs = sync_pool(&pool, &view.mcs, view.cc.as_ref(), &self.opts.render, &now);
@@ -498,6 +521,10 @@ impl Cluster {
             overlay_pool_status(&mut status, ps, &now);
             keep_transition_times(&mut status, pool.status.as_ref());
         }
+        let pinned_result = pinned_error.as_ref().map_or(Ok(()), |e| Err(e.as_str()));
+        if let Some(c) = condition_after_sync(&pool, pinned_result, &now) {
+            status.set_condition(c);
+        }
         self.opts.metrics.set_pool(
             name,
             crate::metrics::PoolCounts {
@@ -528,7 +555,51 @@ impl Cluster {
             }
         }
         view.pools[index] = pool;
-        Ok(())
+        match pinned_error {
+            Some(e) => Err(SyncError::PinnedImageSets {
+                pool: name.to_string(),
+                message: e,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Points `pool`'s `spec.pinnedImageSets` at the PinnedImageSets its
+    /// `machineConfigSelector` matches, with a merge patch of that field alone and only when
+    /// it differs. The error, if any, is upstream's `PinnedImageSetsDegraded` cause.
+    async fn sync_pinned_image_sets(
+        &self,
+        view: &mut View,
+        pool: &mut MachineConfigPool,
+    ) -> Option<String> {
+        let refs = match pool_pinned_image_sets(pool, &view.pinned) {
+            Ok(Some(refs)) => refs,
+            Ok(None) => return None,
+            Err(e) => return Some(format!("spec.machineConfigSelector: {e}")),
+        };
+        if refs == pool.spec.pinned_image_sets {
+            return None;
+        }
+        let field = if refs.is_empty() {
+            serde_json::Value::Null
+        } else {
+            json!(refs)
+        };
+        let patch = json!({"spec": {"pinnedImageSets": field}});
+        let name = pool.name().to_string();
+        match self
+            .pools
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                let names: Vec<&str> = refs.iter().map(|r| r.name.as_str()).collect();
+                tracing::info!(pool = name.as_str(), "pinned image sets now {names:?}");
+                pool.spec.pinned_image_sets = refs;
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        }
     }
 }
 

@@ -46,6 +46,29 @@ pub fn degraded_condition(pool: &str, result: Result<(), &str>) -> Condition {
     }
 }
 
+/// The `PinnedImageSetsDegraded` condition to merge into a pool's status after a sync, with
+/// `now` as its transition time: a failure sets it True; success sets it False unless the
+/// pool's `NodeDegraded` is True (then it is left as it is: `None`), as upstream's
+/// `syncMachineConfigPool` does.
+pub fn condition_after_sync(
+    pool: &MachineConfigPool,
+    result: Result<(), &str>,
+    now: &str,
+) -> Option<Condition> {
+    let node_degraded = pool
+        .status
+        .as_ref()
+        .and_then(|s| s.condition(crate::controllers::pool_status::NODE_DEGRADED))
+        .is_some_and(Condition::is_true);
+    if result.is_ok() && node_degraded {
+        return None;
+    }
+    Some(Condition {
+        last_transition_time: Some(now.to_string()),
+        ..degraded_condition(pool.name(), result)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +119,23 @@ mod tests {
             "Failed to populate pinned image sets for pool worker: boom"
         );
         assert_eq!(degraded_condition("worker", Ok(())).status, "False");
+    }
+
+    #[test]
+    fn success_leaves_the_condition_of_a_node_degraded_pool() {
+        let mut p = pool(None);
+        let now = "2026-01-01T00:00:00Z";
+        let ok = condition_after_sync(&p, Ok(()), now).unwrap();
+        assert_eq!(
+            (ok.status.as_str(), ok.last_transition_time()),
+            ("False", now)
+        );
+        let mut status = crate::api::MachineConfigPoolStatus::default();
+        status.set_condition(Condition::of("NodeDegraded", true));
+        p.status = Some(status);
+        assert_eq!(condition_after_sync(&p, Ok(()), now), None);
+        assert!(condition_after_sync(&p, Err("boom"), now)
+            .unwrap()
+            .is_true());
     }
 }
