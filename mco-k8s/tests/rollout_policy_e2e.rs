@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::apiserver::{resource, ApiServer, Store};
 use support::cluster::{expected_rendered, seed_examples};
+use support::edit;
 use tokio::task::JoinHandle;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -67,25 +68,6 @@ fn options() -> Options {
         },
         ..Options::default()
     }
-}
-
-/// Changes the stored object through `f` (the status subresource when `status`).
-fn edit(
-    store: &Store,
-    plural: &str,
-    ns: &str,
-    name: &str,
-    status: bool,
-    f: impl FnOnce(&mut Value),
-) {
-    let def = resource(plural).unwrap();
-    store
-        .write(def, ns, name, status, |old| {
-            let mut v = old.clone();
-            f(&mut v);
-            Ok(v)
-        })
-        .unwrap_or_else(|e| panic!("{plural}/{name}: {e:?}"));
 }
 
 fn annotate(store: &Store, node: &str, pairs: &[(&str, &str)]) {

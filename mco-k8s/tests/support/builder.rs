@@ -27,25 +27,7 @@ pub enum Builder {
 }
 
 /// Edits the stored object (its status subresource when `status`) with `f`.
-// The test server's handlers return its Status error object by value.
-#[allow(clippy::result_large_err)]
-pub fn edit(
-    store: &Store,
-    plural: &str,
-    ns: &str,
-    name: &str,
-    status: bool,
-    f: impl FnOnce(&mut Value),
-) {
-    let def = resource(plural).unwrap();
-    store
-        .write(def, ns, name, status, |old| {
-            let mut v = old.clone();
-            f(&mut v);
-            Ok(v)
-        })
-        .unwrap_or_else(|e| panic!("{plural}/{name}: {e:?}"));
-}
+pub use super::edit;
 
 /// The condition `type_` of `obj`'s status (null when absent).
 pub fn condition(obj: &Value, type_: &str) -> Value {

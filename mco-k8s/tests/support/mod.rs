@@ -42,3 +42,24 @@ pub async fn eventually_within<T>(
         Err(_) => panic!("timed out waiting for {what}"),
     }
 }
+
+/// Changes the stored object through `f` (the status subresource when `status`).
+// The test server's handlers return its Status error object by value.
+#[allow(clippy::result_large_err)]
+pub fn edit(
+    store: &apiserver::Store,
+    plural: &str,
+    ns: &str,
+    name: &str,
+    status: bool,
+    f: impl FnOnce(&mut serde_json::Value),
+) {
+    let def = apiserver::resource(plural).unwrap();
+    store
+        .write(def, ns, name, status, |old| {
+            let mut v = old.clone();
+            f(&mut v);
+            Ok(v)
+        })
+        .unwrap_or_else(|e| panic!("{plural}/{name}: {e:?}"));
+}
