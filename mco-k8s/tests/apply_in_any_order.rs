@@ -19,12 +19,15 @@ use kube::Api;
 use mco_k8s::webhook::{self, cache::WebhookCache};
 use mco_render::admission::{set_ca_bundle, ReviewOptions};
 use mco_render::api::MachineConfig;
+use mco_render::controllers::render_sync::release_of;
 use mco_render::manifests::expand::{expand_manifests, ClusterOptions};
 use mco_render::manifests::Manifests;
-use mco_render::render::render_pool;
+use mco_render::render::{render_pool, Rendered};
 use mco_render::RenderOptions;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 use support::admission::Outcome;
 use support::apiserver::{resource, ApiServer, ResourceDef};
@@ -94,12 +97,21 @@ fn def_of(kind: &str) -> &'static ResourceDef {
         "ImageContentSourcePolicy" => "imagecontentsourcepolicies",
         "Node" => "nodes",
         "RolloutPolicy" => "rolloutpolicies",
+        "MachineOSConfig" => "machineosconfigs",
+        "PinnedImageSet" => "pinnedimagesets",
+        "Secret" => "secrets",
+        "ConfigMap" => "configmaps",
         other => panic!("no resource for kind {other}"),
     };
     resource(plural).unwrap_or_else(|| panic!("{plural} not served"))
 }
 
 fn api(client: &kube::Client, def: &ResourceDef) -> Api<DynamicObject> {
+    api_in(client, def, None)
+}
+
+/// The API of `def`'s objects, in `namespace` when it has one.
+fn api_in(client: &kube::Client, def: &ResourceDef, namespace: Option<&str>) -> Api<DynamicObject> {
     let ar = ApiResource {
         group: def.group.to_string(),
         version: def.version.to_string(),
@@ -107,11 +119,14 @@ fn api(client: &kube::Client, def: &ResourceDef) -> Api<DynamicObject> {
         kind: def.kind.to_string(),
         plural: def.plural.to_string(),
     };
-    Api::all_with(client.clone(), &ar)
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
 }
 
-/// The rendered config of each pool, as `mco-render render` gives it for these objects.
-fn offline(objects: &[Value]) -> BTreeMap<String, MachineConfig> {
+/// Each pool rendered, as `mco-render render` renders these objects.
+fn offline_rendered(objects: &[Value]) -> BTreeMap<String, Rendered> {
     let mut m = Manifests::default();
     let text = serde_json::to_string(objects).unwrap_or_else(|e| panic!("{e}"));
     m.add_file("folder.json", &text)
@@ -130,14 +145,26 @@ fn offline(objects: &[Value]) -> BTreeMap<String, MachineConfig> {
         .as_ref()
         .map(|(_, c)| c.spec.clone())
         .unwrap_or_default();
+    let opts = match m.controller_config.as_ref() {
+        Some((_, c)) => release_of(c, &opts),
+        None => opts,
+    };
     let mcs: Vec<MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc.clone()).collect();
     m.pools
         .iter()
         .map(|(_, p)| {
             let r = render_pool(p, &mcs, &cc, &opts)
                 .unwrap_or_else(|e| panic!("pool {}: {e}", p.name()));
-            (p.name().to_string(), r.machine_config)
+            (p.name().to_string(), r)
         })
+        .collect()
+}
+
+/// The rendered config of each pool, as `mco-render render` gives it for these objects.
+fn offline(objects: &[Value]) -> BTreeMap<String, MachineConfig> {
+    offline_rendered(objects)
+        .into_iter()
+        .map(|(pool, r)| (pool, r.machine_config))
         .collect()
 }
 
@@ -240,7 +267,8 @@ impl Cluster {
             // controller's, the others' (ClusterVersion's release image) their operators'.
             let status = o.as_object_mut().and_then(|m| m.remove("status"));
             let d: DynamicObject = serde_json::from_value(o).expect("object");
-            if let Err(e) = api(&admin, def).create(&PostParams::default(), &d).await {
+            let api = api_in(&admin, def, obj["metadata"]["namespace"].as_str());
+            if let Err(e) = api.create(&PostParams::default(), &d).await {
                 panic!(
                     "{what}: {} refused: {e}\norder: {:?}",
                     label(obj),
@@ -352,12 +380,30 @@ fn with_controller_config(mut objects: Vec<Value>) -> Vec<Value> {
 /// Applies `objects` ([`with_controller_config`]) in every order of [`orders`] to a new
 /// cluster each time.
 async fn any_order(what: &str, objects: Vec<Value>) {
+    any_order_then(what, objects, &[], |_, _| Box::pin(async {})).await;
+}
+
+/// What a test checks on each settled cluster (given the order's label).
+type Then = for<'c> fn(&'c Cluster, &'c str) -> Pin<Box<dyn Future<Output = ()> + 'c>>;
+
+/// [`any_order`] on clusters that already hold `installed` (what the operator and the
+/// installer made), then `then` on each settled cluster.
+async fn any_order_then(what: &str, objects: Vec<Value>, installed: &[Value], then: Then) {
     let objects = with_controller_config(objects);
     let rendered = offline(&objects);
     let expected = names(&rendered);
     for (i, order) in orders(&objects).into_iter().enumerate() {
         let what = format!("{what} (order {i})");
         let cluster = Cluster::install().await;
+        for obj in installed {
+            let def = def_of(obj["kind"].as_str().unwrap_or(""));
+            let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
+            cluster
+                .server
+                .store
+                .create(def, ns, obj.clone())
+                .unwrap_or_else(|e| panic!("{what}: installed {}: {e:?}", label(obj)));
+        }
         let warnings = cluster.apply(&what, &order).await;
         if i == 0
             && order
@@ -383,6 +429,7 @@ async fn any_order(what: &str, objects: Vec<Value>) {
                 .expect("rendered worker"),
         );
         assert_eq!(stored.spec, rendered["worker"].spec, "{what}");
+        then(&cluster, &what).await;
         cluster.stop().await;
     }
 }
@@ -567,4 +614,97 @@ async fn real_content_clusters_apply_in_any_order() {
             cluster.stop().await;
         }
     }
+}
+
+/// On-cluster layering and pinned images as an administrator applies them (the MachineOSConfig
+/// and its push secret, a PinnedImageSet), on a cluster holding what the operator made
+/// (`examples/layering/installed`): whatever arrives first, the pools render, the worker pool
+/// names the set, and the worker's build starts: its MachineOSBuild is the one
+/// `mco-render build-request` previews, its Job created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_layering_example_applies_in_any_order_and_its_build_starts() {
+    any_order_then(
+        "examples/layering/cluster",
+        folder("examples/layering/cluster"),
+        &folder("examples/layering/installed"),
+        |cluster, what| Box::pin(the_build_starts(cluster, what)),
+    )
+    .await;
+}
+
+/// The MachineOSBuild of the example's worker, as the build request computes it offline.
+fn expected_build() -> String {
+    use mco_render::api::{ControllerConfig, MachineConfigPool, MachineOSConfig};
+    use mco_render::controllers::build::{build_request, RequestInputs};
+    let objects = with_controller_config(folder("examples/layering/cluster"));
+    let rendered = offline_rendered(&objects);
+    let of = |kind: &str| {
+        objects
+            .iter()
+            .find(|o| {
+                o["kind"] == kind
+                    && (kind != "MachineConfigPool" || o["metadata"]["name"] == "worker")
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind}"))
+    };
+    let mosc: MachineOSConfig = serde_json::from_value(of("MachineOSConfig")).expect("mosc");
+    let mut pool: MachineConfigPool =
+        serde_json::from_value(of("MachineConfigPool")).expect("pool");
+    pool.spec.configuration = rendered["worker"].configuration.clone();
+    let cc: ControllerConfig = serde_json::from_value(of("ControllerConfig")).expect("cc");
+    let mut secrets = folder("examples/layering/installed");
+    secrets.extend(objects.iter().filter(|o| o["kind"] == "Secret").cloned());
+    let out = build_request(&RequestInputs {
+        mosc: &mosc,
+        pool: &pool,
+        rendered: &rendered["worker"].machine_config,
+        rendered_source: None,
+        controller_config: &cc,
+        objects: &secrets,
+    });
+    assert!(out.error.is_none(), "{:?}", out.error);
+    out.machine_os_build
+        .expect("a MachineOSBuild")
+        .metadata
+        .name
+}
+
+async fn the_build_starts(cluster: &Cluster, what: &str) {
+    let build = expected_build();
+    let store = &cluster.server.store;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let pool = store
+            .get("machineconfigpools", "", "worker")
+            .unwrap_or_default();
+        let pinned = pool["spec"]["pinnedImageSets"] == json!([{"name": "worker-pinned"}]);
+        let started = store.get("machineosbuilds", "", &build).is_some()
+            && store
+                .get("jobs", NAMESPACE, &format!("build-{build}"))
+                .is_some();
+        if pinned && started {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            let names = |plural: &str| -> Vec<Value> {
+                store
+                    .list(plural)
+                    .iter()
+                    .map(|o| o["metadata"]["name"].clone())
+                    .collect()
+            };
+            panic!(
+                "{what}: the worker pool never named its PinnedImageSet and started build {build}\npool: {pool:#}\nMachineOSBuilds: {:?}\nJobs: {:?}\nMachineOSConfigs: {:#?}",
+                names("machineosbuilds"),
+                names("jobs"),
+                store.list("machineosconfigs"),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The master pool names no set (the set's role label selects the worker's configs only).
+    assert!(store
+        .get("machineconfigpools", "", "master")
+        .is_some_and(|p| p["spec"].get("pinnedImageSets").is_none_or(Value::is_null)));
 }

@@ -907,3 +907,160 @@ async fn every_node_has_a_machine_config_node_and_a_deleted_nodes_goes() {
     );
     assert!(missing.is_empty(), "not granted: {missing:?}");
 }
+
+fn secret_of(name: &str, namespace: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+           "metadata": {"name": name, "namespace": namespace}, "data": data})
+}
+
+/// While a pool is layered the operator keeps the copies its builds read (the cluster's pull
+/// secret, its RHEL entitlement per pool, owned by the pool), follows their sources, and
+/// deletes them when no pool is layered; the images ConfigMap is seeded with its image and
+/// is the administrator's after.
+#[tokio::test]
+async fn layered_pools_get_the_secrets_their_builds_read() {
+    let (server, op) = deployed("4.99.0").await;
+    let store = &server.store;
+    let images = store
+        .get("configmaps", NAMESPACE, "machine-config-operator-images")
+        .expect("the images ConfigMap");
+    let named: Value = serde_json::from_str(str_at(&images, "/data/images.json")).expect("json");
+    assert_eq!(named["machineConfigOperator"], IMAGE);
+    let builder = r#"{"machineConfigOperator": "registry.example.com/builder:1"}"#;
+    edit(
+        store,
+        "configmaps",
+        NAMESPACE,
+        "machine-config-operator-images",
+        |c| c["data"]["images.json"] = json!(builder),
+    );
+
+    let pull = |data: &str| {
+        secret_of(
+            "pull-secret",
+            "openshift-config",
+            json!({".dockerconfigjson": data}),
+        )
+    };
+    store
+        .create(def("secrets"), "openshift-config", pull("djE="))
+        .expect("pull secret");
+    let mut entitlement = secret_of(
+        "etc-pki-entitlement",
+        "openshift-config-managed",
+        json!({"entitlement.pem": "ZQ==", "entitlement-key.pem": "aw=="}),
+    );
+    entitlement["type"] = json!("Opaque");
+    store
+        .create(def("secrets"), "openshift-config-managed", entitlement)
+        .expect("entitlement");
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.layering_secrets, 0, "no pool is layered yet");
+    let secret = |name: &str| store.get("secrets", NAMESPACE, name);
+    assert!(secret("global-pull-secret-copy").is_none());
+
+    let mosc = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSConfig",
+        "metadata": {"name": "worker-layered"},
+        "spec": {"machineConfigPool": {"name": "worker"},
+                 "imageBuilder": {"imageBuilderType": "Job"},
+                 "renderedImagePushSecret": {"name": "push-secret"},
+                 "renderedImagePushSpec": "registry.example.com/ocl/worker:latest"}
+    });
+    store
+        .create(def("machineosconfigs"), "", mosc.clone())
+        .expect("mosc");
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.layering_secrets, 2, "{r:?}");
+    let copy = secret("global-pull-secret-copy").expect("the pull secret copy");
+    assert_eq!(copy["type"], "kubernetes.io/dockerconfigjson");
+    assert_eq!(copy["data"], json!({".dockerconfigjson": "djE="}));
+    let ent = secret("etc-pki-entitlement-worker").expect("the worker's entitlement");
+    assert_eq!(ent["type"], "Opaque");
+    assert_eq!(
+        ent["data"],
+        json!({"entitlement.pem": "ZQ==", "entitlement-key.pem": "aw=="})
+    );
+    let worker_uid = store
+        .get("machineconfigpools", "", "worker")
+        .map(|p| p["metadata"]["uid"].clone());
+    assert_eq!(
+        ent["metadata"]["ownerReferences"][0]["kind"],
+        "MachineConfigPool"
+    );
+    assert_eq!(
+        Some(ent["metadata"]["ownerReferences"][0]["uid"].clone()),
+        worker_uid
+    );
+    assert!(secret("etc-pki-entitlement-master").is_none());
+    // In step: nothing more to write; the images ConfigMap is still the administrator's.
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.layering_secrets, 0, "{r:?}");
+    assert_eq!(
+        store
+            .get("configmaps", NAMESPACE, "machine-config-operator-images")
+            .map(|c| c["data"]["images.json"].clone()),
+        Some(json!(builder))
+    );
+
+    // The cluster's pull secret changes: the copy follows.
+    edit(store, "secrets", "openshift-config", "pull-secret", |s| {
+        s["data"] = json!({".dockerconfigjson": "djI="})
+    });
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.layering_secrets, 1, "{r:?}");
+    assert_eq!(
+        secret("global-pull-secret-copy").map(|s| s["data"].clone()),
+        Some(json!({".dockerconfigjson": "djI="}))
+    );
+
+    // A worker that is not CoreOS: layering cannot build for it, and the pass says so.
+    let ubuntu = json!({"metadata": {"name": "worker-ubuntu",
+        "labels": {"node-role.kubernetes.io/worker": ""}},
+        "status": {"nodeInfo": {"osImage": "Ubuntu 24.04.1 LTS"}}});
+    store.create(def("nodes"), "", ubuntu).expect("node");
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    let failure = r.failure.expect("a failure");
+    assert_eq!(failure.task, "MachineOSBuilder");
+    assert_eq!(
+        failure.message,
+        "on-cluster layering is only supported on CoreOS-based nodes: non-CoreOS OS \"Ubuntu 24.04.1 LTS\" detected on node \"worker-ubuntu\" in MachineConfigPool(s) [\"worker\"]"
+    );
+    store
+        .delete(def("nodes"), "", "worker-ubuntu", None)
+        .expect("deleted");
+
+    // No pool layered any more: the copies go.
+    store
+        .delete(def("machineosconfigs"), "", "worker-layered", None)
+        .expect("deleted");
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.layering_secrets, 2, "{r:?}");
+    assert!(secret("global-pull-secret-copy").is_none());
+    assert!(secret("etc-pki-entitlement-worker").is_none());
+
+    // Without any pull secret, a MachineOSConfig that needs one fails the pass, named.
+    store
+        .delete(def("secrets"), "openshift-config", "pull-secret", None)
+        .expect("deleted");
+    store
+        .create(def("machineosconfigs"), "", mosc)
+        .expect("mosc");
+    let r = op.sync_once().await.unwrap_or_else(|e| panic!("{e}"));
+    let failure = r.failure.expect("a failure");
+    assert_eq!(failure.task, "MachineOSBuilder");
+    assert!(
+        failure
+            .message
+            .contains("MachineOSConfig \"worker-layered\" names no baseImagePullSecret"),
+        "{}",
+        failure.message
+    );
+    let missing = rbac::ungranted(
+        &store.requests_named(None),
+        &rbac::cluster_role_rules("machine-config-operator"),
+    );
+    assert!(missing.is_empty(), "not granted: {missing:?}");
+}

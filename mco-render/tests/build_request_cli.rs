@@ -102,3 +102,71 @@ fn build_request_cli_over_the_corpus() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[path = "support/run_cli.rs"]
+mod run_cli;
+
+/// A folder of sources (the pool names no rendered config) with what the installed cluster
+/// holds: the pool is rendered as the controller renders it and the build previewed; the
+/// MachineOSBuild is named from that render, the Job runs the images ConfigMap's image.
+#[test]
+fn the_layering_example_previews_its_build() {
+    let (code, stdout, stderr) = run_cli::run(&[
+        "build-request",
+        "-o",
+        "json",
+        "examples/layering/cluster",
+        "examples/layering/installed",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let list: Value = serde_json::from_str(&stdout).expect("json");
+    let summary: Vec<String> = list["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}",
+                o["kind"].as_str().unwrap_or(""),
+                o["metadata"]["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let (_, rendered, _) = run_cli::run(&[
+        "render",
+        "--pool",
+        "worker",
+        "-o",
+        "json",
+        "examples/layering/cluster",
+    ]);
+    let rendered: Value = serde_json::from_str(&rendered).expect("rendered json");
+    let name = rendered["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(name.starts_with("rendered-worker-"), "{name}");
+    assert_eq!(
+        rendered["metadata"]["annotations"]
+            ["machineconfiguration.openshift.io/release-image-version"],
+        "4.99.0",
+        "the ControllerConfig's release version"
+    );
+    let mosb = &list["items"][0];
+    assert_eq!(mosb["spec"]["machineConfig"]["name"], name.as_str());
+    let job = list["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|o| o["kind"] == "Job"))
+        .expect("a Job");
+    assert!(job["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .is_some_and(|c| c.iter().all(|c| c["image"]
+            .as_str()
+            .is_some_and(|i| i.starts_with("registry.example.net/ocp/builder@")))));
+    insta::assert_snapshot!(summary.join("\n"));
+    // Without what the installed cluster holds, upstream's error, naming the MachineOSConfig.
+    let (code, _, stderr) = run_cli::run(&["build-request", "examples/layering/cluster"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!("layering_example_alone", stderr);
+}

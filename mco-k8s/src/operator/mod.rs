@@ -3,7 +3,9 @@
 //! ControllerConfig built from the cluster's config objects, the release's OS images (the
 //! `machine-config-osimageurl` ConfigMap in its namespace) and the CA ConfigMaps upstream
 //! reads (`mco_render::controllers::operator::certificates`), creates the built-in pools when
-//! missing, keeps one MachineConfigNode per Node (`machine_config_nodes`), and reports in the
+//! missing, keeps one MachineConfigNode per Node (`machine_config_nodes`), keeps the Secrets
+//! on-cluster layering builds read while a pool is layered (`layering`) and seeds the
+//! `machine-config-operator-images` ConfigMap they run from, and reports in the
 //! `machine-config` ClusterOperator.
 //!
 //! The decisions are `mco_render::controllers::operator`'s; this module reads the cluster, applies the
@@ -14,6 +16,7 @@
 pub mod apply;
 pub mod embedded;
 pub mod kinds;
+pub mod layering;
 pub mod machine_config_nodes;
 
 use crate::objects::{self, Model};
@@ -23,7 +26,8 @@ use kinds::kind_info;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use mco_render::api::MachineConfigPool;
+use mco_render::api::{MachineConfigPool, MachineOSConfig};
+use mco_render::controllers::build::request::GLOBAL_PULL_SECRET_COPY;
 use mco_render::controllers::operator::certificates::{
     ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef, BOOTSTRAP,
     IMAGE_REGISTRY_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
@@ -31,6 +35,7 @@ use mco_render::controllers::operator::certificates::{
     OPENSHIFT_CONFIG, ROOT_CA,
 };
 use mco_render::controllers::operator::desired::is_workload;
+use mco_render::controllers::operator::layering as layering_consts;
 use mco_render::controllers::operator::status::{task_name, Workload};
 use mco_render::controllers::operator::{
     compute_status, desired_objects, os_images_from_configmap, parse_manifests,
@@ -88,6 +93,8 @@ pub struct SyncReport {
     pub patched: usize,
     /// MachineConfigNodes created, patched or deleted.
     pub machine_config_nodes: usize,
+    /// Layering Secrets (the pull secret copy, entitlement copies) written.
+    pub layering_secrets: usize,
     /// Whether the ClusterOperator (or its status) was written.
     pub status_written: bool,
     /// The first task that failed.
@@ -99,7 +106,11 @@ pub struct SyncReport {
 impl SyncReport {
     /// Whether the pass wrote anything.
     pub fn wrote(&self) -> bool {
-        self.created > 0 || self.patched > 0 || self.machine_config_nodes > 0 || self.status_written
+        self.created > 0
+            || self.patched > 0
+            || self.machine_config_nodes > 0
+            || self.layering_secrets > 0
+            || self.status_written
     }
 }
 
@@ -276,6 +287,17 @@ impl Operator {
                 }
             }
         }
+        if report.failure.is_none() {
+            match layering::sync(&self.client).await {
+                Ok(n) => report.layering_secrets = n,
+                Err(e) => {
+                    report.failure = Some(SyncFailure {
+                        task: layering::TASK.to_string(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
         let mut workloads = Vec::new();
         for obj in desired.iter().filter(|o| is_workload(o)) {
             let (api, _) = apply::api_for(&self.client, obj)?;
@@ -422,6 +444,37 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
             tx.clone(),
         ));
     }
+    // Pools opting into layering and out, and what the layering Secrets copy.
+    let moscs = MachineOSConfig::KIND.api_resource();
+    watchers.push(wake_on(
+        Api::<DynamicObject>::all_with(client.clone(), &moscs),
+        watcher::Config::default(),
+        moscs,
+        "MachineOSConfigs",
+        Wake::SpecChanges,
+        tx.clone(),
+    ));
+    let secrets = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&());
+    for (namespace, name) in [
+        (
+            layering_consts::PULL_SECRET_NAMESPACE,
+            layering_consts::PULL_SECRET,
+        ),
+        (
+            layering_consts::ENTITLEMENT_NAMESPACE,
+            layering_consts::ENTITLEMENT_SECRET,
+        ),
+        (NAMESPACE, GLOBAL_PULL_SECRET_COPY),
+    ] {
+        watchers.push(wake_on(
+            Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &secrets),
+            watcher::Config::default().fields(&format!("metadata.name={name}")),
+            secrets.clone(),
+            "layering Secrets",
+            Wake::Every,
+            tx.clone(),
+        ));
+    }
     // Nodes joining and leaving: their MachineConfigNodes.
     let nodes = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Node>(&());
     watchers.push(wake_on(
@@ -443,6 +496,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
                         created = r.created,
                         patched = r.patched,
                         machine_config_nodes = r.machine_config_nodes,
+                        layering_secrets = r.layering_secrets,
                         status = r.status_written,
                         "synced"
                     );

@@ -107,6 +107,17 @@ pub struct NodeStatus {
     /// images' room is checked against).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub allocatable: BTreeMap<String, String>,
+    /// What the kubelet reports of the machine.
+    #[serde(default, rename = "nodeInfo", skip_serializing_if = "Option::is_none")]
+    pub node_info: Option<NodeSystemInfo>,
+}
+
+/// The machine as the kubelet reports it (the fields read here).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeSystemInfo {
+    /// The OS image, as `PRETTY_NAME` of os-release (`Red Hat Enterprise Linux CoreOS 9.6`).
+    #[serde(default, rename = "osImage", skip_serializing_if = "String::is_empty")]
+    pub os_image: String,
 }
 
 /// One node condition.

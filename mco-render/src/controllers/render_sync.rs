@@ -2,6 +2,7 @@
 
 use super::pool_status::{pool_condition, RENDER_DEGRADED};
 use super::Write;
+use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::pool::PoolConfiguration;
 use crate::api::MachineConfigPoolStatus;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
@@ -66,6 +67,22 @@ fn located(e: &crate::RenderError) -> String {
     format!("{}{sep}{}", e.message, e.describe().replace('\n', "; "))
 }
 
+/// `opts` with the release image version the ControllerConfig is annotated with (the
+/// operator's, as upstream stamps rendered configs with it); `opts`' own without one.
+pub fn release_of(cc: &ControllerConfig, opts: &RenderOptions) -> RenderOptions {
+    match cc
+        .metadata
+        .annotations
+        .get(RELEASE_IMAGE_VERSION_ANNOTATION)
+    {
+        Some(v) if *v != opts.release_image_version => RenderOptions {
+            release_image_version: v.clone(),
+            ..opts.clone()
+        },
+        _ => opts.clone(),
+    }
+}
+
 /// retried). `now` stamps changed conditions.
 pub fn sync_pool(
     pool: &MachineConfigPool,
@@ -92,7 +109,7 @@ pub fn sync_pool(
         // An absent selector selects nothing.
         Err("no MachineConfigs found matching selector ".to_string())
     } else {
-        match render_pool(pool, all, &cc.spec, opts) {
+        match render_pool(pool, all, &cc.spec, &release_of(cc, opts)) {
             Err(f) => match f.first() {
                 Some(e) if e.kind == RenderErrorKind::NoMatch => Err(e.message.clone()),
                 Some(e) if e.kind == RenderErrorKind::InvalidSelector => {
@@ -267,6 +284,35 @@ mod tests {
         all2.push(created);
         let s2 = sync_pool(&p, &all2, Some(&cc()), &RenderOptions::default(), "T2");
         assert_eq!(s2, RenderSync::default());
+    }
+
+    #[test]
+    fn the_controller_configs_release_version_is_stamped() {
+        let all = vec![mc("00-worker", json!({"ignition": {"version": V}}))];
+        let opts = RenderOptions {
+            release_image_version: "from-the-flag".into(),
+            ..RenderOptions::default()
+        };
+        let release = |s: &RenderSync| {
+            s.create
+                .as_ref()
+                .and_then(|m| m.metadata.annotations.get(RELEASE_IMAGE_VERSION_ANNOTATION))
+                .cloned()
+        };
+        let plain = sync_pool(&pool(), &all, Some(&cc()), &opts, "T");
+        assert_eq!(release(&plain).as_deref(), Some("from-the-flag"));
+        let mut stamped = cc();
+        stamped
+            .metadata
+            .annotations
+            .insert(RELEASE_IMAGE_VERSION_ANNOTATION.into(), "4.99.0".into());
+        let s = sync_pool(&pool(), &all, Some(&stamped), &opts, "T");
+        assert_eq!(release(&s).as_deref(), Some("4.99.0"));
+        // The name hashes the spec alone.
+        assert_eq!(
+            s.create.map(|m| m.metadata.name),
+            plain.create.map(|m| m.metadata.name)
+        );
     }
 
     #[test]

@@ -2,7 +2,12 @@
 //! MachineOSConfig (its MachineOSBuild, ConfigMaps, Secrets and builder Job), as a `List`.
 
 use super::{load, to_json, to_yaml, write_stdout, Failure, Format};
+use mco_render::api::{MachineConfig, MachineConfigPool};
 use mco_render::controllers::build::{build_request, RequestInputs};
+use mco_render::controllers::render_sync::release_of;
+use mco_render::manifests::expand::{expand_manifests, ClusterOptions};
+use mco_render::manifests::Manifests;
+use mco_render::render::{render_pool, RenderOptions};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -35,6 +40,44 @@ fn typed(kind: &str, mut v: Value) -> Value {
         o.insert("kind".into(), json!(kind));
     }
     v
+}
+
+/// The pool rendered from the manifests' MachineConfigs (and those the cluster's controllers
+/// generate from them) as the controller renders it (the ControllerConfig's release image
+/// version on it), with its `spec.configuration` the controller sets (the result and its sources).
+fn render_sources(
+    m: &Manifests,
+    pool: &MachineConfigPool,
+) -> Result<(MachineConfigPool, MachineConfig), Failure> {
+    let opts = RenderOptions::default();
+    let mut m = m.clone();
+    let errors = expand_manifests(
+        &mut m,
+        &ClusterOptions {
+            controller_version: opts.controller_version.clone(),
+            templates: None,
+        },
+    );
+    if !errors.is_empty() {
+        return Err(Failure {
+            code: 1,
+            lines: errors.iter().map(|e| format!("error: {e}")).collect(),
+        });
+    }
+    let Some((_, cc)) = m.controller_config.as_ref() else {
+        return Err(missing("no ControllerConfig in the manifests".into()));
+    };
+    let opts = release_of(cc, &opts);
+    let r = render_pool(pool, &m.configs(), &cc.spec, &opts).map_err(|f| Failure {
+        code: 1,
+        lines: vec![format!(
+            "error: pool {:?} failed to render: {f}",
+            pool.name()
+        )],
+    })?;
+    let mut pool = pool.clone();
+    pool.spec.configuration = r.configuration;
+    Ok((pool, r.machine_config))
 }
 
 /// Runs the command: 0 with the `List` printed, 1 naming the object upstream fails on,
@@ -85,12 +128,27 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
                 mosc.metadata.name
             ))
         })?;
+    let (_, controller_config) = m
+        .controller_config
+        .as_ref()
+        .ok_or_else(|| missing("no ControllerConfig in the manifests".into()))?;
     let rendered_name = &pool.spec.configuration.name;
-    let rendered = m
+    let found = m
         .machine_configs
         .iter()
         .map(|(_, c)| c)
-        .find(|c| c.metadata.name == *rendered_name)
+        .find(|c| c.metadata.name == *rendered_name);
+    // A folder of sources (the pool names no rendered config): the pool rendered from it, as
+    // the controller would before building.
+    let from_sources = match found {
+        None if rendered_name.is_empty() => Some(render_sources(&m, pool)?),
+        _ => None,
+    };
+    let pool = &from_sources
+        .as_ref()
+        .map_or_else(|| pool.clone(), |(p, _)| p.clone());
+    let rendered = found
+        .or(from_sources.as_ref().map(|(_, r)| r))
         // Else the only MachineConfig (upstream then checks it is a rendered one).
         .or_else(|| {
             m.machine_configs.first().map(|(_, c)| c).filter(|_| only(m.machine_configs.len()))
@@ -100,10 +158,6 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
                 "MachineConfigPool {pool_name:?}: rendered MachineConfig {rendered_name:?} not in the manifests"
             ))
         })?;
-    let (_, controller_config) = m
-        .controller_config
-        .as_ref()
-        .ok_or_else(|| missing("no ControllerConfig in the manifests".into()))?;
     let mut objects = m.others_of_kind("Secret");
     objects.extend(m.others_of_kind("ConfigMap"));
     let out = build_request(&RequestInputs {

@@ -7,6 +7,7 @@
 //! the release names none, fields an administrator added) is left as it is.
 
 use super::{CONTROLLER_CONFIG_NAME, VERSION_ANNOTATION};
+use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::value_at::{str_at, strings_at};
 use serde_json::{json, Map, Value};
 use std::net::IpAddr;
@@ -185,7 +186,7 @@ pub fn ip_families(cidrs: &[String]) -> Option<&'static str> {
 /// `spec.infra` and `spec.platform` from the Infrastructure, `spec.networkType`,
 /// `spec.ipFamilies` and `spec.clusterDNSIP` from the Network, `spec.dns` from the DNS,
 /// `spec.proxy` from the Proxy's status, the OS images from the release's, the CA fields
-/// from the CA ConfigMaps, and the version annotation. Fields the inputs do not provide keep the manifest's values, except empty
+/// from the CA ConfigMaps, and the version and release image version annotations. Fields the inputs do not provide keep the manifest's values, except empty
 /// placeholders (null or `""`), which are dropped; the status is dropped (the controller
 /// owns it). The manifest's fields only seed a new ControllerConfig: on an existing one the
 /// operator writes [`OWNED_SPEC_FIELDS`] alone.
@@ -211,6 +212,9 @@ pub fn build_controller_config(
         cc["metadata"]["annotations"] = json!({});
     }
     cc["metadata"]["annotations"][VERSION_ANNOTATION] = json!(version);
+    // Rendered configs carry it (upstream's operator stamps its release version here); the
+    // MachineOSBuild of a layered pool is named from it.
+    cc["metadata"]["annotations"][RELEASE_IMAGE_VERSION_ANNOTATION] = json!(version);
     if !cc["spec"].is_object() {
         cc["spec"] = json!({});
     }
@@ -283,6 +287,10 @@ mod tests {
         // An empty placeholder is not a value.
         assert!(cc["spec"].get("baseOSExtensionsContainerImage").is_none());
         assert_eq!(cc["metadata"]["annotations"][VERSION_ANNOTATION], "4.1");
+        assert_eq!(
+            cc["metadata"]["annotations"][RELEASE_IMAGE_VERSION_ANNOTATION],
+            "4.1"
+        );
         assert!(cc.get("status").is_none());
         assert!(cc["spec"].get("infra").is_none());
     }

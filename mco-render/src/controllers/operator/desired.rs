@@ -114,7 +114,9 @@ pub fn is_workload(obj: &Value) -> bool {
 /// The objects to apply, in order: every manifest object but the operator's own Deployment,
 /// the workloads at `opts.image` and annotated with `opts.version` (on the object and its pod
 /// template, so a new version rolls the pods), and the `machine-config-controller`
-/// ControllerConfig built by [`build_controller_config`] (added when the manifests lack it).
+/// ControllerConfig built by [`build_controller_config`] (added when the manifests lack it),
+/// and the `machine-config-operator-images` ConfigMap naming `opts.image` for build Jobs
+/// ([`super::layering::images_configmap`], only seeded).
 pub fn desired_objects(
     manifests: &[Value],
     opts: &DesiredOptions,
@@ -145,6 +147,10 @@ pub fn desired_objects(
         out.push(build_controller_config(None, cluster, &opts.version));
     }
     out.extend(cluster.kubeconfig_data.clone());
+    out.push(super::layering::images_configmap(
+        &opts.image,
+        &opts.version,
+    ));
     out.sort_by_key(apply_rank);
     out
 }
@@ -285,6 +291,7 @@ mod tests {
                 "ServiceAccount/x",
                 "ClusterRole/x",
                 "ClusterRoleBinding/x",
+                "ConfigMap/machine-config-operator-images",
                 "ControllerConfig/machine-config-controller",
                 "MachineConfigPool/worker",
                 "Deployment/machine-config-controller",

@@ -12,6 +12,7 @@
 pub mod certificates;
 pub mod controller_config;
 pub mod desired;
+pub mod layering;
 pub mod machine_config_nodes;
 pub mod ownership;
 pub mod status;

@@ -14,7 +14,9 @@
 //! - the ControllerConfig ([`Ownership::SpecFields`]): its labels and annotations and the
 //!   spec fields the operator derives ([`OWNED_SPEC_FIELDS`]), only where the desired object
 //!   has a value: an empty placeholder (null or `""`) never overwrites what is there, and the
-//!   manifest's other fields only seed a new ControllerConfig.
+//!   manifest's other fields only seed a new ControllerConfig;
+//! - the `machine-config-operator-images` ConfigMap ([`Ownership::Seed`]): nothing once it
+//!   exists.
 
 use super::controller_config::{is_placeholder, OWNED_SPEC_FIELDS};
 use crate::api::value_at::str_at;
@@ -30,6 +32,8 @@ pub enum Ownership {
     /// The labels and annotations the desired object sets, and these spec fields where the
     /// desired object has a value for them (not a placeholder).
     SpecFields(&'static [&'static str]),
+    /// Nothing: the object is created when missing and is the administrator's after.
+    Seed,
 }
 
 /// The ownership of objects of a kind.
@@ -39,6 +43,16 @@ pub fn ownership(kind: &str) -> Ownership {
         "ControllerConfig" => Ownership::SpecFields(OWNED_SPEC_FIELDS),
         _ => Ownership::Whole,
     }
+}
+
+/// The ownership of one object: [`ownership`] of its kind, but [`Ownership::Seed`] for the
+/// `machine-config-operator-images` ConfigMap (the image builds run is the administrator's).
+pub fn ownership_of(obj: &Value) -> Ownership {
+    let kind = str_at(obj, "/kind");
+    if kind == "ConfigMap" && str_at(obj, "/metadata/name") == super::layering::IMAGES_CONFIGMAP {
+        return Ownership::Seed;
+    }
+    ownership(kind)
 }
 
 /// A JSON merge patch for an existing object. It carries the live object's
@@ -61,8 +75,7 @@ fn owned_metadata(desired: &Value) -> Option<Value> {
 
 /// The part of `desired` the operator enforces on an existing object of its kind.
 pub fn owned_part(desired: &Value) -> Value {
-    let ownership = ownership(str_at(desired, "/kind"));
-    let fields = match ownership {
+    let fields = match ownership_of(desired) {
         Ownership::Whole => {
             let mut want = desired.clone();
             if let Some(m) = want.as_object_mut() {
@@ -70,6 +83,7 @@ pub fn owned_part(desired: &Value) -> Value {
             }
             return want;
         }
+        Ownership::Seed => return Value::Object(Map::new()),
         Ownership::Metadata => &[][..],
         Ownership::SpecFields(fields) => fields,
     };
@@ -345,6 +359,21 @@ mod tests {
         );
         assert_eq!(after["metadata"]["labels"]["team"], "x");
         assert_eq!(update_for(&desired, &after), None);
+    }
+
+    #[test]
+    fn the_images_configmap_is_only_seeded() {
+        let desired = super::super::layering::images_configmap("quay.io/mco/rs:2", "4.99.1");
+        assert_eq!(ownership_of(&desired), Ownership::Seed);
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "machine-config-operator-images", "resourceVersion": "3"},
+            "data": {"images.json": "{\"machineConfigOperator\": \"registry.example.com/builder:1\"}"}});
+        assert_eq!(update_for(&desired, &live), None);
+        // Another ConfigMap is the operator's whole.
+        let mut other = desired.clone();
+        other["metadata"]["name"] = json!("machine-config-osimageurl");
+        assert_eq!(ownership_of(&other), Ownership::Whole);
+        assert!(update_for(&other, &live).is_some());
     }
 
     #[test]
