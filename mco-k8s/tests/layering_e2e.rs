@@ -663,3 +663,44 @@ async fn an_invalid_containerfile_fails_the_build_without_a_job() {
         assert_eq!(annotation(sim.store(), &node_name(i), DESIRED_IMAGE), None);
     }
 }
+
+/// A MachineOSConfig applied before its push secret (as `kubectl apply -f` applies a file
+/// holding both, in order): the build waits, and starts when the secret arrives, from the
+/// watch (the resync is an hour). The build's Secrets and ConfigMaps are read from the
+/// controller's caches: after start-up it lists neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_waiting_for_its_push_secret_starts_when_it_arrives() {
+    let sim = Sim::start(Builder::Succeed).await;
+    let secrets = resource("secrets").unwrap();
+    let push = sim
+        .store()
+        .get("secrets", NS, "push-secret")
+        .expect("seeded");
+    sim.store()
+        .delete(secrets, NS, "push-secret", None)
+        .expect("deleted");
+    sim.create_mosc();
+    let build = sim.build_for_target().await;
+    let name = build["metadata"]["name"].as_str().unwrap().to_string();
+    let job = format!("build-{name}");
+    // The controller's pass after the build's creation tries to start it, and cannot.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        sim.store().get("jobs", NS, &job).is_none(),
+        "started without its push secret"
+    );
+    let mut push = push;
+    if let Some(m) = push["metadata"].as_object_mut() {
+        m.retain(|k, _| k == "name" || k == "namespace");
+    }
+    sim.store().create(secrets, NS, push).expect("created");
+    sim.wait_progress(&name, "Succeeded").await;
+    let counts = sim.store().request_counts_by_agent();
+    for list in ["LIST secrets", "LIST configmaps"] {
+        let n = counts
+            .get(&(AGENT.to_string(), list.to_string()))
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(n, 1, "{list}: only the watch's first list");
+    }
+}

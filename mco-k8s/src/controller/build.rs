@@ -10,6 +10,7 @@ use crate::objects::{self, Model, Stored};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::runtime::reflector::Store;
 use kube::{Api, Client};
 use mco_render::api::{JobView, MachineOSBuild, MachineOSConfig};
 use mco_render::controllers::build::lifecycle::{
@@ -46,6 +47,59 @@ fn ignore_exists<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube::Error>
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The Secrets and ConfigMaps of the MCO namespace as the build request reads them (JSON with
+/// their `kind`).
+fn as_objects<'a>(
+    secrets: impl Iterator<Item = &'a Secret>,
+    config_maps: impl Iterator<Item = &'a ConfigMap>,
+) -> Vec<Value> {
+    let typed = |mut v: Value, kind: &str| {
+        v["kind"] = json!(kind);
+        v
+    };
+    let secrets = secrets.map(|s| typed(serde_json::to_value(s).unwrap_or_default(), "Secret"));
+    let config_maps =
+        config_maps.map(|c| typed(serde_json::to_value(c).unwrap_or_default(), "ConfigMap"));
+    secrets.chain(config_maps).collect()
+}
+
+/// The watch caches of the MCO namespace's Secrets and ConfigMaps (what a build reads: the
+/// push and pull secrets, the images ConfigMap, the entitlement objects).
+#[derive(Clone)]
+pub struct BuildInputs {
+    /// The Secrets.
+    pub secrets: Store<Secret>,
+    /// The ConfigMaps.
+    pub config_maps: Store<ConfigMap>,
+}
+
+impl std::fmt::Debug for BuildInputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildInputs")
+            .field("secrets", &self.secrets.state().len())
+            .field("config_maps", &self.config_maps.state().len())
+            .finish()
+    }
+}
+
+impl BuildInputs {
+    /// The cached objects as the build request reads them.
+    pub fn objects(&self) -> Vec<Value> {
+        let secrets = self.secrets.state();
+        let config_maps = self.config_maps.state();
+        as_objects(
+            secrets.iter().map(|s| &**s),
+            config_maps.iter().map(|c| &**c),
+        )
+    }
+}
+
+/// Whether an object of the MCO namespace is one a build made (its ConfigMaps and Secrets carry
+/// the on-cluster layering label): those are no input a waiting build needs.
+pub fn is_build_object(labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+    labels.is_some_and(|l| l.contains_key(ON_CLUSTER_LAYERING_LABEL))
 }
 
 /// The Jobs of the view: the build Jobs as the core reads them.
@@ -323,18 +377,15 @@ impl Builds {
             tracing::warn!(pool = pool_name, "build {build}: no ControllerConfig yet");
             return Ok(());
         };
-        let lp = ListParams::default();
-        let mut objects: Vec<Value> = Vec::new();
-        for s in self.secrets.list(&lp).await?.items {
-            let mut v = serde_json::to_value(&s).unwrap_or_default();
-            v["kind"] = json!("Secret");
-            objects.push(v);
-        }
-        for c in self.config_maps.list(&lp).await?.items {
-            let mut v = serde_json::to_value(&c).unwrap_or_default();
-            v["kind"] = json!("ConfigMap");
-            objects.push(v);
-        }
+        let objects = match &view.build_inputs {
+            Some(inputs) => inputs.objects(),
+            None => {
+                let lp = ListParams::default();
+                let secrets = self.secrets.list(&lp).await?.items;
+                let config_maps = self.config_maps.list(&lp).await?.items;
+                as_objects(secrets.iter(), config_maps.iter())
+            }
+        };
         let out = build_request(&RequestInputs {
             mosc,
             pool,

@@ -7,7 +7,8 @@
 //! or the ControllerConfig every pool, a rendered config its pool, a RolloutPolicy the pool of
 //! its name, a MachineConfigNode its node's pool, a MachineOSConfig its pool, a MachineOSBuild
 //! and a build Job the pool they are labelled for, a PinnedImageSet the pools whose
-//! machineConfigSelector matches it); kube-runtime's applier runs the reconciles
+//! machineConfigSelector matches it, a Secret or ConfigMap of the MCO namespace that a build
+//! may read the pools MachineOSConfigs name); kube-runtime's applier runs the reconciles
 //! (one at a time per pool, deduplicated, debounced) and requeues each after the resync,
 //! sooner while a drain waits or when a guarded rollout wants another look
 //! ([`rollout_policy`]: a gate's timeout, a soak's end, a window opening). After start-up the
@@ -33,7 +34,7 @@ use crate::objects::{self, Model, Stored};
 use crate::reflect::{reflect, reflect_with, Change, ObjectRef, Reflector};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Node as KubeNode;
+use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode, Secret};
 use kube::api::ApiResource;
 use kube::runtime::controller::{Action, Config as ApplierConfig};
 use kube::runtime::reflector::Store;
@@ -45,6 +46,7 @@ use mco_render::api::{
     MachineOSConfig, Node, PinnedImageSet,
 };
 use mco_render::controllers::backoff::Backoff;
+use mco_render::controllers::build::request::NAMESPACE as BUILD_NAMESPACE;
 use mco_render::controllers::node_pool::primary_pool;
 use mco_render::controllers::pinned_image_sets::pool_pinned_image_sets as pool_sets;
 use pool_sync::{decode_node, Cluster, SyncError, View, CONTROLLER_CONFIG_NAME};
@@ -106,6 +108,7 @@ struct Context {
     mosbs: Store<Stored<MachineOSBuild>>,
     jobs: Store<Job>,
     pinned: Store<Stored<PinnedImageSet>>,
+    build_inputs: build::BuildInputs,
     cluster: tokio::sync::Mutex<Cluster>,
     failures: Mutex<BTreeMap<String, u32>>,
     resync: Duration,
@@ -184,6 +187,7 @@ impl Context {
                 .iter()
                 .map(|o| PinnedImageSet::from_object((**o).clone()))
                 .collect(),
+            build_inputs: Some(self.build_inputs.clone()),
         }
     }
 }
@@ -432,10 +436,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
     let q = enqueue.clone();
     let pools_for_jobs = pool_store.clone();
     let jobs: Reflector<Job> = reflect(
-        Api::namespaced(
-            client.clone(),
-            mco_render::controllers::build::request::NAMESPACE,
-        ),
+        Api::namespaced(client.clone(), BUILD_NAMESPACE),
         cfg().labels(build::ON_CLUSTER_LAYERING_LABEL),
         "Jobs",
         move |change, _| match change {
@@ -449,6 +450,52 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
                     q.all(pools);
                 }
             }
+        },
+    );
+
+    // A Secret or ConfigMap of the MCO namespace that a build may read (not one a build made)
+    // concerns the pools MachineOSConfigs name: a build waiting for its push secret, pull
+    // secret or the images ConfigMap starts when it arrives.
+    let build_input = |what: &'static str| {
+        let q = enqueue.clone();
+        let moscs = moscs.store().clone();
+        let pools = pool_store.clone();
+        move |labels: Option<&BTreeMap<String, String>>, relisted: bool| {
+            if relisted {
+                if let Some(pools) = pools.get() {
+                    q.all(pools);
+                }
+                return;
+            }
+            if build::is_build_object(labels) {
+                return;
+            }
+            for m in moscs.state() {
+                tracing::debug!(pool = %m.spec.machine_config_pool.name, "{what} changed");
+                q.pool(&m.spec.machine_config_pool.name);
+            }
+        }
+    };
+    let on_secret = build_input("a build's Secret");
+    let secrets: Reflector<Secret> = reflect(
+        Api::namespaced(client.clone(), BUILD_NAMESPACE),
+        cfg(),
+        "Secrets",
+        move |change, _| match change {
+            Change::Applied(o) | Change::Deleted(o) => on_secret(o.metadata.labels.as_ref(), false),
+            Change::Relisted => on_secret(None, true),
+        },
+    );
+    let on_config_map = build_input("a build's ConfigMap");
+    let config_maps: Reflector<ConfigMap> = reflect(
+        Api::namespaced(client.clone(), BUILD_NAMESPACE),
+        cfg(),
+        "ConfigMaps",
+        move |change, _| match change {
+            Change::Applied(o) | Change::Deleted(o) => {
+                on_config_map(o.metadata.labels.as_ref(), false)
+            }
+            Change::Relisted => on_config_map(None, true),
         },
     );
 
@@ -507,6 +554,8 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         ("machineosbuilds", mosbs.store().wait_until_ready().await),
         ("jobs", jobs.store().wait_until_ready().await),
         ("pinnedimagesets", pinned.store().wait_until_ready().await),
+        ("secrets", secrets.store().wait_until_ready().await),
+        ("configmaps", config_maps.store().wait_until_ready().await),
     ] {
         if ready.is_err() {
             tracing::warn!("{what} cache stopped before it was ready");
@@ -525,6 +574,10 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         mosbs: mosbs.store().clone(),
         jobs: jobs.store().clone(),
         pinned: pinned.store().clone(),
+        build_inputs: build::BuildInputs {
+            secrets: secrets.store().clone(),
+            config_maps: config_maps.store().clone(),
+        },
         cluster: tokio::sync::Mutex::new(Cluster::new(client, opts.clone())),
         failures: Mutex::new(BTreeMap::new()),
         resync: opts.resync,
@@ -545,7 +598,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         }
     }
     drop((mcs, ccs, nodes, pools, policies, mcns));
-    drop((moscs, mosbs, jobs, pinned));
+    drop((moscs, mosbs, jobs, pinned, secrets, config_maps));
     Ok(())
 }
 

@@ -129,6 +129,9 @@ pub struct View {
     pub jobs: Vec<mco_render::api::JobView>,
     /// Every PinnedImageSet.
     pub pinned: Vec<PinnedImageSet>,
+    /// The caches of the MCO namespace's Secrets and ConfigMaps a build reads (the running
+    /// controller's); without them a build start lists them.
+    pub build_inputs: Option<super::build::BuildInputs>,
 }
 
 /// The controller's handle on the cluster.
@@ -225,6 +228,7 @@ impl Cluster {
             mosbs,
             jobs,
             pinned,
+            build_inputs: None,
         })
     }
 

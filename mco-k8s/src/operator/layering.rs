@@ -2,12 +2,13 @@
 //! pools, the cluster's pull secret and RHEL entitlement and their copies in the MCO namespace, asks
 //! `mco_render::controllers::operator::layering` what to write, and writes it.
 
+use super::machine_config_nodes::{list_nodes, list_pools};
 use super::OperatorError;
 use crate::objects::{self, Model};
-use k8s_openapi::api::core::v1::{Node as KubeNode, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use mco_render::api::{MachineConfigPool, MachineOSConfig, Node};
+use mco_render::api::{MachineOSConfig, Node};
 use mco_render::controllers::build::request::{GLOBAL_PULL_SECRET_COPY, NAMESPACE};
 use mco_render::controllers::operator::layering::{
     layered_pools, layering_secrets, LayeringError, LayeringInputs, SecretIntent,
@@ -61,12 +62,7 @@ async fn secret(
 /// read; returns how many Secrets it wrote. Without the MachineOSConfig API (its CRD not
 /// installed) no pool is layered.
 pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
-    let pools: Vec<MachineConfigPool> = objects::api::<MachineConfigPool>(client)
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .map(MachineConfigPool::from_object)
-        .collect();
+    let pools = list_pools(client).await?;
     let moscs: Vec<MachineOSConfig> = absent(
         objects::api::<MachineOSConfig>(client)
             .list(&ListParams::default())
@@ -78,16 +74,7 @@ pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
     let nodes: Vec<Node> = if layered_pools(&pools, &moscs).is_empty() {
         Vec::new()
     } else {
-        Api::<KubeNode>::all(client.clone())
-            .list(&ListParams::default())
-            .await?
-            .into_iter()
-            .map(|n| {
-                serde_json::to_value(n)
-                    .and_then(serde_json::from_value::<Node>)
-                    .map_err(OperatorError::Encode)
-            })
-            .collect::<Result<_, _>>()?
+        list_nodes(client).await?
     };
     let pull = secret(client, PULL_SECRET_NAMESPACE, PULL_SECRET).await?;
     let entitlement = secret(client, ENTITLEMENT_NAMESPACE, ENTITLEMENT_SECRET).await?;

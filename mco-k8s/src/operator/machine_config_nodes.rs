@@ -31,10 +31,9 @@ impl From<kube::Error> for McnSyncError {
     }
 }
 
-/// Gives every Node its MachineConfigNode and deletes those of Nodes that are gone; returns
-/// how many objects it wrote.
-pub async fn sync(client: &Client) -> Result<usize, McnSyncError> {
-    let nodes = Api::<KubeNode>::all(client.clone())
+/// Every Node, listed now.
+pub(super) async fn list_nodes(client: &Client) -> Result<Vec<Node>, OperatorError> {
+    Api::<KubeNode>::all(client.clone())
         .list(&ListParams::default())
         .await?
         .into_iter()
@@ -43,13 +42,24 @@ pub async fn sync(client: &Client) -> Result<usize, McnSyncError> {
                 .and_then(serde_json::from_value::<Node>)
                 .map_err(OperatorError::Encode)
         })
-        .collect::<Result<Vec<Node>, _>>()?;
-    let pools: Vec<MachineConfigPool> = objects::api::<MachineConfigPool>(client)
+        .collect()
+}
+
+/// Every pool, listed now.
+pub(super) async fn list_pools(client: &Client) -> Result<Vec<MachineConfigPool>, kube::Error> {
+    Ok(objects::api::<MachineConfigPool>(client)
         .list(&ListParams::default())
         .await?
         .into_iter()
         .map(MachineConfigPool::from_object)
-        .collect();
+        .collect())
+}
+
+/// Gives every Node its MachineConfigNode and deletes those of Nodes that are gone; returns
+/// how many objects it wrote.
+pub async fn sync(client: &Client) -> Result<usize, McnSyncError> {
+    let nodes = list_nodes(client).await?;
+    let pools = list_pools(client).await?;
     let api = objects::api::<MachineConfigNode>(client);
     let existing: Vec<MachineConfigNode> = api
         .list(&ListParams::default())

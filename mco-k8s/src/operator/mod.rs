@@ -19,14 +19,14 @@ pub mod kinds;
 pub mod layering;
 pub mod machine_config_nodes;
 
-use crate::objects::{self, Model};
+use crate::objects::Model;
 use crate::reflect::{wake_on, Wake};
 use apply::{apply, Applied};
 use kinds::kind_info;
-use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use mco_render::api::{MachineConfigPool, MachineOSConfig};
+use mco_render::api::MachineOSConfig;
 use mco_render::controllers::build::request::GLOBAL_PULL_SECRET_COPY;
 use mco_render::controllers::operator::certificates::{
     ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef, BOOTSTRAP,
@@ -311,12 +311,7 @@ impl Operator {
                 observed: get_value(&api, name).await?,
             });
         }
-        let pools: Vec<MachineConfigPool> = objects::api::<MachineConfigPool>(&self.client)
-            .list(&ListParams::default())
-            .await?
-            .into_iter()
-            .map(MachineConfigPool::from_object)
-            .collect();
+        let pools = machine_config_nodes::list_pools(&self.client).await?;
         let co_api = api_all(&self.client, "ClusterOperator")?;
         let live = match get_value(&co_api, CLUSTER_OPERATOR_NAME).await? {
             Some(l) => l,
