@@ -690,3 +690,81 @@ async fn creates_jobs_as_the_job_strategy_does() {
         .unwrap();
     assert_eq!(after.status.and_then(|s| s.active), Some(1));
 }
+
+/// Custom resources are checked against their CRDs as the API server does: a MachineOSConfig
+/// pushing to a reference without a tag, with an unknown builder and without its pool is
+/// refused with every cause and upstream's messages; a PinnedImageSet naming an image by tag
+/// too. The CEL rule shapes the CRDs use evaluate as CEL would.
+#[tokio::test]
+async fn custom_resources_are_checked_against_their_crds() {
+    let server = ApiServer::start().await.unwrap();
+    let moscs: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::MACHINE_OS_CONFIG.api_resource());
+    let bad: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineOSConfig",
+        "metadata": {"name": "layered"},
+        "spec": {
+            "imageBuilder": {"imageBuilderType": "Podman"},
+            "renderedImagePushSecret": {"name": "push-secret"},
+            "renderedImagePushSpec": "quay.io/example/os-images"
+        }
+    }))
+    .unwrap();
+    let Err(kube::Error::Api(e)) = moscs.create(&PostParams::default(), &bad).await else {
+        panic!("admitted");
+    };
+    assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        e.message,
+        "MachineOSConfig.machineconfiguration.openshift.io \"layered\" is invalid: [spec.machineConfigPool: Required value, spec.imageBuilder.imageBuilderType: Unsupported value: \"Podman\": supported values: \"Job\", spec.renderedImagePushSpec: Invalid value: \"string\": the OCI Image name should follow the host[:port][/namespace]/name format, resembling a valid URL without the scheme. Or it must be a valid .svc followed by a port, repository, image name, and tag.]"
+    );
+    assert!(server
+        .store
+        .get("machineosconfigs", "", "layered")
+        .is_none());
+
+    let sets: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::PINNED_IMAGE_SET.api_resource());
+    let tagged: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "PinnedImageSet",
+        "metadata": {"name": "worker-pinned"},
+        "spec": {"pinnedImages": [{"name": "quay.io/example/app:latest"}]}
+    }))
+    .unwrap();
+    let Err(kube::Error::Api(e)) = sets.create(&PostParams::default(), &tagged).await else {
+        panic!("admitted");
+    };
+    // Both rules fail (the tag is no digest, and `:latest` is not in a name), as CEL has it.
+    assert_eq!(
+        e.message,
+        "PinnedImageSet.machineconfiguration.openshift.io \"worker-pinned\" is invalid: [spec.pinnedImages[0].name: Invalid value: \"string\": the OCI Image reference must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 characters long, spec.pinnedImages[0].name: Invalid value: \"string\": the OCI Image name should follow the host[:port][/namespace]/name format, resembling a valid URL without the scheme]"
+    );
+
+    use support::schema::eval;
+    let push = "self.matches('^([a-zA-Z0-9-]+\\\\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?(/[a-zA-Z0-9-_]{1,61})*/[a-zA-Z0-9-_.]+:[a-zA-Z0-9._-]+$') || self.matches('^[^.]+\\\\.[^.]+\\\\.svc:\\\\d+\\\\/[^\\\\/]+\\\\/[^\\\\/]+:[^\\\\/]+$')";
+    assert_eq!(
+        eval(push, "registry.example.net/ocl/worker:latest"),
+        Some(true)
+    );
+    assert_eq!(
+        eval(
+            push,
+            "image-registry.openshift-image-registry.svc:5000/ns/os:latest"
+        ),
+        Some(true)
+    );
+    assert_eq!(eval(push, "worker:latest"), Some(false));
+    let digest =
+        "(self.split('@').size() == 2 && self.split('@')[1].matches('^sha256:[a-f0-9]{64}$'))";
+    assert_eq!(
+        eval(digest, &format!("quay.io/a/b@sha256:{}", "0".repeat(64))),
+        Some(true)
+    );
+    assert_eq!(eval(digest, "quay.io/a/b@sha256:00"), Some(false));
+    let subdomain = "!format.dns1123Subdomain().validate(self).hasValue()";
+    assert_eq!(eval(subdomain, "worker"), Some(true));
+    assert_eq!(eval(subdomain, "Worker_1"), Some(false));
+    assert_eq!(eval("self.size() > 2", "x"), None);
+}

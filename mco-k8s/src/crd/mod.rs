@@ -416,11 +416,15 @@ struct RootNoStatus<S> {
 }
 
 /// Removes `default` keywords, recursively: schemars writes the serde defaults of the core's
-/// non-optional fields, which the CRDs leave to the API's readers.
+/// non-optional fields, which the CRDs leave to the API's readers. A default the API server
+/// must apply (as upstream's CRD has it) is written `x-crd-default` on the type and kept.
 fn strip_defaults(v: &mut Value) {
     match v {
         Value::Object(m) => {
             m.remove("default");
+            if let Some(d) = m.remove("x-crd-default") {
+                m.insert("default".into(), d);
+            }
             m.values_mut().for_each(strip_defaults);
         }
         Value::Array(a) => a.iter_mut().for_each(strip_defaults),

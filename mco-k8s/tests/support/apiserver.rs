@@ -41,6 +41,10 @@
 //!   Failed, as the real eviction handler lets those through); evicting a terminating pod is
 //!   accepted (201) and changes nothing but a shorter grace period.
 //!
+//! - custom resources are checked against their CRDs in `manifests/` (types, required
+//!   fields, enums, lengths, list sizes and map-list keys, the CEL rules the CRDs use:
+//!   [`super::schema`]) on every write, refused with 422 Invalid naming each cause.
+//!
 //! Simplified: lists ignore `limit` (everything comes in one page), history is never
 //! compacted (no 410 Gone), strategic merge patches (refused on custom resources, as the
 //! real server does) are applied as JSON merge patches, and
@@ -710,6 +714,23 @@ fn spec_part(obj: &Value) -> Value {
 /// The object a write of `candidate` over the stored `old` would store (`status_only`: a
 /// write to the status subresource): the parts a client cannot change kept, the generation
 /// bumped when the spec changed. 409 Conflict for a stale resourceVersion.
+/// 422 Invalid when a custom resource fails its CRD's schema ([`super::schema`]), naming
+/// every cause as the API server does.
+fn schema_valid(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiError> {
+    let causes = super::schema::violations(def, obj);
+    let list = match causes.as_slice() {
+        [] => return Ok(()),
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    Err(ApiError::new(
+        422,
+        "Invalid",
+        format!("{}.{} {name:?} is invalid: {list}", def.kind, def.group),
+    )
+    .about(def, name))
+}
+
 fn updated(
     def: &ResourceDef,
     name: &str,
@@ -788,6 +809,7 @@ fn updated(
         set_meta(&mut new, "generation", json!(g + 1));
     }
     set_meta(&mut new, "resourceVersion", json!(old_rv));
+    schema_valid(def, name, &new)?;
     Ok(new)
 }
 
@@ -1135,6 +1157,7 @@ impl Store {
         if def.plural == "jobs" {
             prepare_job(&mut obj, &name, &uid).map_err(|e| e.about(def, &name))?;
         }
+        schema_valid(def, &name, &obj)?;
         Ok(self.commit(&mut inner, def, key, obj, "ADDED"))
     }
 

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod node_host;
 pub mod patch;
 pub mod rbac;
+pub mod schema;
 
 /// The YAML documents of a file, as JSON values (empty documents skipped).
 pub fn yaml_docs(path: &std::path::Path) -> Vec<serde_json::Value> {

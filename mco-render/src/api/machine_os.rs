@@ -41,31 +41,40 @@ pub struct MachineOSConfig {
 
 /// A name reference (`{name}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[schemars(extend("required" = ["name"]))]
 pub struct NameRef {
-    /// The referenced object's name.
+    /// The referenced object's name (a DNS subdomain, as upstream's CRD checks it).
     #[serde(default)]
+    #[schemars(length(max = 253), extend("x-kubernetes-validations" = [{
+        "rule": "!format.dns1123Subdomain().validate(self).hasValue()",
+        "message": "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character."
+    }]))]
     pub name: String,
 }
 
 /// The builder that runs the build.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["imageBuilderType"]))]
 pub struct ImageBuilder {
     /// `Job` (the only type upstream accepts).
     #[serde(default)]
+    #[schemars(extend("enum" = ["Job"]))]
     pub image_builder_type: String,
 }
 
 /// A Containerfile fragment for one architecture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["content"]))]
 pub struct ContainerfileEntry {
     /// `NoArch`, `AMD64`, `ARM64`, `PPC64LE` or `S390X`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "String", extend("enum" = ["ARM64", "AMD64", "PPC64LE", "S390X", "NoArch"], "x-crd-default" = "NoArch"))]
     pub containerfile_arch: String,
-    /// The instructions appended to the build.
+    /// The instructions appended to the build (at most 4096 bytes).
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub content: String,
 }
 
@@ -73,6 +82,7 @@ pub struct ContainerfileEntry {
 /// hashed into the MachineOSBuild name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["imageBuilder", "machineConfigPool", "renderedImagePushSecret", "renderedImagePushSpec"]))]
 pub struct MachineOSConfigSpec {
     /// The pool whose nodes get the image.
     #[serde(default)]
@@ -86,11 +96,18 @@ pub struct MachineOSConfigSpec {
     /// The secret pushing the built image.
     #[serde(default)]
     pub rendered_image_push_secret: NameRef,
-    /// Where the built image is pushed (`host/repo:tag`).
+    /// Where the built image is pushed (`host[:port][/namespace]/name:tag`, or an in-cluster
+    /// `<service>.<namespace>.svc:<port>/<namespace>/<name>:<tag>`).
     #[serde(default)]
+    #[schemars(length(min = 1, max = 447), extend("x-kubernetes-validations" = [{
+        "rule": "self.matches('^([a-zA-Z0-9-]+\\\\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?(/[a-zA-Z0-9-_]{1,61})*/[a-zA-Z0-9-_.]+:[a-zA-Z0-9._-]+$') || self.matches('^[^.]+\\\\.[^.]+\\\\.svc:\\\\d+\\\\/[^\\\\/]+\\\\/[^\\\\/]+:[^\\\\/]+$')",
+        "message": "the OCI Image name should follow the host[:port][/namespace]/name format, resembling a valid URL without the scheme. Or it must be a valid .svc followed by a port, repository, image name, and tag."
+    }]))]
     pub rendered_image_push_spec: String,
-    /// Containerfile fragments; absent (`null`) and empty differ in the hash.
+    /// Containerfile fragments (at most 4, one per architecture); absent (`null`) and empty
+    /// differ in the hash.
     #[serde(default)]
+    #[schemars(length(max = 4), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["containerfileArch"]))]
     pub container_file: Option<Vec<ContainerfileEntry>>,
 }
 

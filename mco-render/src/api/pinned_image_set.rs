@@ -33,20 +33,31 @@ pub struct PinnedImageSet {
 /// The images of a PinnedImageSet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["pinnedImages"]))]
 pub struct PinnedImageSetSpec {
     /// The images, each an OCI reference by digest (`host[:port][/namespace]/name@sha256:<64 hex>`);
     /// CRI-O's `pinned_images` on the nodes lists them (1 to 500 entries).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 500))]
+    #[schemars(length(min = 1, max = 500), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub pinned_images: Vec<PinnedImageRef>,
 }
 
 /// One pinned image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[schemars(extend("required" = ["name"]))]
 pub struct PinnedImageRef {
     /// The image by digest.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 447))]
+    #[schemars(length(min = 1, max = 447), extend("x-kubernetes-validations" = [
+        {
+            "rule": "(self.split('@').size() == 2 && self.split('@')[1].matches('^sha256:[a-f0-9]{64}$'))",
+            "message": "the OCI Image reference must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 characters long"
+        },
+        {
+            "rule": "(self.split('@')[0].matches('^([a-zA-Z0-9-]+\\\\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?/([a-zA-Z0-9-_]{0,61}/)?[a-zA-Z0-9-_.]*?$'))",
+            "message": "the OCI Image name should follow the host[:port][/namespace]/name format, resembling a valid URL without the scheme"
+        }
+    ]))]
     pub name: String,
 }
 
