@@ -742,6 +742,27 @@ async fn custom_resources_are_checked_against_their_crds() {
         "PinnedImageSet.machineconfiguration.openshift.io \"worker-pinned\" is invalid: [spec.pinnedImages[0].name: Invalid value: \"string\": the OCI Image reference must end with a valid '@sha256:<digest>' suffix, where '<digest>' is 64 characters long, spec.pinnedImages[0].name: Invalid value: \"string\": the OCI Image name should follow the host[:port][/namespace]/name format, resembling a valid URL without the scheme]"
     );
 
+    // A valid one is stored with the CRD's defaults filled in.
+    let good: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineOSConfig",
+        "metadata": {"name": "layered"},
+        "spec": {
+            "machineConfigPool": {"name": "worker"},
+            "imageBuilder": {"imageBuilderType": "Job"},
+            "renderedImagePushSecret": {"name": "push-secret"},
+            "renderedImagePushSpec": "quay.io/example/os-images:latest",
+            "containerFile": [{"content": "RUN dnf install -y tmux"}]
+        }
+    }))
+    .unwrap();
+    moscs.create(&PostParams::default(), &good).await.unwrap();
+    let stored = server.store.get("machineosconfigs", "", "layered").unwrap();
+    assert_eq!(
+        stored["spec"]["containerFile"],
+        json!([{"containerfileArch": "NoArch", "content": "RUN dnf install -y tmux"}])
+    );
+
     use support::schema::eval;
     let push = "self.matches('^([a-zA-Z0-9-]+\\\\.)+[a-zA-Z0-9-]+(:[0-9]{2,5})?(/[a-zA-Z0-9-_]{1,61})*/[a-zA-Z0-9-_.]+:[a-zA-Z0-9._-]+$') || self.matches('^[^.]+\\\\.[^.]+\\\\.svc:\\\\d+\\\\/[^\\\\/]+\\\\/[^\\\\/]+:[^\\\\/]+$')";
     assert_eq!(

@@ -41,9 +41,9 @@
 //!   Failed, as the real eviction handler lets those through); evicting a terminating pod is
 //!   accepted (201) and changes nothing but a shorter grace period.
 //!
-//! - custom resources are checked against their CRDs in `manifests/` (types, required
-//!   fields, enums, lengths, list sizes and map-list keys, the CEL rules the CRDs use:
-//!   [`super::schema`]) on every write, refused with 422 Invalid naming each cause.
+//! - custom resources are defaulted and checked against their CRDs in `manifests/` (types,
+//!   required fields, enums, lengths, list sizes and map-list keys, the CEL rules the CRDs
+//!   use: [`super::schema`]) on every write, refused with 422 Invalid naming each cause.
 //!
 //! Simplified: lists ignore `limit` (everything comes in one page), history is never
 //! compacted (no 410 Gone), strategic merge patches (refused on custom resources, as the
@@ -781,6 +781,7 @@ fn updated(
     };
     new["apiVersion"] = json!(def.api_version());
     new["kind"] = json!(def.kind);
+    super::schema::apply_defaults(def, &mut new);
     for k in [
         "name",
         "namespace",
@@ -1157,6 +1158,7 @@ impl Store {
         if def.plural == "jobs" {
             prepare_job(&mut obj, &name, &uid).map_err(|e| e.about(def, &name))?;
         }
+        super::schema::apply_defaults(def, &mut obj);
         schema_valid(def, &name, &obj)?;
         Ok(self.commit(&mut inner, def, key, obj, "ADDED"))
     }

@@ -9,9 +9,11 @@
 //! Errors read as the API server's (`spec.x: Required value`, `spec.x: Invalid value:
 //! "string": <message>`), all of them in one 422 Invalid.
 //!
+//! Before the check, the schemas' `default`s fill absent fields ([`apply_defaults`]), as the
+//! API server defaults a custom resource on write.
+//!
 //! Simplified: a `null` passes where the schema has no `nullable` (the real server prunes it),
-//! unknown fields are kept (not pruned), `default`s are not applied, and a rule of another
-//! shape is not evaluated.
+//! unknown fields are kept (not pruned), and a rule of another shape is not evaluated.
 
 use super::apiserver::ResourceDef;
 use serde_json::Value;
@@ -47,6 +49,34 @@ fn schemas() -> &'static BTreeMap<String, Value> {
         }
         out
     })
+}
+
+/// Fills the fields of `obj` (of `def`) its CRD's schema gives a `default` where they are
+/// absent, in objects present and in every list item.
+pub fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
+    let key = format!("{}.{}/{}", def.plural, def.group, def.version);
+    if let Some(schema) = schemas().get(&key) {
+        fill(schema, obj);
+    }
+}
+
+fn fill(schema: &Value, v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (field, sub) in schema["properties"].as_object().into_iter().flatten() {
+                match m.get_mut(field) {
+                    Some(fv) => fill(sub, fv),
+                    None => {
+                        if let Some(d) = sub.get("default") {
+                            m.insert(field.clone(), d.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| fill(&schema["items"], i)),
+        _ => {}
+    }
 }
 
 /// The causes `obj` (of `def`) fails its CRD's schema for, empty when it passes or `def` has
