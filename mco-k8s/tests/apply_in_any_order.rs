@@ -19,7 +19,6 @@ use kube::Api;
 use mco_k8s::webhook::{self, cache::WebhookCache};
 use mco_render::admission::{set_ca_bundle, ReviewOptions};
 use mco_render::api::MachineConfig;
-use mco_render::controllers::render_sync::release_of;
 use mco_render::manifests::expand::{expand_manifests, ClusterOptions};
 use mco_render::manifests::Manifests;
 use mco_render::render::{render_pool, Rendered};
@@ -145,10 +144,7 @@ fn offline_rendered(objects: &[Value]) -> BTreeMap<String, Rendered> {
         .as_ref()
         .map(|(_, c)| c.spec.clone())
         .unwrap_or_default();
-    let opts = match m.controller_config.as_ref() {
-        Some((_, c)) => release_of(c, &opts),
-        None => opts,
-    };
+    let opts = m.render_options(&opts);
     let mcs: Vec<MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc.clone()).collect();
     m.pools
         .iter()

@@ -49,11 +49,7 @@ pub fn render_pools(m: &Manifests, opts: &RenderOptions) -> Result<RenderedPools
         .map(|(_, c)| c.spec.clone())
         .unwrap_or_default();
     // Stamped with the ControllerConfig's release image version, as the controller renders.
-    let release = m
-        .controller_config
-        .as_ref()
-        .map(|(_, c)| crate::controllers::render_sync::release_of(c, opts));
-    let opts = release.as_ref().unwrap_or(opts);
+    let opts = &m.render_options(opts);
     let (mut ok, mut failed) = (Vec::new(), Vec::new());
     for (_, pool) in &m.pools {
         match render_pool(pool, &configs, &controller, opts) {

@@ -34,7 +34,7 @@ pub struct Builds {
     events: crate::events::Events,
 }
 
-fn ignore_absent(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
+pub(crate) fn ignore_absent(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
     match r {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         other => other,

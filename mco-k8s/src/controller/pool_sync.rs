@@ -608,7 +608,7 @@ impl Cluster {
 }
 
 /// A LIST of a kind the server does not serve (404: its CRD is not installed) as empty.
-fn absent_is_empty<K>(
+pub(crate) fn absent_is_empty<K>(
     r: Result<kube::core::ObjectList<K>, kube::Error>,
 ) -> Result<Vec<K>, kube::Error>
 where

@@ -4,6 +4,8 @@
 
 use super::machine_config_nodes::{list_nodes, list_pools};
 use super::OperatorError;
+use crate::controller::build::ignore_absent;
+use crate::controller::pool_sync::absent_is_empty;
 use crate::objects::{self, Model};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -35,15 +37,6 @@ impl From<kube::Error> for LayeringSyncError {
     }
 }
 
-/// A 404 as nothing.
-fn absent<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
-    match r {
-        Ok(t) => Ok(Some(t)),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 async fn secret(
     client: &Client,
     namespace: &str,
@@ -63,13 +56,14 @@ async fn secret(
 /// installed) no pool is layered.
 pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
     let pools = list_pools(client).await?;
-    let moscs: Vec<MachineOSConfig> = absent(
+    let moscs: Vec<MachineOSConfig> = absent_is_empty(
         objects::api::<MachineOSConfig>(client)
             .list(&ListParams::default())
             .await,
     )?
-    .map(|l| l.into_iter().map(MachineOSConfig::from_object).collect())
-    .unwrap_or_default();
+    .into_iter()
+    .map(MachineOSConfig::from_object)
+    .collect();
     // The nodes only matter (must run CoreOS) while a pool is layered.
     let nodes: Vec<Node> = if layered_pools(&pools, &moscs).is_empty() {
         Vec::new()
@@ -112,7 +106,11 @@ pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
             }
             SecretIntent::Delete(_) => {
                 tracing::info!("deleting {name}");
-                absent(api.delete(&name, &DeleteParams::default()).await)?;
+                ignore_absent(
+                    api.delete(&name, &DeleteParams::default())
+                        .await
+                        .map(|_| ()),
+                )?;
             }
         }
         wrote += 1;

@@ -5,7 +5,6 @@ use mco_ignition::SpecVersion;
 use mco_render::admission::{self, ClusterView, Operation, ReviewOptions};
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::upstream_json;
-use mco_render::controllers::render_sync::release_of;
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
 use mco_render::load;
 use mco_render::manifests::expand::{expand_manifests, template_options, ClusterOptions};
@@ -426,11 +425,7 @@ fn render_all(
 ) -> Result<Vec<(String, Rendered)>, Failure> {
     let cc = controller_spec(m);
     // Stamped with the ControllerConfig's release image version, as the controller renders.
-    let release = m
-        .controller_config
-        .as_ref()
-        .map(|(_, c)| release_of(c, opts));
-    let opts = release.as_ref().unwrap_or(opts);
+    let opts = &m.render_options(opts);
     // The Ignition configs move to the copies rendered from (they are not needed afterwards),
     // so only the small rest of each MachineConfig is copied; the last pool takes the copies
     // and parses the configs in place.

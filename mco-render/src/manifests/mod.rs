@@ -285,6 +285,15 @@ impl Manifests {
         Ok(())
     }
 
+    /// `opts` as the controller renders with these manifests' ControllerConfig (stamped with
+    /// its release image version, [`crate::controllers::render_sync::release_of`]).
+    pub fn render_options(&self, opts: &crate::RenderOptions) -> crate::RenderOptions {
+        match &self.controller_config {
+            Some((_, c)) => crate::controllers::render_sync::release_of(c, opts),
+            None => opts.clone(),
+        }
+    }
+
     /// The MachineConfigs alone.
     pub fn configs(&self) -> Vec<MachineConfig> {
         self.machine_configs
