@@ -23,6 +23,8 @@ pub struct Locations {
     values: HashMap<String, Pos>,
     /// A key given twice in one mapping: the path, the line of the first, the line of the second.
     pub duplicates: Vec<(String, usize, usize)>,
+    /// The items of one-line flow sequences (`[a, b]`), by path.
+    pub flow_items: std::collections::HashSet<String>,
 }
 
 impl Locations {
@@ -33,6 +35,60 @@ impl Locations {
     /// Where the value at `path` starts.
     pub fn value(&self, path: &str) -> Option<Pos> {
         self.values.get(path).copied()
+    }
+    /// Every value's path and position.
+    pub fn values(&self) -> impl Iterator<Item = (&str, Pos)> {
+        self.values.iter().map(|(p, pos)| (p.as_str(), *pos))
+    }
+}
+
+/// The start columns (0-based, in `line`) of the items of the flow sequence opening at
+/// `open`, when it closes on the same line and holds scalars only.
+fn flow_item_starts(line: &str, open: usize) -> Option<Vec<usize>> {
+    let b = line.as_bytes();
+    let mut starts = Vec::new();
+    let mut i = open + 1;
+    loop {
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        match b.get(i)? {
+            b']' if starts.is_empty() => return Some(starts),
+            b'[' | b'{' | b']' | b',' | b'#' => return None,
+            _ => {}
+        }
+        starts.push(i);
+        if matches!(b[i], b'"' | b'\'') {
+            let q = b[i];
+            i += 1;
+            while i < b.len() {
+                if b[i] == q {
+                    if q == b'\'' && b.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                if q == b'"' && b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+        }
+        while i < b.len() && !matches!(b[i], b',' | b']') {
+            if matches!(b[i], b'[' | b'{' | b'"' | b'\'') {
+                return None;
+            }
+            i += 1;
+        }
+        match b.get(i)? {
+            b',' => i += 1,
+            _ => {
+                let rest = line[i + 1..].trim_start();
+                return (rest.is_empty() || rest.starts_with('#')).then_some(starts);
+            }
+        }
     }
 }
 
@@ -200,7 +256,7 @@ pub fn locate(text: &str) -> Locations {
                 None => pending = Some((path, col)),
                 Some(v) => {
                     loc.values.insert(
-                        path,
+                        path.clone(),
                         Pos {
                             line: line_no,
                             column: col + v + 1,
@@ -209,6 +265,24 @@ pub fn locate(text: &str) -> Locations {
                     let value = &rest[v..];
                     if value.starts_with('|') || value.starts_with('>') {
                         block_scalar = Some(col);
+                    }
+                    if value.starts_with('[') {
+                        let open = col + v;
+                        for (i, start) in flow_item_starts(line, open)
+                            .into_iter()
+                            .flatten()
+                            .enumerate()
+                        {
+                            let item = join(&path, &i.to_string());
+                            loc.values.insert(
+                                item.clone(),
+                                Pos {
+                                    line: line_no,
+                                    column: start + 1,
+                                },
+                            );
+                            loc.flow_items.insert(item);
+                        }
                     }
                 }
             }

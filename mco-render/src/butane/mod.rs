@@ -7,6 +7,7 @@
 //!
 //! - [`version`]: the spec versions and what follows from one (Ignition version, compression).
 //! - [`locate`]: line and column of each node by Butane path.
+//! - [`scalar`]: scalars as yaml.v3 decodes them into bool, int and string fields.
 //! - [`schema`]: the fields, their Ignition names and types; unknown keys, type errors.
 //! - [`contents`]: contents as `data:` URLs (gzip when shorter).
 //! - [`sugar`]: `boot_device`, `with_mount_unit`, Ignition's merge of the rendered parts.
@@ -21,6 +22,7 @@ pub mod emit;
 pub mod files;
 pub mod locate;
 pub mod report;
+pub mod scalar;
 pub mod schema;
 pub mod sugar;
 mod translate;
@@ -135,7 +137,16 @@ pub fn translate(
             }
         }
     };
-    match translate::run(&root, version, files) {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let scalars: schema::ScalarSource = loc
+        .values()
+        .filter_map(|(path, pos)| {
+            let line = lines.get(pos.line - 1)?;
+            let token = scalar::token_at(line, pos.column - 1, loc.flow_items.contains(path))?;
+            Some((path.to_string(), token))
+        })
+        .collect();
+    match translate::run(&root, &scalars, version, files) {
         translate::Step::Types(lines) => {
             let mut msg = String::from("yaml: unmarshal errors:");
             for (path, m) in lines {

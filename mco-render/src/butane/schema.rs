@@ -1,6 +1,7 @@
 //! The fields of an `openshift` config, their Ignition names and types, and the conversion of
 //! parsed YAML into Ignition's JSON shape (snake_case to camelCase, unknown keys reported).
 
+use super::scalar::{resolve_plain, RawScalar, Resolved, Style};
 use serde_json::{Map, Value};
 
 /// A field's type, as the Go struct Butane decodes into holds it.
@@ -12,8 +13,8 @@ pub enum Kind {
     Int,
     /// A boolean.
     Bool,
-    /// A list of strings.
-    Strs,
+    /// A list of strings, of the named Go string type (`""` for plain `string`).
+    Strs(&'static str),
     /// A string-to-string map.
     Labels,
     /// A struct: its fields and its Go type name.
@@ -60,7 +61,10 @@ const fn since(minor: u8, field: Field) -> Field {
     }
 }
 
-use Kind::{Bool, Int, Labels, Obj, Objs, Str, Strs};
+use Kind::{Bool, Int, Labels, Obj, Objs, Str};
+
+/// A list of plain strings.
+const STRS: Kind = Kind::Strs("");
 
 const NODE_USER: &[Field] = &[f("id", "id", Int), f("name", "name", Str)];
 const VERIFICATION: &[Field] = &[f("hash", "hash", Str)];
@@ -121,9 +125,9 @@ const DISK: &[Field] = &[
 const RAID: &[Field] = &[
     f("name", "name", Str),
     f("level", "level", Str),
-    f("devices", "devices", Strs),
+    f("devices", "devices", Kind::Strs("Device")),
     f("spares", "spares", Int),
-    f("options", "options", Strs),
+    f("options", "options", Kind::Strs("RaidOption")),
 ];
 const FILESYSTEM: &[Field] = &[
     f("device", "device", Str),
@@ -132,8 +136,8 @@ const FILESYSTEM: &[Field] = &[
     f("wipe_filesystem", "wipeFilesystem", Bool),
     f("label", "label", Str),
     f("uuid", "uuid", Str),
-    f("options", "options", Strs),
-    f("mount_options", "mountOptions", Strs),
+    f("options", "options", STRS),
+    f("mount_options", "mountOptions", STRS),
     sugar("with_mount_unit", Bool),
 ];
 const TANG: &[Field] = &[
@@ -160,8 +164,8 @@ const LUKS: &[Field] = &[
     f("label", "label", Str),
     f("uuid", "uuid", Str),
     f("wipe_volume", "wipeVolume", Bool),
-    f("options", "options", Strs),
-    since(14, f("open_options", "openOptions", Strs)),
+    f("options", "options", Kind::Strs("LuksOption")),
+    since(14, f("open_options", "openOptions", STRS)),
     since(14, f("discard", "discard", Bool)),
     f("clevis", "clevis", Obj(CLEVIS, "Clevis")),
     since(19, f("cex", "cex", Obj(CEX, "Cex"))),
@@ -194,14 +198,18 @@ const SYSTEMD: &[Field] = &[f("units", "units", Objs(UNIT, "Unit"))];
 const USER: &[Field] = &[
     f("name", "name", Str),
     f("password_hash", "passwordHash", Str),
-    f("ssh_authorized_keys", "sshAuthorizedKeys", Strs),
-    since(14, sugar("ssh_authorized_keys_local", Strs)),
+    f(
+        "ssh_authorized_keys",
+        "sshAuthorizedKeys",
+        Kind::Strs("SSHAuthorizedKey"),
+    ),
+    since(14, sugar("ssh_authorized_keys_local", STRS)),
     f("uid", "uid", Int),
     f("gecos", "gecos", Str),
     f("home_dir", "homeDir", Str),
     f("no_create_home", "noCreateHome", Bool),
     f("primary_group", "primaryGroup", Str),
-    f("groups", "groups", Strs),
+    f("groups", "groups", Kind::Strs("Group")),
     f("no_user_group", "noUserGroup", Bool),
     f("no_log_init", "noLogInit", Bool),
     f("shell", "shell", Str),
@@ -220,8 +228,12 @@ const PASSWD: &[Field] = &[
     f("groups", "groups", Objs(GROUP, "PasswdGroup")),
 ];
 const KARGS: &[Field] = &[
-    f("should_exist", "shouldExist", Strs),
-    f("should_not_exist", "shouldNotExist", Strs),
+    f("should_exist", "shouldExist", Kind::Strs("KernelArgument")),
+    f(
+        "should_not_exist",
+        "shouldNotExist",
+        Kind::Strs("KernelArgument"),
+    ),
 ];
 const CONFIG_REF: &[Field] = &[
     f("merge", "merge", Objs(RESOURCE, "Resource")),
@@ -230,7 +242,7 @@ const CONFIG_REF: &[Field] = &[
 const PROXY: &[Field] = &[
     f("http_proxy", "httpProxy", Str),
     f("https_proxy", "httpsProxy", Str),
-    f("no_proxy", "noProxy", Strs),
+    f("no_proxy", "noProxy", STRS),
 ];
 const TLS: &[Field] = &[f(
     "certificate_authorities",
@@ -248,7 +260,7 @@ const IGNITION: &[Field] = &[
     f("security", "security", Obj(SECURITY, "Security")),
     f("timeouts", "timeouts", Obj(TIMEOUTS, "Timeouts")),
 ];
-const MIRROR: &[Field] = &[f("devices", "devices", Strs)];
+const MIRROR: &[Field] = &[f("devices", "devices", STRS)];
 const BD_LUKS: &[Field] = &[
     since(19, f("device", "device", Str)),
     since(14, f("discard", "discard", Bool)),
@@ -269,8 +281,8 @@ const GRUB_USER: &[Field] = &[
 const GRUB: &[Field] = &[f("users", "users", Objs(GRUB_USER, "GrubUser"))];
 const METADATA: &[Field] = &[f("name", "name", Str), f("labels", "labels", Labels)];
 const OPENSHIFT: &[Field] = &[
-    f("kernel_arguments", "kernelArguments", Strs),
-    f("extensions", "extensions", Strs),
+    f("kernel_arguments", "kernelArguments", STRS),
+    f("extensions", "extensions", STRS),
     f("fips", "fips", Bool),
     f("kernel_type", "kernelType", Str),
 ];
@@ -296,14 +308,13 @@ pub const CONFIG: &[Field] = &[
     f("openshift", "openshift", Obj(OPENSHIFT, "OpenShift")),
 ];
 
-/// Types from the openshift package rather than the base schema.
-fn go_package(name: &str, base: &str, variant: &str) -> String {
+/// The Go package a type of the config lives in: the openshift package (`v4_9`), the fcos one
+/// the boot device comes from (`v1_3`), or the base schema (`v0_3`).
+fn go_package<'a>(name: &str, names: &GoNames<'a>) -> &'a str {
     match name {
-        "Metadata" | "OpenShift" => variant.to_string(),
-        "BootDevice" | "BootDeviceLuks" | "BootDeviceMirror" | "Grub" | "GrubUser" => {
-            "fcos".to_string()
-        }
-        _ => base.to_string(),
+        "Metadata" | "OpenShift" => names.variant,
+        "BootDevice" | "BootDeviceLuks" | "BootDeviceMirror" | "Grub" | "GrubUser" => names.fcos,
+        _ => names.base,
     }
 }
 
@@ -311,6 +322,8 @@ fn go_package(name: &str, base: &str, variant: &str) -> String {
 pub struct GoNames<'a> {
     /// The base schema package (`v0_3`).
     pub base: &'a str,
+    /// The fcos package the variant embeds (`v1_3`).
+    pub fcos: &'a str,
     /// The openshift package (`v4_9`).
     pub variant: &'a str,
 }
@@ -331,57 +344,44 @@ pub struct TypeMismatch {
     pub message: String,
 }
 
+/// How each scalar of the source was written, by Butane path without `$.`
+/// (`storage.files.0.mode`): its style, and for plain scalars its text when the line shows
+/// it whole.
+pub type ScalarSource = std::collections::HashMap<String, (Style, Option<String>)>;
+
 /// Conversion state.
 pub struct Converter<'a> {
     /// Go names for messages.
     pub names: GoNames<'a>,
     /// The spec's minor version: fields of later specs are unknown keys.
     pub minor: u8,
+    /// How the scalars were written (empty: taken from the parsed values alone).
+    pub scalars: &'a ScalarSource,
     /// Unknown keys found, in order.
     pub unused: Vec<Unused>,
     /// Type errors found, in order.
     pub mismatches: Vec<TypeMismatch>,
 }
 
-fn tag_of(v: &Value) -> String {
-    let scalar = |tag: &str, text: String| {
-        if text.chars().count() > 10 {
-            let head: String = text.chars().take(7).collect();
-            format!("{tag} `{head}...`")
-        } else {
-            format!("{tag} `{text}`")
-        }
+/// A scalar as a plain scalar of the text the parsed value prints as.
+fn fallback_scalar(v: &Value) -> RawScalar {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "~".into(),
+        other => other.to_string(),
     };
-    match v {
-        Value::Object(_) => "!!map".into(),
-        Value::Array(_) => "!!seq".into(),
-        Value::String(s) => scalar("!!str", s.clone()),
-        Value::Bool(b) => scalar("!!bool", b.to_string()),
-        Value::Number(n) if n.is_f64() => scalar("!!float", n.to_string()),
-        Value::Number(n) => scalar("!!int", n.to_string()),
-        Value::Null => "!!null".into(),
+    RawScalar {
+        style: Style::Plain,
+        text,
     }
 }
 
 /// Go's `strconv.ParseInt(s, 0, 64)` on a plain scalar, as yaml.v3 resolves integers.
 pub fn go_int(s: &str) -> Option<i64> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let body = body.replace('_', "");
-    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        i64::from_str_radix(h, 16).ok()?
-    } else if let Some(o) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
-        i64::from_str_radix(o, 8).ok()?
-    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
-        i64::from_str_radix(b, 2).ok()?
-    } else if body.len() > 1 && body.starts_with('0') {
-        i64::from_str_radix(&body[1..], 8).ok()?
-    } else {
-        body.parse().ok()?
-    };
-    Some(if neg { -v } else { v })
+    match resolve_plain(s) {
+        Resolved::Int(i) => i64::try_from(i).ok(),
+        _ => None,
+    }
 }
 
 fn join(path: &str, seg: &str) -> String {
@@ -390,125 +390,157 @@ fn join(path: &str, seg: &str) -> String {
 
 impl Converter<'_> {
     fn go_type(&self, kind: Kind) -> String {
+        let base = self.names.base;
         match kind {
             Str => "string".into(),
             Int => "int".into(),
             Bool => "bool".into(),
-            Strs => "[]string".into(),
+            Kind::Strs(_) => format!("[]{}", self.elem_type(kind)),
             Labels => "map[string]string".into(),
-            Obj(_, n) => format!("{}.{n}", go_package(n, self.names.base, self.names.variant)),
-            Objs(_, n) => format!(
-                "[]{}.{n}",
-                go_package(n, self.names.base, self.names.variant)
-            ),
+            Obj(_, "ClevisCustom") if base == "v0_3" => format!("{base}.Custom"),
+            Obj(_, n) => format!("{}.{n}", go_package(n, &self.names)),
+            Objs(_, "HTTPHeader") => format!("{base}.HTTPHeaders"),
+            Objs(_, n) => format!("[]{}.{n}", go_package(n, &self.names)),
         }
     }
 
-    fn mismatch(&mut self, path: &str, v: &Value, kind: Kind) {
-        let message = format!("cannot unmarshal {} into {}", tag_of(v), self.go_type(kind));
+    /// The Go type of a list's items.
+    fn elem_type(&self, kind: Kind) -> String {
+        let base = self.names.base;
+        match kind {
+            Kind::Strs("") => "string".into(),
+            // Named option types only in the oldest base schema.
+            Kind::Strs("LuksOption" | "RaidOption") if base != "v0_3" => "string".into(),
+            Kind::Strs(n) => format!("{base}.{n}"),
+            _ => self.go_type(kind),
+        }
+    }
+
+    fn mismatch(&mut self, path: &str, what: String, go_type: String) {
         self.mismatches.push(TypeMismatch {
             path: path.to_string(),
-            message,
+            message: format!("cannot unmarshal {what} into {go_type}"),
         });
+    }
+
+    /// The scalar at `path` as the decoder sees it: its style and text from the source when
+    /// they agree with the parsed value, else from the parsed value.
+    fn scalar(&self, v: &Value, path: &str) -> RawScalar {
+        let key = path.strip_prefix("$.").unwrap_or("");
+        match self.scalars.get(key) {
+            Some((Style::Quoted, _)) => match v {
+                Value::String(s) => RawScalar {
+                    style: Style::Quoted,
+                    text: s.clone(),
+                },
+                _ => fallback_scalar(v),
+            },
+            Some((Style::Plain, Some(text))) => {
+                let agrees = serde_yaml_ng::from_str::<Value>(text).is_ok_and(|p| p == *v);
+                if agrees {
+                    RawScalar {
+                        style: Style::Plain,
+                        text: text.clone(),
+                    }
+                } else {
+                    fallback_scalar(v)
+                }
+            }
+            _ => fallback_scalar(v),
+        }
     }
 
     /// `v` converted to `kind`'s Ignition shape; `None` for null or a type error.
     pub fn convert(&mut self, v: &Value, kind: Kind, path: &str) -> Option<Value> {
-        if v.is_null() {
+        let collection = |v: &Value| match v {
+            Value::Object(_) => Some("!!map".to_string()),
+            Value::Array(_) => Some("!!seq".to_string()),
+            _ => None,
+        };
+        // A scalar where a collection belongs (nulls leave it unset).
+        if matches!(kind, Kind::Strs(_) | Labels | Obj(..) | Objs(..))
+            && !v.is_array()
+            && !v.is_object()
+        {
+            let raw = self.scalar(v, path);
+            if raw.resolve() != Resolved::Null {
+                self.mismatch(path, raw.describe(), self.go_type(kind));
+            }
+            return None;
+        }
+        let wrong_collection = match kind {
+            Kind::Strs(_) | Objs(..) => v.is_object(),
+            Labels | Obj(..) => v.is_array(),
+            _ => false,
+        };
+        if wrong_collection {
+            let what = collection(v).unwrap_or_default();
+            self.mismatch(path, what, self.go_type(kind));
             return None;
         }
         match kind {
-            Str => match v {
-                Value::String(_) => Some(v.clone()),
-                Value::Bool(b) => Some(Value::String(b.to_string())),
-                Value::Number(n) => Some(Value::String(n.to_string())),
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
+            Str | Int | Bool => {
+                if let Some(what) = collection(v) {
+                    self.mismatch(path, what, self.go_type(kind));
+                    return None;
                 }
-            },
-            Int => match v {
-                Value::Number(n) if n.is_i64() || n.is_u64() => Some(v.clone()),
-                Value::String(s)
-                    if s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+') =>
-                {
-                    match go_int(s) {
-                        Some(i) => Some(Value::from(i)),
-                        None => {
-                            self.mismatch(path, v, kind);
-                            None
-                        }
+                let raw = self.scalar(v, path);
+                let out = match kind {
+                    Str => Ok(raw.to_str().map(Value::String)),
+                    Int => raw.to_int().map(|i| i.map(Value::from)),
+                    _ => raw.to_bool().map(|b| b.map(Value::Bool)),
+                };
+                match out {
+                    Ok(out) => out,
+                    Err(()) => {
+                        self.mismatch(path, raw.describe(), self.go_type(kind));
+                        None
                     }
                 }
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
-                }
-            },
-            Bool => match v {
-                Value::Bool(_) => Some(v.clone()),
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
-                }
-            },
-            Strs => match v {
-                Value::Array(items) => {
-                    let out = items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, it)| {
-                            self.convert(it, Str, &join(path, &i.to_string()))
-                                .unwrap_or(Value::Null)
-                        })
-                        .collect();
-                    Some(Value::Array(out))
-                }
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
-                }
-            },
-            Labels => match v {
-                Value::Object(m) => {
-                    let mut out = Map::new();
-                    for (k, val) in m {
-                        let c = self
-                            .convert(val, Str, &join(path, k))
-                            .unwrap_or(Value::String(String::new()));
-                        out.insert(k.clone(), c);
+            }
+            Kind::Strs(_) => {
+                let items = v.as_array()?;
+                let elem = self.elem_type(kind);
+                let mut out = Vec::new();
+                for (i, it) in items.iter().enumerate() {
+                    let p = join(path, &i.to_string());
+                    if let Some(what) = collection(it) {
+                        self.mismatch(&p, what, elem.clone());
+                        continue;
                     }
-                    Some(Value::Object(out))
+                    // Nulls and refused items are left out of the list.
+                    if let Some(s) = self.convert(it, Str, &p) {
+                        out.push(s);
+                    }
                 }
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
+                Some(Value::Array(out))
+            }
+            Labels => {
+                let m = v.as_object()?;
+                let mut out = Map::new();
+                for (k, val) in m {
+                    let c = self
+                        .convert(val, Str, &join(path, k))
+                        .unwrap_or(Value::String(String::new()));
+                    out.insert(k.clone(), c);
                 }
-            },
-            Obj(fields, _) => match v {
-                Value::Object(m) => Some(Value::Object(self.object(m, fields, path))),
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
+                Some(Value::Object(out))
+            }
+            Obj(fields, _) => {
+                let m = v.as_object()?;
+                Some(Value::Object(self.object(m, fields, path)))
+            }
+            Objs(fields, name) => {
+                let items = v.as_array()?;
+                let mut out = Vec::new();
+                for (i, it) in items.iter().enumerate() {
+                    let p = join(path, &i.to_string());
+                    if let Some(o) = self.convert(it, Obj(fields, name), &p) {
+                        out.push(o);
+                    }
                 }
-            },
-            Objs(fields, name) => match v {
-                Value::Array(items) => {
-                    let out = items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, it)| {
-                            self.convert(it, Obj(fields, name), &join(path, &i.to_string()))
-                                .unwrap_or(Value::Object(Map::new()))
-                        })
-                        .collect();
-                    Some(Value::Array(out))
-                }
-                _ => {
-                    self.mismatch(path, v, kind);
-                    None
-                }
-            },
+                Some(Value::Array(out))
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 use super::checks::{self, Finding};
 use super::contents::make_data_url;
 use super::files::{FileSet, LocalError};
-use super::schema::{Converter, GoNames, Kind, CONFIG};
+use super::schema::{Converter, GoNames, Kind, ScalarSource, CONFIG};
 use super::sugar;
 use super::version::SpecVersion;
 use serde_json::{json, Map, Value};
@@ -327,14 +327,21 @@ fn fips_luks_options(config: &mut Map<String, Value>) {
 }
 
 /// Translates the parsed config `root` of spec `version`.
-pub(super) fn run(root: &Value, version: SpecVersion, files: Option<&FileSet>) -> Step {
+pub(super) fn run(
+    root: &Value,
+    scalars: &ScalarSource,
+    version: SpecVersion,
+    files: Option<&FileSet>,
+) -> Step {
     let variant_pkg = format!("v4_{}", version.minor());
     let mut conv = Converter {
         names: GoNames {
             base: version.base_package(),
+            fcos: version.fcos_package(),
             variant: &variant_pkg,
         },
         minor: version.minor(),
+        scalars,
         unused: Vec::new(),
         mismatches: Vec::new(),
     };

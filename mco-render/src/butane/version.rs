@@ -56,6 +56,16 @@ impl SpecVersion {
         self.minor >= 14
     }
 
+    /// The Go package of the fcos schema the variant embeds (boot device, GRUB), as yaml.v3's
+    /// type errors name it.
+    pub fn fcos_package(self) -> &'static str {
+        match self.minor {
+            ..=13 => "v1_3",
+            14..=18 => "v1_5",
+            _ => "v1_6",
+        }
+    }
+
     /// The Go package of the base schema, as yaml.v3's type errors name it.
     pub fn base_package(self) -> &'static str {
         match self.minor {
