@@ -120,46 +120,76 @@ pub async fn run_elected<T>(
 /// Where the kernel keeps this machine's (in a pod: this pod's UTS namespace's) host name.
 const KERNEL_HOSTNAME: &str = "/proc/sys/kernel/hostname";
 
-/// This process's identity as a candidate: its pod's name. Two replicas are two pods with
-/// two names; a container restarted in its pod (after a crash, a SIGKILL, a failed liveness
-/// probe) keeps the name, so it finds itself holding its own Lease and leads again at once
-/// instead of waiting for its old claim to lapse. The name comes from `POD_NAME` (the
-/// downward API, as `manifests/` sets it), else `HOSTNAME`, else the kernel's host name
-/// (a pod's host name is its name). Only when none is known does the identity fall back to
-/// one unique to this process, which never collides and never resumes.
+/// This process's identity as a candidate. With the pod's name known (`POD_NAME`, from the
+/// downward API, as `manifests/` sets it) the identity is that name: two replicas are two
+/// pods with two names, and a container restarted in its pod (after a crash, a SIGKILL, a
+/// failed liveness probe) keeps it, so it finds itself holding its own Lease and leads again
+/// at once instead of waiting for its old claim to lapse. Without it the identity is unique to
+/// this process (`<host name>_<pid and start time>`, as client-go's callers add a UUID to the
+/// host name): several processes on one host (or pods whose host name is not their own) must
+/// never share an identity, since two holders of one identity would both lead. Such a process
+/// restarted waits for its old claim to lapse or be released.
 pub fn default_identity() -> String {
     let env = |k: &str| std::env::var(k).ok();
     let kernel = std::fs::read_to_string(KERNEL_HOSTNAME).ok();
-    identity_from(env("POD_NAME"), env("HOSTNAME"), kernel).unwrap_or_else(|| {
-        let id = process_unique_identity();
-        tracing::warn!(
-            "no pod or host name known (POD_NAME, HOSTNAME, {KERNEL_HOSTNAME}); leader identity {id} will not survive a restart"
+    let id = identity_from(
+        env("POD_NAME"),
+        env("HOSTNAME"),
+        kernel,
+        &process_unique_suffix(),
+    );
+    if !id.resumable {
+        tracing::info!(
+            identity = %id.name,
+            "POD_NAME is not set: this process's leader identity is its own and will not resume its Lease after a restart"
         );
-        id
-    })
+    }
+    id.name
 }
 
-/// The identity from the pod name, the `HOSTNAME` variable and the kernel's host name, the
-/// first that is not blank (trimmed; the kernel's ends in a newline).
+/// A candidate's identity and whether a restarted process takes the same one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The Lease's `holderIdentity` this candidate writes.
+    pub name: String,
+    /// True for a pod name: a restart of the same pod takes its own Lease back at once.
+    pub resumable: bool,
+}
+
+/// The identity from the pod name, else the host name (`HOSTNAME`, else the kernel's; first
+/// not blank, trimmed) joined to `unique`, a suffix no other process has; `unknown` stands for
+/// a host name not known.
 pub fn identity_from(
     pod_name: Option<String>,
     hostname_env: Option<String>,
     kernel_hostname: Option<String>,
-) -> Option<String> {
-    [pod_name, hostname_env, kernel_hostname]
-        .into_iter()
-        .flatten()
-        .map(|n| n.trim().to_string())
-        .find(|n| !n.is_empty())
+    unique: &str,
+) -> Identity {
+    let blank_to_none =
+        |n: Option<String>| n.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+    if let Some(pod) = blank_to_none(pod_name) {
+        return Identity {
+            name: pod,
+            resumable: true,
+        };
+    }
+    let host = blank_to_none(hostname_env)
+        .or_else(|| blank_to_none(kernel_hostname))
+        .unwrap_or_else(|| "unknown".to_string());
+    Identity {
+        name: format!("{host}_{unique}"),
+        resumable: false,
+    }
 }
 
-/// `unknown_<pid><nanoseconds>`: an identity no other process has.
-fn process_unique_identity() -> String {
+/// `<pid><nanoseconds>` in hex: two processes alive at once never share a pid, and a pid
+/// reused later comes with another start time.
+fn process_unique_suffix() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
+        .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    format!("unknown_{:x}{nanos:08x}", std::process::id())
+    format!("{:x}{nanos:016x}", std::process::id())
 }
 
 /// What a candidate or holder does next with the Lease.
@@ -489,17 +519,25 @@ mod tests {
     }
 
     #[test]
-    fn identity_is_the_first_name_known() {
+    fn the_pod_name_is_the_identity_and_resumes() {
         let s = |v: &str| Some(v.to_string());
-        assert_eq!(
-            identity_from(s("mcc-7d9f-abcde"), s("other"), s("host\n")),
-            s("mcc-7d9f-abcde")
-        );
-        assert_eq!(identity_from(None, s("mcc-x"), s("host\n")), s("mcc-x"));
+        let id = identity_from(s(" mcc-7d9f-abcde\n"), s("other"), s("host\n"), "1f");
+        assert_eq!(id.name, "mcc-7d9f-abcde");
+        assert!(id.resumable);
+    }
+
+    #[test]
+    fn without_a_pod_name_the_identity_is_the_host_and_this_process() {
+        let s = |v: &str| Some(v.to_string());
+        // The host name alone would be shared by every process on the host.
+        let id = identity_from(None, s("node-a"), s("host\n"), "1f");
+        assert_eq!(id.name, "node-a_1f");
+        assert!(!id.resumable);
         // The kernel's name ends in a newline; blank values do not count.
-        assert_eq!(identity_from(s(""), s(" "), s("mcc-y\n")), s("mcc-y"));
-        assert_eq!(identity_from(None, None, s("\n")), None);
-        assert_eq!(identity_from(None, None, None), None);
+        let id = identity_from(s(""), s(" "), s("node-b\n"), "2e");
+        assert_eq!(id.name, "node-b_2e");
+        assert_eq!(identity_from(None, None, s("\n"), "3d").name, "unknown_3d");
+        assert_eq!(identity_from(None, None, None, "4c").name, "unknown_4c");
     }
 
     #[test]
@@ -522,10 +560,14 @@ mod tests {
     }
 
     #[test]
-    fn the_fallback_identity_is_unique_per_process() {
-        let id = process_unique_identity();
-        assert!(id.starts_with("unknown_"), "{id}");
-        assert!(id.contains(&format!("{:x}", std::process::id())), "{id}");
+    fn the_suffix_names_this_process() {
+        let id = process_unique_suffix();
+        assert!(id.starts_with(&format!("{:x}", std::process::id())), "{id}");
+        assert_ne!(
+            id,
+            process_unique_suffix(),
+            "another start time, another suffix"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Leader election against the in-process API server: one leader at a time, a hand-over
 //! when the leader shuts down (without waiting for the lease to lapse), a takeover when
 //! a leader stops renewing, and a killed leader restarted under its own identity (the same
-//! pod) leading again at once while another pod waits.
+//! pod) leading again at once while another pod waits; processes on one host without a pod
+//! name are distinct candidates, so exactly one of them leads.
 
 mod support;
 
@@ -16,7 +17,7 @@ use support::apiserver::{resource, ApiServer};
 use support::cluster::{expected_rendered, seed_examples};
 use tokio::sync::oneshot;
 
-const LIMIT: Duration = Duration::from_secs(30);
+const LIMIT: Duration = support::PATIENCE;
 
 fn settings(identity: &str, lease: Duration) -> LeaseSettings {
     LeaseSettings {
@@ -202,51 +203,101 @@ fn worker_mc(name: &str) -> serde_json::Value {
     })
 }
 
+/// The controller binary with the API server's kubeconfig, its pod name `pod` (None: the
+/// variable and HOSTNAME unset, as when run by hand), logging to `log`.
+fn controller(kubeconfig: &std::path::Path, pod: Option<&str>, log: &std::path::Path) -> Process {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"));
+    cmd.args([
+        "--debounce-ms",
+        "20",
+        "--leader-elect-lease-duration",
+        "3600",
+        "--leader-elect-retry-period",
+        "1",
+    ])
+    .env("KUBECONFIG", kubeconfig)
+    .env_remove("POD_NAME")
+    .env_remove("HOSTNAME")
+    .env_remove("POD_NAMESPACE")
+    .env_remove("KUBERNETES_SERVICE_HOST")
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(log).unwrap());
+    if let Some(pod) = pod {
+        cmd.env("POD_NAME", pod);
+    }
+    Process(cmd.spawn().unwrap())
+}
+
+fn rendered_as(server: &ApiServer, want: &str) -> bool {
+    server
+        .store
+        .get("machineconfigpools", "", "worker")
+        .is_some_and(|p| p["spec"]["configuration"]["name"] == want)
+}
+
+/// How many of the logs say their process acquired the Lease.
+fn acquisitions(logs: &[std::path::PathBuf]) -> usize {
+    logs.iter()
+        .map(|l| {
+            std::fs::read_to_string(l)
+                .unwrap_or_default()
+                .matches("acquired the lease")
+                .count()
+        })
+        .sum()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_controller_binary_leads_as_its_host_name_and_resumes_after_sigkill() {
+async fn three_controllers_on_one_host_without_pod_names_have_one_leader() {
     let server = ApiServer::start().await.unwrap();
     seed_examples(&server);
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).unwrap();
-    // Neither the pod name nor HOSTNAME exported: the name is the kernel's.
-    let start = || {
-        let child = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"))
-            .args([
-                "--debounce-ms",
-                "20",
-                "--leader-elect-lease-duration",
-                "3600",
-            ])
-            .env("KUBECONFIG", &kubeconfig)
-            .env_remove("POD_NAME")
-            .env_remove("HOSTNAME")
-            .env_remove("POD_NAMESPACE")
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Process(child)
-    };
-    let rendered_as = |server: &ApiServer, want: &str| {
-        server
-            .store
-            .get("machineconfigpools", "", "worker")
-            .is_some_and(|p| p["spec"]["configuration"]["name"] == want)
-    };
+    let logs: Vec<_> = (0..3)
+        .map(|i| dir.path().join(format!("mcc-{i}.log")))
+        .collect();
+    let _processes: Vec<Process> = logs
+        .iter()
+        .map(|log| controller(&kubeconfig, None, log))
+        .collect();
+    let worker = expected_rendered(&server, "worker", &RenderOptions::default())
+        .name()
+        .to_string();
+    until("a leader to render", || rendered_as(&server, &worker)).await;
+    // Every candidate has tried several times (retry period 1 s) by now.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let l = lease(&server);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let holder = l["spec"]["holderIdentity"].as_str().unwrap_or_default();
+    assert!(
+        holder.starts_with(&format!("{}_", host.trim())),
+        "the host name and this process: {l}"
+    );
+    assert_eq!(l["spec"]["leaseTransitions"], 0, "never taken over: {l}");
+    assert_eq!(acquisitions(&logs), 1, "exactly one process leads");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_binary_leads_as_its_pod_and_resumes_after_sigkill() {
+    let server = ApiServer::start().await.unwrap();
+    seed_examples(&server);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let pod = "machine-config-controller-7d9f-abcde";
+    let start = |n: usize| controller(&kubeconfig, Some(pod), &dir.path().join(format!("{n}.log")));
     let opts = RenderOptions::default();
     let worker = expected_rendered(&server, "worker", &opts)
         .name()
         .to_string();
-    let mut process = start();
+    let mut process = start(0);
     until("the first process to render", || {
         rendered_as(&server, &worker)
     })
     .await;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let l = lease(&server);
-    assert_eq!(l["spec"]["holderIdentity"], host.trim(), "{l}");
+    assert_eq!(l["spec"]["holderIdentity"], pod, "{l}");
     let acquired = l["spec"]["acquireTime"].clone();
 
     // SIGKILL mid-flight: the lease stays claimed for an hour.
@@ -265,14 +316,15 @@ async fn the_controller_binary_leads_as_its_host_name_and_resumes_after_sigkill(
         .to_string();
     assert_ne!(next, worker);
 
-    // The container restarted: the same name resumes its own lease and acts at once.
-    let _process = start();
+    // The container restarted in its pod: the same name resumes its own lease and acts at
+    // once.
+    let _process = start(1);
     until("the restarted process to render", || {
         rendered_as(&server, &next)
     })
     .await;
     let l = lease(&server);
-    assert_eq!(l["spec"]["holderIdentity"], host.trim(), "{l}");
+    assert_eq!(l["spec"]["holderIdentity"], pod, "{l}");
     assert_eq!(l["spec"]["acquireTime"], acquired, "{l}");
     assert_eq!(l["spec"]["leaseTransitions"], 0, "{l}");
 }
