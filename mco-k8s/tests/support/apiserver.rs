@@ -717,7 +717,8 @@ fn spec_part(obj: &Value) -> Value {
 /// 422 Invalid when a custom resource fails its CRD's schema ([`super::schema`]), naming
 /// every cause as the API server does.
 fn schema_valid(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiError> {
-    let causes = super::schema::violations(def, obj);
+    let mut causes = super::schema::violations(def, obj);
+    causes.extend(super::builtin::violations(def, obj));
     let list = match causes.as_slice() {
         [] => return Ok(()),
         [one] => one.clone(),

@@ -6,8 +6,9 @@
 //!
 //! - workloads, RBAC, CRDs, namespaces, services, config maps and every other kind
 //!   ([`Ownership::Whole`]): every field the desired object sets; fields it does not set
-//!   (labels or env others added, defaults the server filled) are left alone, and list items
-//!   are matched by name;
+//!   (labels others added, defaults the server filled) are left alone, lists are replaced
+//!   by the desired ones, and a webhook's `clientConfig` keeps one of `url` and `service`
+//!   (see [`patch_for`]);
 //! - MachineConfigPools ([`Ownership::Metadata`]): the labels and annotations the desired
 //!   object sets; the spec (selectors, maxUnavailable, paused, the rendered configuration) is
 //!   the administrator's and the controller's, as upstream leaves it once the pool exists;
@@ -121,16 +122,26 @@ pub fn update_for(desired: &Value, live: &Value) -> Option<MergePatch> {
     Some(MergePatch(patch))
 }
 
-/// The merge patch that sets `want`'s fields on `live`. JSON merge patches replace arrays
-/// whole, so an array is sent as `want`'s elements each laid over the live element it
-/// matches (same `name`, else same position): fields others set inside list items (an env
-/// added to a container, defaults the server filled) survive.
+/// The merge patch that sets `want`'s fields on `live`, the way upstream's resource apply
+/// restores what it owns:
+///
+/// - objects are merged key by key: keys `want` does not set (defaults the server filled,
+///   labels others added) stay;
+/// - lists are replaced by `want`'s (a JSON merge patch replaces arrays whole, and upstream's
+///   apply replaces them too): items others added or changed do not survive, so one-of
+///   fields inside list items (a webhook's `clientConfig`, a volume's source, a probe's
+///   handler) cannot end up with two members. Only an injected CA bundle is kept: a
+///   `clientConfig.caBundle` that `want`'s item lacks is carried over from the live item of
+///   the same name, as OpenShift's service CA or cert-manager put it there;
+/// - in a `clientConfig` outside lists (a CRD's conversion webhook), the member of the one-of
+///   (`url` or `service`) that `want` does not set is removed.
 pub fn patch_for(live: &Value, want: &Value) -> Value {
     match (live, want) {
         (Value::Object(l), Value::Object(w)) => Value::Object(
             w.iter()
                 .map(|(k, wv)| {
                     let v = match l.get(k) {
+                        Some(lv) if k == "clientConfig" => one_of(lv, wv, CLIENT_CONFIG),
                         Some(lv) => patch_for(lv, wv),
                         None => wv.clone(),
                     };
@@ -140,18 +151,11 @@ pub fn patch_for(live: &Value, want: &Value) -> Value {
         ),
         (Value::Array(l), Value::Array(w)) => Value::Array(
             w.iter()
-                .enumerate()
-                .map(|(i, wv)| {
-                    let by_name = wv
+                .map(|wv| {
+                    let same = wv
                         .get("name")
                         .and_then(|n| l.iter().find(|lv| lv.get("name") == Some(n)));
-                    let same_place = l
-                        .get(i)
-                        .filter(|lv| wv.get("name").is_none() || lv.get("name") == wv.get("name"));
-                    match by_name.or(same_place) {
-                        Some(lv) => overlay(lv, wv),
-                        None => wv.clone(),
-                    }
+                    with_injected_ca(wv, same)
                 })
                 .collect(),
         ),
@@ -159,23 +163,34 @@ pub fn patch_for(live: &Value, want: &Value) -> Value {
     }
 }
 
-/// `want` laid over `live`: objects keep `live`'s other keys, recursively.
-fn overlay(live: &Value, want: &Value) -> Value {
-    match (live, want) {
-        (Value::Object(l), Value::Object(w)) => {
-            let mut out = l.clone();
-            for (k, wv) in w {
-                let v = match l.get(k) {
-                    Some(lv) => overlay(lv, wv),
-                    None => wv.clone(),
-                };
-                out.insert(k.clone(), v);
+/// A webhook client configuration names a `url` or a `service`, never both.
+const CLIENT_CONFIG: &[&str] = &["url", "service"];
+
+/// [`patch_for`] an object holding a one-of of `members`: the members `want` does not set
+/// are removed from `live` (null in a merge patch).
+fn one_of(live: &Value, want: &Value, members: &[&str]) -> Value {
+    let mut out = patch_for(live, want);
+    let sets_one = members.iter().any(|m| want.get(*m).is_some());
+    if let (true, Some(l), Some(o)) = (sets_one, live.as_object(), out.as_object_mut()) {
+        for m in members {
+            if l.contains_key(*m) && !o.contains_key(*m) {
+                o.insert(m.to_string(), Value::Null);
             }
-            Value::Object(out)
         }
-        (Value::Array(_), Value::Array(_)) => patch_for(live, want),
-        (_, w) => w.clone(),
     }
+    out
+}
+
+/// `want`'s list item, with the live item's `clientConfig.caBundle` when `want` has none.
+fn with_injected_ca(want: &Value, live: Option<&Value>) -> Value {
+    let mut out = want.clone();
+    let injected = live.and_then(|l| l.pointer("/clientConfig/caBundle"));
+    if let (Some(ca), Some(cc)) = (injected, out.get_mut("clientConfig")) {
+        if let Some(cc) = cc.as_object_mut() {
+            cc.entry("caBundle").or_insert_with(|| ca.clone());
+        }
+    }
+    out
 }
 
 /// Whether every field `want` sets has the same value in `live`. Objects may hold more keys
@@ -353,9 +368,10 @@ mod tests {
         assert!(p.get("status").is_none());
         let after = merged(&live, &p);
         assert_eq!(after["spec"]["replicas"], 1);
+        // Lists are the operator's: an env added by hand goes, as upstream's apply does.
         assert_eq!(
             after["spec"]["template"]["spec"]["containers"][0],
-            json!({"name": "c", "image": "new", "env": [{"name": "X"}]})
+            json!({"name": "c", "image": "new"})
         );
         assert_eq!(after["metadata"]["labels"]["team"], "x");
         assert_eq!(update_for(&desired, &after), None);
@@ -387,7 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn patch_keeps_foreign_fields_in_list_items() {
+    fn lists_are_replaced_whole() {
         let live = json!({"spec": {"containers": [
             {"name": "a", "image": "old", "env": [{"name": "X"}]},
             {"name": "b", "image": "b"}]}, "other": 1});
@@ -395,12 +411,69 @@ mod tests {
             {"name": "b", "image": "b"},
             {"name": "a", "image": "new"}]}});
         let p = patch_for(&live, &want);
+        assert_eq!(p, want);
+        let after = merged(&live, &p);
+        assert_eq!(after["other"], 1);
+        assert!(contains(&after, &want));
+    }
+
+    fn webhook(client_config: Value) -> Value {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+               "kind": "ValidatingWebhookConfiguration",
+               "metadata": {"name": "machine-config-validation", "resourceVersion": "5"},
+               "webhooks": [{"name": "machineconfigs.machineconfiguration.openshift.io",
+                             "sideEffects": "None", "clientConfig": client_config}]})
+    }
+
+    fn service() -> Value {
+        json!({"name": "machine-config-controller",
+               "namespace": "openshift-machine-config-operator", "path": "/validate", "port": 443})
+    }
+
+    #[test]
+    fn a_webhook_pointed_at_a_url_gets_its_service_back_and_keeps_its_ca() {
+        let desired = webhook(json!({"service": service()}));
+        let live = webhook(json!({"url": "https://127.0.0.1:9443/validate", "caBundle": "Q0E="}));
+        let Some(MergePatch(p)) = update_for(&desired, &live) else {
+            panic!("the edited webhook is not restored");
+        };
+        let after = merged(&live, &p);
         assert_eq!(
-            p,
-            json!({"spec": {"containers": [
-            {"name": "b", "image": "b"},
-            {"name": "a", "image": "new", "env": [{"name": "X"}]}]}})
+            after["webhooks"][0]["clientConfig"],
+            json!({"service": service(), "caBundle": "Q0E="}),
+            "exactly one of url and service, the injected CA kept: {p}"
         );
-        assert!(contains(&merged(&live, &p), &want));
+        assert_eq!(update_for(&desired, &after), None);
+        // The operator's own CA (from the certificate Secret) replaces the injected one.
+        let mut with_ca = desired.clone();
+        with_ca["webhooks"][0]["clientConfig"]["caBundle"] = json!("TkVX");
+        let Some(MergePatch(p)) = update_for(&with_ca, &after) else {
+            panic!("the new CA is not written");
+        };
+        assert_eq!(
+            merged(&after, &p)["webhooks"][0]["clientConfig"]["caBundle"],
+            "TkVX"
+        );
+    }
+
+    #[test]
+    fn a_client_config_outside_lists_keeps_one_member() {
+        let live = json!({"spec": {"conversion": {"webhook": {"clientConfig": {
+            "url": "https://x/convert", "caBundle": "Q0E="}}}}});
+        let want = json!({"spec": {"conversion": {"webhook": {"clientConfig": {
+            "service": service()}}}}});
+        let after = merged(&live, &patch_for(&live, &want));
+        assert_eq!(
+            after["spec"]["conversion"]["webhook"]["clientConfig"],
+            json!({"service": service(), "caBundle": "Q0E="})
+        );
+        // A clientConfig the desired object sets no member of keeps the live one.
+        let only_ca = json!({"spec": {"conversion": {"webhook": {"clientConfig": {
+            "caBundle": "TkVX"}}}}});
+        let after = merged(&live, &patch_for(&live, &only_ca));
+        assert_eq!(
+            after["spec"]["conversion"]["webhook"]["clientConfig"]["url"],
+            "https://x/convert"
+        );
     }
 }
