@@ -10,9 +10,10 @@
 //!    oneshot unit before the kubelet) applies the encapsulated config's OS changes from the
 //!    boot image's state, keeps the file as `.bak`, and reboots; with nothing to change it only
 //!    removes the file.
-//! 2. In cluster mode, while `node-annotations.json` is there, the agent sets its annotations on
-//!    a Node that has no currentConfig yet, then stores the full rendered MachineConfig as the
-//!    config on disk and renames the file (see [`finish_bootstrap`]).
+//! 2. In cluster mode, while `node-annotations.json` is there, the agent stores the full
+//!    rendered MachineConfig as the config on disk and renames the file to `.bak` (see
+//!    [`finish_bootstrap`]), then sets the annotations it held on a Node that has no
+//!    currentConfig yet: the Node says Done only once the disk is finished.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -39,11 +40,26 @@ pub const FIPS_ENABLED: &str = "/proc/sys/crypto/fips_enabled";
 pub fn read_initial_annotations(
     root: &HostRoot,
 ) -> Result<Option<BTreeMap<String, String>>, LoadError> {
+    read_annotations(root, NODE_ANNOTATIONS_PATH)
+}
+
+/// Reads the node annotations kept as [`NODE_ANNOTATIONS_BAK_PATH`] once the bootstrap
+/// finished on disk: what a Node still without them is given.
+pub fn read_kept_annotations(
+    root: &HostRoot,
+) -> Result<Option<BTreeMap<String, String>>, LoadError> {
+    read_annotations(root, NODE_ANNOTATIONS_BAK_PATH)
+}
+
+fn read_annotations(
+    root: &HostRoot,
+    path: &str,
+) -> Result<Option<BTreeMap<String, String>>, LoadError> {
     let invalid = |message: String| LoadError::Invalid {
-        source_name: NODE_ANNOTATIONS_PATH.into(),
+        source_name: path.into(),
         message,
     };
-    match root.entry(NODE_ANNOTATIONS_PATH)? {
+    match root.entry(path)? {
         Entry::Absent => Ok(None),
         Entry::File { data, .. } => serde_json::from_slice(&data)
             .map(Some)

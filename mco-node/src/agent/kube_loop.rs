@@ -430,28 +430,16 @@ impl<H: Host> Agent<H> {
         self.publish(events, node.metadata.uid.clone()).await;
     }
 
-    /// A bootstrapping node booted into another OS image than the config it joined on is
-    /// rebased to it and rebooted, the bootstrap left to finish on the next boot (upstream's
-    /// bootstrap pivot). `None` when the image matches, or cannot be told (the check before
-    /// Done reports that).
+    /// A bootstrapping node booted into another OS image (`booted`) than the config it joined
+    /// on is rebased to it and rebooted, the bootstrap left to finish on the next boot
+    /// (upstream's bootstrap pivot). `None` when the update had nothing to do.
     async fn bootstrap_pivot(
         &mut self,
         full: &DesiredConfig,
         node: &Node,
+        booted: String,
     ) -> Result<Option<Synced>, AgentError> {
-        let want = &full.input.os_image_url;
-        if want.is_empty() {
-            return Ok(None);
-        }
-        let booted = match crate::firstboot::read_booted_image(&self.root, &mut self.host) {
-            Ok(Some(b)) if b != *want => b,
-            Ok(_) => return Ok(None),
-            Err(e) => {
-                tracing::warn!("bootstrap: the booted OS image is unknown: {e}");
-                return Ok(None);
-            }
-        };
-        tracing::info!(from = %booted, to = %want, "bootstrap pivot required");
+        tracing::info!(from = %booted, to = %full.input.os_image_url, "bootstrap pivot required");
         let mut old = full.clone();
         old.input.os_image_url = booted;
         let opts = ApplyOptions {
@@ -473,6 +461,23 @@ impl<H: Host> Agent<H> {
             None => return Ok(None),
         };
         self.reboot(&step, node).await.map(Some)
+    }
+
+    /// The OS image the host booted, when it is known and not `full`'s (a bootstrapping node
+    /// then pivots first; unknown is left to the check before Done).
+    fn booted_elsewhere(&mut self, full: &DesiredConfig) -> Option<String> {
+        let want = &full.input.os_image_url;
+        if want.is_empty() {
+            return None;
+        }
+        match crate::firstboot::read_booted_image(&self.root, &mut self.host) {
+            Ok(Some(b)) if b != *want => Some(b),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!("bootstrap: the booted OS image is unknown: {e}");
+                None
+            }
+        }
     }
 
     /// Marks the node Rebooting (`step`, a [`Step::Reboot`]) and reboots the host; a reboot
@@ -591,15 +596,31 @@ impl<H: Host> Agent<H> {
             self.cache
                 .retain(|k, _| k == current.name() || *k == want || k == node.current_config());
             let initial = crate::firstboot::read_initial_annotations(&self.root)?;
-            match super::bootstrap_step(&node, initial.as_ref()) {
+            let kept = if initial.is_none() && node.current_config().is_empty() {
+                crate::firstboot::read_kept_annotations(&self.root)?
+            } else {
+                None
+            };
+            match super::bootstrap_step(&node, initial.as_ref(), kept.as_ref()) {
                 Some(Step::FinishBootstrap { config }) => {
                     let Some(full) = self.fetch(&config).await? else {
                         return Ok(Synced::Idle(format!(
                             "{config}, the config the node joined on, is not available"
                         )));
                     };
-                    if let Some(synced) = self.bootstrap_pivot(&full, &node).await? {
-                        return Ok(synced);
+                    if let Some(booted) = self.booted_elsewhere(&full) {
+                        // The node joins before it pivots, as upstream's: its annotations
+                        // first, then the rebase and reboot, the disk finished after it.
+                        if let (Some(annotations), "") = (&initial, node.current_config()) {
+                            let s = Step::LoadInitialAnnotations {
+                                annotations: annotations.clone(),
+                            };
+                            tracing::info!(node = %self.opts.node_name, "setting the initial node annotations");
+                            node = self.write(&s, &node).await?;
+                        }
+                        if let Some(synced) = self.bootstrap_pivot(&full, &node, booted).await? {
+                            return Ok(synced);
+                        }
                     }
                     crate::firstboot::finish_bootstrap(&self.root, &full)?;
                     tracing::info!(config = %config, "bootstrap finished: the config is on disk");

@@ -222,18 +222,30 @@ fn request(kind: &str, config: &str) -> String {
     format!("{kind}-{config}")
 }
 
-/// The step a bootstrapping node takes before anything else: while the first boot's node
-/// annotations file is there (`initial`), a node without `currentConfig` gets its
-/// annotations, then the bootstrap is finished. `None` when the node is not bootstrapping.
-pub fn bootstrap_step(node: &Node, initial: Option<&BTreeMap<String, String>>) -> Option<Step> {
-    let initial = initial?;
-    if node.current_config().is_empty() {
-        return Some(Step::LoadInitialAnnotations {
-            annotations: initial.clone(),
+/// The step a bootstrapping node takes before anything else, in one order whatever the
+/// timing: while the first boot's node annotations file is there (`initial`), the bootstrap
+/// is finished first (the config on disk, the file kept as `.bak`), with the config the node
+/// names, else the one the file names; then a node still without `currentConfig` gets the
+/// annotations the file held (`kept`, read from the `.bak`), so the Node reports Done only
+/// once its disk is finished. `None` when the node is not bootstrapping.
+pub fn bootstrap_step(
+    node: &Node,
+    initial: Option<&BTreeMap<String, String>>,
+    kept: Option<&BTreeMap<String, String>>,
+) -> Option<Step> {
+    let current = node.current_config();
+    if let Some(initial) = initial {
+        let config = match current {
+            "" => initial.get(CURRENT_CONFIG)?.as_str(),
+            c => c,
+        };
+        return Some(Step::FinishBootstrap {
+            config: config.to_string(),
         });
     }
-    Some(Step::FinishBootstrap {
-        config: node.current_config().to_string(),
+    let kept = kept?;
+    current.is_empty().then(|| Step::LoadInitialAnnotations {
+        annotations: kept.clone(),
     })
 }
 

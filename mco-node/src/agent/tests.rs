@@ -410,10 +410,18 @@ fn initial() -> BTreeMap<String, String> {
 }
 
 #[test]
-fn a_joining_node_gets_the_initial_annotations_then_finishes_the_bootstrap() {
+fn a_joining_node_finishes_its_disk_then_gets_the_initial_annotations() {
     let annos = initial();
     let fresh = node(&[]);
-    let step = bootstrap_step(&fresh, Some(&annos));
+    // The file is there: the disk first, with the config the file names.
+    assert_eq!(
+        bootstrap_step(&fresh, Some(&annos), None),
+        Some(Step::FinishBootstrap {
+            config: "rendered-worker-1".into()
+        })
+    );
+    // Kept as .bak: now the Node gets the annotations, Done among them.
+    let step = bootstrap_step(&fresh, None, Some(&annos));
     let Some(step @ Step::LoadInitialAnnotations { .. }) = step else {
         panic!("{step:?}");
     };
@@ -422,21 +430,19 @@ fn a_joining_node_gets_the_initial_annotations_then_finishes_the_bootstrap() {
     assert_eq!(n.current_config(), "rendered-worker-1");
     assert_eq!(n.desired_config(), "rendered-worker-1");
     assert_eq!(n.annotation(STATE), Some(STATE_DONE));
-    assert_eq!(
-        bootstrap_step(&n, Some(&annos)),
-        Some(Step::FinishBootstrap {
-            config: "rendered-worker-1".into()
-        })
-    );
+    // Then nothing more: a node with its annotations ignores the .bak.
+    assert_eq!(bootstrap_step(&n, None, Some(&annos)), None);
+    assert_eq!(bootstrap_step(&n, None, None), None);
     // The node's own currentConfig wins over the file's (an annotation set before).
     let other = on("rendered-worker-0", "rendered-worker-1", STATE_DONE);
     assert_eq!(
-        bootstrap_step(&other, Some(&annos)),
+        bootstrap_step(&other, Some(&annos), None),
         Some(Step::FinishBootstrap {
             config: "rendered-worker-0".into()
         })
     );
-    assert_eq!(bootstrap_step(&n, None), None);
+    // A file without currentConfig on a node without one: nothing to finish with.
+    assert_eq!(bootstrap_step(&fresh, Some(&BTreeMap::new()), None), None);
 }
 
 fn drifted() -> Vec<crate::drift::Drift> {

@@ -22,6 +22,9 @@ struct Fake {
     mcn: Option<Value>,
     /// The MachineConfigNode requests (see [`mcn_requests`]).
     mcn_log: Vec<(String, String, Value)>,
+    /// A file whose presence is noted at each Node PATCH, in [`Fake::seen_at_node_patch`].
+    watched_file: Option<std::path::PathBuf>,
+    seen_at_node_patch: Vec<bool>,
 }
 
 const MCN_PATH: &str = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes";
@@ -91,6 +94,9 @@ fn fake_client(fake: Shared) -> (Client, tokio::task::JoinHandle<()>) {
                 }
                 ("GET", "/api/v1/nodes/w1") => respond(200, &f.node),
                 ("PATCH", "/api/v1/nodes/w1") => {
+                    if let Some(w) = f.watched_file.clone() {
+                        f.seen_at_node_patch.push(w.exists());
+                    }
                     let annos = &body["metadata"]["annotations"];
                     if let Some(m) = annos.as_object() {
                         for (k, v) in m {
@@ -202,10 +208,7 @@ fn setup() -> (Shared, tempfile::TempDir, HostRoot) {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
-        log: Vec::new(),
-        events: Vec::new(),
-        mcn: None,
-        mcn_log: Vec::new(),
+        ..Fake::default()
     };
     (Arc::new(Mutex::new(fake)), dir, root)
 }
@@ -745,6 +748,50 @@ async fn a_machine_that_joined_on_another_os_image_pivots_before_finishing_the_b
     assert!(!agent.host().calls.iter().any(|c| c.contains("rebase")));
     let annos = lock(&fake).node["metadata"]["annotations"].clone();
     assert_eq!(annos[super::super::POST_CONFIG_ACTION], "");
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn a_joining_node_reports_done_only_once_its_annotations_file_is_kept() {
+    use crate::firstboot::NODE_ANNOTATIONS_BAK_PATH;
+    use mco_render::serve::served::NODE_ANNOTATIONS_PATH;
+    let r1 = machine_config("r1", &[("/etc/foo", "1")]);
+    // What Ignition left on a plain host: the files, the node annotations; no currentconfig.
+    let (_dir, root) = root_on(&r1);
+    std::fs::remove_file(root.base().join("etc/machine-config-daemon/currentconfig"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let file = root
+        .base()
+        .join(NODE_ANNOTATIONS_PATH.trim_start_matches('/'));
+    std::fs::write(
+        &file,
+        json!({CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done"}).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let bak = root
+        .base()
+        .join(NODE_ANNOTATIONS_BAK_PATH.trim_start_matches('/'));
+    let fake: Shared = Arc::new(Mutex::new(Fake::default()));
+    lock(&fake).machine_configs.insert("r1".into(), r1);
+    lock(&fake).node = kube_node(json!({}));
+    lock(&fake).watched_file = Some(bak.clone());
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(
+        client,
+        root.clone(),
+        RecordingHost::new(),
+        AgentOptions::new("w1"),
+    );
+    let synced = agent.sync(node_of(&fake)).await;
+    assert!(synced.is_ok(), "{synced:?}");
+    let annos = lock(&fake).node["metadata"]["annotations"].clone();
+    assert_eq!(annos[CURRENT_CONFIG], "r1");
+    assert_eq!(annos[STATE], "Done");
+    let seen = lock(&fake).seen_at_node_patch.clone();
+    assert!(!seen.is_empty() && seen.iter().all(|b| *b), "{seen:?}");
+    assert!(!file.exists() && bak.exists());
+    assert!(root.exists(crate::state::CURRENT_CONFIG).unwrap_or(false));
     drop(agent);
     let _ = server.await;
 }
