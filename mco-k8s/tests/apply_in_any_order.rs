@@ -37,7 +37,7 @@ const NAMESPACE: &str = "openshift-machine-config-operator";
 const CONTROLLER_USER: &str =
     "system:serviceaccount:openshift-machine-config-operator:machine-config-controller";
 const WEBHOOK: &str = "machineconfigs.machineconfiguration.openshift.io";
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = support::PATIENCE;
 
 /// The objects of a folder, in file order.
 fn folder(path: &str) -> Vec<Value> {

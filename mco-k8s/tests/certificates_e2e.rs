@@ -28,7 +28,7 @@ use std::time::Duration;
 use support::apiserver::{resource, ApiServer, Store};
 use support::rbac;
 
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = support::PATIENCE;
 const DAEMON: &str = "machine-config-daemon (worker-0)";
 const OPERATOR: &str = "machine-config-operator";
 const AGENT: &str = "machine-config-daemon update loop (worker-0)";

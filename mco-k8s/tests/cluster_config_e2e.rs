@@ -25,7 +25,7 @@ use std::time::Duration;
 use support::apiserver::{resource, ApiServer};
 use support::yaml_docs;
 
-const LIMIT: Duration = Duration::from_secs(20);
+const LIMIT: Duration = support::PATIENCE;
 const REGISTRIES_MC: &str = "99-worker-generated-registries";
 const MIRROR: &str = "mirror.lab.example.net/release";
 

@@ -15,7 +15,7 @@ use support::apiserver::{resource, ApiServer, Kubelet};
 use support::cluster::{expected_rendered, seed_examples};
 use support::rbac;
 
-const LIMIT: Duration = Duration::from_secs(30);
+const LIMIT: Duration = support::PATIENCE;
 
 /// Kills the controller process when the test ends, however it ends.
 struct Process(Child);

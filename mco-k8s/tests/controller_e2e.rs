@@ -251,7 +251,7 @@ fn rendered_names(server: &ApiServer) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
-    let limit = Duration::from_secs(30);
+    let limit = support::PATIENCE;
     let server = ApiServer::start().await.unwrap();
     // Evicted pods terminate for their grace period, 1000 times faster (30 s: 30 ms).
     server.store.set_kubelet(Kubelet::Speedup(1000));
@@ -575,7 +575,7 @@ fn controller_requests(server: &ApiServer) -> BTreeMap<String, u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollout_with_the_generators_running_lists_only_the_drained_pods() {
     const NODES: usize = 4;
-    let limit = Duration::from_secs(30);
+    let limit = support::PATIENCE;
     let server = ApiServer::start().await.unwrap();
     support::cluster::seed_examples(&server);
     // The built-in pools, labelled as the operator installs them.

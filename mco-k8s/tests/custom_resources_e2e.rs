@@ -19,7 +19,7 @@ use std::time::Duration;
 use support::apiserver::ApiServer;
 use support::yaml_docs;
 
-const LIMIT: Duration = Duration::from_secs(10);
+const LIMIT: Duration = support::PATIENCE;
 const POOL_LABEL: &str = "pools.operator.machineconfiguration.openshift.io/worker";
 
 fn dynamic(client: &Client, kind: crd::Kind) -> Api<DynamicObject> {

@@ -18,7 +18,7 @@ use support::apiserver::{resource, ApiServer, Kubelet};
 use support::cluster::seed_examples;
 use tokio::task::JoinHandle;
 
-const LIMIT: Duration = Duration::from_secs(30);
+const LIMIT: Duration = support::PATIENCE;
 const AGENT: &str = "machine-config-controller/drain-e2e";
 
 async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {

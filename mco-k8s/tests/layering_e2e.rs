@@ -33,7 +33,7 @@ use support::cluster::{expected_rendered, seed_examples};
 use support::rbac;
 use tokio::task::JoinHandle;
 
-const LIMIT: Duration = Duration::from_secs(30);
+const LIMIT: Duration = support::PATIENCE;
 const AGENT: &str = "machine-config-controller/layering-e2e";
 const NODES: usize = 3;
 const MOSC: &str = "worker-layered";

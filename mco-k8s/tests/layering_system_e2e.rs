@@ -31,7 +31,7 @@ use support::cluster::{expected_rendered, seed_examples};
 use support::node_host::root_on;
 use support::rbac;
 
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = support::PATIENCE;
 const CONTROLLER: &str = "machine-config-controller";
 const WORKERS: [&str; 2] = ["worker-0", "worker-1"];
 const MOSC: &str = "worker-layered";

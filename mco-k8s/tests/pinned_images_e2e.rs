@@ -19,7 +19,7 @@ use std::time::Duration;
 use support::apiserver::{resource, ApiServer, Store};
 use support::rbac;
 
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = support::PATIENCE;
 const DAEMON: &str = "machine-config-daemon (worker-0)";
 
 fn def(plural: &str) -> &'static support::apiserver::ResourceDef {

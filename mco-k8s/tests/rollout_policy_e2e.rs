@@ -29,7 +29,7 @@ use support::cluster::{expected_rendered, seed_examples};
 use support::edit;
 use tokio::task::JoinHandle;
 
-const LIMIT: Duration = Duration::from_secs(30);
+const LIMIT: Duration = support::PATIENCE;
 const AGENT: &str = "machine-config-controller/rollout-policy-e2e";
 const NODES: usize = 3;
 const NOT_READY: &str = "Kubelet stopped posting node status.";

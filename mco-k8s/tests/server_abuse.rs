@@ -30,7 +30,8 @@ const ADMISSION_CLUSTER: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/admission/cluster");
 const CHANGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/admission/changes");
 /// Upper bound for each test.
-const TEST_LIMIT: Duration = Duration::from_secs(90);
+/// Generous: CI machines are shared, and a loaded one runs the same steps many times slower.
+const TEST_LIMIT: Duration = Duration::from_secs(300);
 /// The bound on each of the well-behaved client's requests: generous, a loaded 2-core machine
 /// must not fail it; a starved client would.
 const GOOD_BOUND: Duration = Duration::from_secs(2);

@@ -24,7 +24,7 @@ use support::apiserver::ApiServer;
 use support::cluster::{decode, expected_rendered, seed_examples};
 use support::node_host::root_on;
 
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = support::PATIENCE;
 
 async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     support::eventually_within(what, LIMIT, check).await

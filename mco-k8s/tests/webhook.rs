@@ -19,7 +19,7 @@ use tokio_rustls::rustls::{self, pki_types::ServerName};
 
 const CLUSTER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/admission/cluster");
 const CHANGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/admission/changes");
-const TEST_LIMIT: Duration = Duration::from_secs(60);
+const TEST_LIMIT: Duration = support::PATIENCE;
 
 fn self_signed(dir: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod apiserver;
 pub mod builder;
+pub mod builtin;
 pub mod cluster;
 pub mod node_host;
 pub mod patch;
@@ -22,6 +23,11 @@ pub fn yaml_docs(path: &std::path::Path) -> Vec<serde_json::Value> {
         .filter(|v| !v.is_null())
         .collect()
 }
+
+/// How long a test waits for an outcome before it fails: generous, since CI machines are
+/// shared and a loaded one runs the same steps many times slower. Tests assert what happens,
+/// never how fast; speed is measured in `benches/`.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Polls `check` every 20 ms until it returns `Some`, for at most `limit`; panics naming
 /// `what` when it never does.
