@@ -1,103 +1,147 @@
 //! `mco-render build-request` over the layering corpus (`shared/conformance/layering`): each
-//! case's inputs as one manifest `List`; the printed objects are upstream's by kind and name,
-//! and a case upstream fails on exits 1 with upstream's message.
+//! case's inputs as one manifest `List` through the binary; the printed MachineOSBuild,
+//! ConfigMaps (the Containerfile's instructions, the decoded `machineconfig.json.gz`), Secrets
+//! and Job compared with upstream's as `layering_conformance.rs` compares the library's
+//! (`support/layering.rs`); a case upstream fails on exits 1 with upstream's stage and message.
 
+#[path = "support/compare.rs"]
+mod compare;
+#[path = "support/corpus.rs"]
+mod corpus;
+#[path = "support/layering.rs"]
+mod layering;
+
+use layering::{case_paths, compare_objects, input_list, read_case, Produced};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn corpus() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    ["../../shared", "../../../shared"]
-        .iter()
-        .map(|up| manifest.join(up).join("conformance").join("layering"))
-        .find(|p| p.is_dir())
+/// The printed `List` split by kind. ConfigMaps and Secrets, which upstream returns untyped,
+/// are printed typed (`v1`) so `kubectl apply` takes them: that is checked, then dropped.
+fn produced(list: &Value) -> Result<Produced, String> {
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    let of = |kind: &str| -> Vec<Value> {
+        items
+            .iter()
+            .filter(|o| o["kind"] == kind)
+            .cloned()
+            .collect()
+    };
+    let untyped = |kind: &str| -> Result<Value, String> {
+        let mut out = Vec::new();
+        for mut o in of(kind) {
+            let obj = o.as_object_mut().ok_or("an item is not an object")?;
+            let api = obj.remove("apiVersion");
+            if api != Some(json!("v1")) {
+                return Err(format!("{kind} with apiVersion {api:?}"));
+            }
+            obj.remove("kind");
+            out.push(o);
+        }
+        Ok(Value::Array(out))
+    };
+    let one = |kind: &str| -> Result<Value, String> {
+        match of(kind).as_slice() {
+            [o] => Ok(o.clone()),
+            l => Err(format!("{} {kind} items printed", l.len())),
+        }
+    };
+    let kinds: Vec<&str> = items.iter().filter_map(|o| o["kind"].as_str()).collect();
+    let mut order = kinds.clone();
+    order.dedup();
+    if order != ["MachineOSBuild", "ConfigMap", "Secret", "Job"] {
+        return Err(format!("items printed in the order {kinds:?}"));
+    }
+    Ok(Produced {
+        machine_os_build: one("MachineOSBuild")?,
+        config_maps: untyped("ConfigMap")?,
+        secrets: untyped("Secret")?,
+        job: one("Job")?,
+    })
 }
 
-fn names(kind: &str, objects: &Value) -> Vec<(String, String)> {
-    let list = objects.as_array().cloned().unwrap_or_default();
-    list.iter()
-        .map(|o| {
-            (
-                kind.to_string(),
-                o["metadata"]["name"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
+/// `error: MachineOSConfig "<name>" (<stage>): <message>` read back as upstream's
+/// `{stage, message}`.
+fn printed_error(stderr: &str, mosc: &str) -> Value {
+    let prefix = format!("error: MachineOSConfig {mosc:?} (");
+    let Some(rest) = stderr.trim_end_matches('\n').strip_prefix(&prefix) else {
+        return json!(stderr);
+    };
+    match rest.split_once("): ") {
+        Some((stage, message)) => json!({"stage": stage, "message": message}),
+        None => json!(stderr),
+    }
+}
+
+/// How the binary's result for one case differs from upstream's.
+fn compare_case(case: &Value, tmp: &Path) -> Vec<String> {
+    let name = case["name"].as_str().unwrap_or("case");
+    let file = tmp.join(format!("{name}.json"));
+    std::fs::write(&file, input_list(case).to_string()).expect("write input");
+    let out = Command::new(env!("CARGO_BIN_EXE_mco-render"))
+        .args(["build-request", "-o", "json"])
+        .arg(&file)
+        .output()
+        .expect("run mco-render");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = &case["expected"];
+    if !expected["error"].is_null() {
+        // Nothing is printed on a failure: the error alone is compared.
+        let mosc = case["input"]["machineOSConfig"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or("");
+        let mut diffs = Vec::new();
+        if out.status.code() != Some(1) {
+            diffs.push(format!("exit {:?}, want 1", out.status.code()));
+        }
+        if !out.stdout.is_empty() {
+            diffs.push("output printed on a failure".into());
+        }
+        if let Err(d) = compare::same("error", &printed_error(&stderr, mosc), &expected["error"]) {
+            diffs.push(d);
+        }
+        return diffs;
+    }
+    if !out.status.success() {
+        return vec![format!("exit {:?}: {stderr}", out.status.code())];
+    }
+    let list: Value = match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("stdout is not JSON: {e}")],
+    };
+    match produced(&list) {
+        Ok(p) => compare_objects(&p, expected),
+        Err(e) => vec![e],
+    }
 }
 
 #[test]
 fn build_request_cli_over_the_corpus() {
-    let Some(dir) = corpus() else {
+    let Some(dir) = corpus::corpus("layering") else {
         eprintln!("SKIP: layering corpus (shared/conformance/layering) not present");
         return;
     };
     let tmp = std::env::temp_dir().join(format!("mco-build-request-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("read corpus")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
+    let paths = case_paths(&dir);
     let mut failures = Vec::new();
     for p in &paths {
-        let case: Value = serde_json::from_slice(&std::fs::read(p).expect("case")).expect("json");
-        let name = case["name"].as_str().unwrap_or("?");
-        let input = &case["input"];
-        let mut items = vec![
-            input["machineOSConfig"].clone(),
-            input["machineConfigPool"].clone(),
-            input["renderedMachineConfig"].clone(),
-            input["controllerConfig"].clone(),
-        ];
-        items.extend(input["kubeObjects"].as_array().cloned().unwrap_or_default());
-        let file = tmp.join(format!("{name}.json"));
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-        std::fs::write(&file, list.to_string()).expect("write input");
-        let out = Command::new(env!("CARGO_BIN_EXE_mco-render"))
-            .args(["build-request", "-o", "json"])
-            .arg(&file)
-            .output()
-            .expect("run mco-render");
-        let expected = &case["expected"];
-        if let Some(message) = expected["error"]["message"].as_str() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            if out.status.code() != Some(1) || !stderr.contains(message) {
-                failures.push(format!(
-                    "{name}: exit {:?}, stderr {stderr}",
-                    out.status.code()
-                ));
-            }
-            continue;
-        }
-        let Ok(printed) = serde_json::from_slice::<Value>(&out.stdout) else {
-            failures.push(format!(
-                "{name}: no JSON on stdout ({:?})",
-                out.status.code()
-            ));
-            continue;
-        };
-        let got = names("", &printed["items"]);
-        let got: Vec<(String, String)> = printed["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .zip(got)
-            .map(|(o, (_, n))| (o["kind"].as_str().unwrap_or("").to_string(), n))
-            .collect();
-        let mut want = names("MachineOSBuild", &json!([expected["machineOSBuild"]]));
-        want.extend(names("ConfigMap", &expected["configMaps"]));
-        want.extend(names("Secret", &expected["secrets"]));
-        want.extend(names("Job", &json!([expected["job"]])));
-        if got != want {
-            failures.push(format!("{name}: got {got:?}\n  want {want:?}"));
+        let case = read_case(p);
+        let diffs = compare_case(&case, &tmp);
+        if !diffs.is_empty() {
+            let name = case["name"].as_str().unwrap_or("?");
+            failures.push(format!("{name}:\n  {}", diffs.join("\n  ")));
         }
     }
     let _ = std::fs::remove_dir_all(&tmp);
     eprintln!(
-        "build-request CLI: {}/{} cases",
+        "layering through the binary: {}/{} cases match",
         paths.len() - failures.len(),
+        paths.len()
+    );
+    assert!(
+        paths.len() >= 30,
+        "the corpus holds 30 cases, {} found",
         paths.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -155,6 +199,26 @@ fn the_layering_example_previews_its_build() {
     );
     let mosb = &list["items"][0];
     assert_eq!(mosb["spec"]["machineConfig"]["name"], name.as_str());
+    // The build's MachineConfig is the rendered config `render` prints, as the build controller
+    // reads it back from the API server: its empty lists `[]` (upstream's merge leaves them
+    // so), not Go's `null`.
+    let mc_map = list["items"]
+        .as_array()
+        .and_then(|i| {
+            i.iter().find(|o| {
+                o["metadata"]["name"]
+                    == format!("mc-{}", mosb["metadata"]["name"].as_str().unwrap_or(""))
+            })
+        })
+        .expect("the MachineConfig ConfigMap");
+    let built = layering::decode_machine_config(
+        mc_map["data"]["machineconfig.json.gz"]
+            .as_str()
+            .unwrap_or(""),
+    );
+    assert_eq!(built["spec"]["kernelArguments"], json!([]));
+    compare::same("machineconfig.json.gz", &built, &rendered)
+        .unwrap_or_else(|d| panic!("the build's MachineConfig is not the rendered one:\n  {d}"));
     let job = list["items"]
         .as_array()
         .and_then(|i| i.iter().find(|o| o["kind"] == "Job"))

@@ -80,6 +80,28 @@ fn render_sources(
     Ok((pool, r.machine_config))
 }
 
+/// The MachineConfig `name` as `file` holds it (JSON, `List` items included), for what Go's
+/// encoding keeps that the typed value does not (`null` versus `[]`); `None` when the file
+/// cannot be read again as manifests (a Butane config).
+fn as_read(file: &str, name: &str) -> Option<Value> {
+    fn find(v: Value, name: &str) -> Option<Value> {
+        match v["kind"].as_str() {
+            Some("MachineConfig") if v["metadata"]["name"].as_str() == Some(name) => Some(v),
+            Some(k) if k.ends_with("List") => match v {
+                Value::Object(mut o) => match o.remove("items") {
+                    Some(Value::Array(items)) => items.into_iter().find_map(|i| find(i, name)),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let docs = mco_render::manifests::documents(&text).ok()?;
+    docs.into_iter().find_map(|d| find(d, name))
+}
+
 /// Runs the command: 0 with the `List` printed, 1 naming the object upstream fails on,
 /// 2 for unreadable input.
 pub(crate) fn run(args: &Args) -> Result<(), Failure> {
@@ -158,13 +180,22 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
                 "MachineConfigPool {pool_name:?}: rendered MachineConfig {rendered_name:?} not in the manifests"
             ))
         })?;
+    // A rendered config read from the manifests is encoded as read; one rendered here holds
+    // the lists the render made.
+    let rendered_here = from_sources
+        .as_ref()
+        .is_some_and(|(_, r)| std::ptr::eq(r, rendered));
+    let source = m
+        .file_of(rendered.name())
+        .filter(|_| !rendered_here)
+        .and_then(|f| as_read(f, rendered.name()));
     let mut objects = m.others_of_kind("Secret");
     objects.extend(m.others_of_kind("ConfigMap"));
     let out = build_request(&RequestInputs {
         mosc,
         pool,
         rendered,
-        rendered_source: None,
+        rendered_source: source.as_ref(),
         controller_config,
         objects: &objects,
     });

@@ -13,19 +13,21 @@ pub const MACHINE_CONFIG_KEY: &str = "machineconfig.json.gz";
 /// The key holding the trust bundle.
 pub const TRUST_BUNDLE_KEY: &str = "openshift-config-user-ca-bundle.crt";
 
-/// The MachineConfig as Go encodes it: the typed value, with `kernelArguments` and
-/// `extensions` `null` where the object as read had none (Go's nil slices); without the
-/// object as read, where they are empty.
+/// The MachineConfig as Go encodes it. `kernelArguments` and `extensions` are `null` where the
+/// object as read (`source`) had none (Go's nil slices survive the API server's round trip) and
+/// `[]` where it had an empty list. Without the object as read they are the typed value's lists
+/// (`[]` when empty): a rendered config holds `[]`, never `null`, since upstream's merge starts
+/// both lists empty rather than nil.
 pub fn go_machine_config(mc: &MachineConfig, source: Option<&Value>) -> Result<Value, BuildError> {
     let mut v = serde_json::to_value(mc).map_err(|e| BuildError::Encode(e.to_string()))?;
+    let Some(source) = source else {
+        return Ok(v);
+    };
     for key in ["kernelArguments", "extensions"] {
-        let nil = match source {
-            Some(src) => src
-                .get("spec")
-                .and_then(|s| s.get(key))
-                .is_none_or(Value::is_null),
-            None => v["spec"][key].as_array().is_some_and(Vec::is_empty),
-        };
+        let nil = source
+            .get("spec")
+            .and_then(|s| s.get(key))
+            .is_none_or(Value::is_null);
         if nil {
             if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.insert(key.to_string(), Value::Null);
@@ -105,4 +107,46 @@ pub fn config_maps(opts: &RequestOpts<'_>) -> Result<Vec<Value>, BuildError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(spec: Value) -> (MachineConfig, Value) {
+        let v = json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": {"name": "rendered-worker-0"},
+            "spec": spec,
+        });
+        (
+            serde_json::from_value(v.clone()).expect("a MachineConfig"),
+            v,
+        )
+    }
+
+    fn lists(v: &Value) -> (Value, Value) {
+        (
+            v["spec"]["kernelArguments"].clone(),
+            v["spec"]["extensions"].clone(),
+        )
+    }
+
+    #[test]
+    fn without_the_object_as_read_empty_lists_stay_empty() {
+        let (mc, _) = rendered(json!({"kernelArguments": [], "extensions": []}));
+        let got = go_machine_config(&mc, None).expect("encodes");
+        assert_eq!(lists(&got), (json!([]), json!([])));
+    }
+
+    #[test]
+    fn the_object_as_read_tells_nil_from_empty() {
+        let (mc, src) = rendered(json!({"kernelArguments": []}));
+        let got = go_machine_config(&mc, Some(&src)).expect("encodes");
+        assert_eq!(lists(&got), (json!([]), Value::Null));
+        let (mc, src) = rendered(json!({"kernelArguments": null, "extensions": ["usbguard"]}));
+        let got = go_machine_config(&mc, Some(&src)).expect("encodes");
+        assert_eq!(lists(&got), (Value::Null, json!(["usbguard"])));
+    }
 }

@@ -23,7 +23,8 @@ pub struct RequestInputs<'a> {
     /// The pool's rendered MachineConfig.
     pub rendered: &'a MachineConfig,
     /// The rendered MachineConfig as read (JSON), for what Go's encoding keeps that the
-    /// typed value does not (`null` versus empty lists); without it empty lists are `null`.
+    /// typed value does not (`null` versus empty lists); without it empty lists are `[]`, as
+    /// in every config the render controller writes.
     pub rendered_source: Option<&'a Value>,
     /// The ControllerConfig `machine-config-controller` (proxy, trust bundle).
     pub controller_config: &'a ControllerConfig,
