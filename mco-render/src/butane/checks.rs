@@ -1,6 +1,5 @@
 //! Validation: Butane's checks of the source config (names, roles, kernel type, boot device,
-//! resources, modes) and Ignition's of the config it generates (absolute paths, duplicates,
-//! unit names and contents), each worded as upstream words it.
+//! resources, modes), each worded as upstream words it.
 
 use serde_json::{Map, Value};
 
@@ -92,6 +91,41 @@ fn resource(out: &mut Vec<Finding>, res: &Map<String, Value>, path: &str) {
     }
 }
 
+/// openshift 4.19+: CEX on the root volume (boot device or a `root` LUKS volume) needs the
+/// kernel argument naming its key file; each of the two is checked on its own.
+fn cex_kernel_argument(out: &mut Vec<Finding>, cfg: &Map<String, Value>) {
+    const KARG: &str = "rd.luks.key=/etc/luks/cex.key";
+    const MSG: &str = "'rd.luks.key=/etc/luks/cex.key' must be set as kernel argument when CEX is enabled for the boot device";
+    let enabled = |l: &Value| {
+        l.get("cex")
+            .and_then(|c| c.get("enabled"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    let has_karg = cfg
+        .get("openshift")
+        .and_then(|o| o.get("kernelArguments"))
+        .and_then(Value::as_array)
+        .is_some_and(|k| k.iter().any(|a| a.as_str() == Some(KARG)));
+    let boot = cfg
+        .get("boot_device")
+        .and_then(|b| b.get("luks"))
+        .is_some_and(enabled);
+    let root = cfg
+        .get("storage")
+        .and_then(|s| s.get("luks"))
+        .and_then(Value::as_array)
+        .is_some_and(|l| {
+            l.iter()
+                .any(|l| enabled(l) && l.get("name").and_then(Value::as_str) == Some("root"))
+        });
+    for wanted in [boot, root] {
+        if wanted && !has_karg {
+            out.push(err("$.openshift.kernel_arguments".into(), MSG));
+        }
+    }
+}
+
 /// Butane's checks of the source config (converted, sugar keys still Butane-named),
 /// `mirror_twice` as Butane reports a mirror with one device.
 pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
@@ -99,6 +133,54 @@ pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
     let empty = Map::new();
     let get = |k: &str| cfg.get(k).and_then(Value::as_object).unwrap_or(&empty);
     let storage = get("storage");
+    // openshift 4.19+: the config's own check runs first.
+    if minor >= 19 {
+        cex_kernel_argument(&mut out, cfg);
+    }
+    let ign = get("ignition");
+    if let Some(c) = ign.get("config").and_then(Value::as_object) {
+        for (j, r) in objs(c.get("merge")) {
+            resource(&mut out, r, &format!("$.ignition.config.merge.{j}"));
+        }
+        if let Some(r) = c.get("replace").and_then(Value::as_object) {
+            resource(&mut out, r, "$.ignition.config.replace");
+        }
+    }
+    let cas = ign
+        .get("security")
+        .and_then(|s| s.get("tls"))
+        .and_then(|t| t.get("certificateAuthorities"));
+    for (j, r) in objs(cas) {
+        resource(
+            &mut out,
+            r,
+            &format!("$.ignition.security.tls.certificate_authorities.{j}"),
+        );
+    }
+    for (i, d) in objs(storage.get("directories")) {
+        if let Some(mode) = d.get("mode").and_then(Value::as_i64) {
+            if decimal_mode_suspect(mode, true) {
+                out.push(warn(
+                    format!("$.storage.directories.{i}.mode"),
+                    DECIMAL_MODE,
+                ));
+            }
+        }
+    }
+    for (i, f) in objs(storage.get("files")) {
+        let p = format!("$.storage.files.{i}");
+        if let Some(mode) = f.get("mode").and_then(Value::as_i64) {
+            if decimal_mode_suspect(mode, false) {
+                out.push(warn(format!("{p}.mode"), DECIMAL_MODE));
+            }
+        }
+        for (j, a) in objs(f.get("append")) {
+            resource(&mut out, a, &format!("{p}.append.{j}"));
+        }
+        if let Some(c) = f.get("contents").and_then(Value::as_object) {
+            resource(&mut out, c, &format!("{p}.contents"));
+        }
+    }
     for (i, fs) in objs(storage.get("filesystems")) {
         if fs.get("with_mount_unit").and_then(Value::as_bool) == Some(true) {
             let format = fs.get("format").and_then(Value::as_str).unwrap_or("");
@@ -116,28 +198,9 @@ pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
             }
         }
     }
-    for (i, f) in objs(storage.get("files")) {
-        let p = format!("$.storage.files.{i}");
-        if let Some(mode) = f.get("mode").and_then(Value::as_i64) {
-            if decimal_mode_suspect(mode, false) {
-                out.push(warn(format!("{p}.mode"), DECIMAL_MODE));
-            }
-        }
-        if let Some(c) = f.get("contents").and_then(Value::as_object) {
-            resource(&mut out, c, &format!("{p}.contents"));
-        }
-        for (j, a) in objs(f.get("append")) {
-            resource(&mut out, a, &format!("{p}.append.{j}"));
-        }
-    }
-    for (i, d) in objs(storage.get("directories")) {
-        if let Some(mode) = d.get("mode").and_then(Value::as_i64) {
-            if decimal_mode_suspect(mode, true) {
-                out.push(warn(
-                    format!("$.storage.directories.{i}.mode"),
-                    DECIMAL_MODE,
-                ));
-            }
+    for (i, l) in objs(storage.get("luks")) {
+        if let Some(k) = l.get("keyFile").and_then(Value::as_object) {
+            resource(&mut out, k, &format!("$.storage.luks.{i}.key_file"));
         }
     }
     for (i, t) in objs(storage.get("trees")) {
@@ -166,7 +229,7 @@ pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
             }
         }
     }
-    boot_device(&mut out, get("boot_device"), get("openshift"), minor);
+    boot_device(&mut out, get("boot_device"), minor);
     let md = get("metadata");
     if md
         .get("name")
@@ -198,12 +261,7 @@ pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
     out
 }
 
-fn boot_device(
-    out: &mut Vec<Finding>,
-    bd: &Map<String, Value>,
-    os: &Map<String, Value>,
-    minor: u8,
-) {
+fn boot_device(out: &mut Vec<Finding>, bd: &Map<String, Value>, minor: u8) {
     let empty = Map::new();
     let luks = bd.get("luks").and_then(Value::as_object).unwrap_or(&empty);
     let devices = bd
@@ -286,153 +344,4 @@ fn boot_device(
             ));
         }
     }
-    if cex {
-        let has = os
-            .get("kernelArguments")
-            .and_then(Value::as_array)
-            .is_some_and(|k| {
-                k.iter()
-                    .any(|a| a.as_str() == Some("rd.luks.key=/etc/luks/cex.key"))
-            });
-        if !has {
-            out.push(err(
-                "$.openshift.kernel_arguments".into(),
-                "'rd.luks.key=/etc/luks/cex.key' must be set as kernel argument when CEX is enabled for the boot device",
-            ));
-        }
-    }
-}
-
-/// A systemd unit file's sections, or why it does not parse (go-systemd's deserializer).
-fn unit_sections(contents: &str) -> Result<Vec<String>, &'static str> {
-    let mut sections = Vec::new();
-    let mut has_options = false;
-    let mut lines = contents.split('\n').peekable();
-    while let Some(line) = lines.next() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if line.starts_with('[') {
-            if !line.ends_with(']') {
-                return Err("unable to find end of section");
-            }
-            sections.push(line[1..line.len() - 1].to_string());
-            continue;
-        }
-        if sections.is_empty() {
-            return Err("unable to find section");
-        }
-        has_options = true;
-        let mut l = line.to_string();
-        while l.ends_with('\\') {
-            match lines.next() {
-                Some(next) => l = next.trim().to_string(),
-                None => break,
-            }
-        }
-    }
-    let _ = has_options;
-    Ok(sections)
-}
-
-/// A unit's name must end in a systemd unit type.
-fn unit_extension_ok(name: &str) -> bool {
-    const TYPES: &[&str] = &[
-        ".service",
-        ".socket",
-        ".device",
-        ".mount",
-        ".automount",
-        ".swap",
-        ".target",
-        ".path",
-        ".timer",
-        ".snapshot",
-        ".slice",
-        ".scope",
-    ];
-    TYPES.iter().any(|t| name.ends_with(t))
-}
-
-/// Ignition's checks of the generated config: each finding with the Ignition path of the
-/// entry, mapped back by the caller. `units` and `files` carry their Butane paths.
-pub fn generated(
-    files: &[(String, &Map<String, Value>)],
-    users: &[(String, &Map<String, Value>)],
-    units: &[(String, &Map<String, Value>)],
-) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (p, f) in files {
-        let path = f.get("path").and_then(Value::as_str).unwrap_or("");
-        if !seen.insert(path.to_string()) {
-            out.push(err(p.clone(), "duplicate entry defined"));
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (p, u) in users {
-        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
-        if !seen.insert(name.to_string()) {
-            out.push(err(p.clone(), "duplicate entry defined"));
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (p, u) in units {
-        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
-        if !seen.insert(name.to_string()) {
-            out.push(err(p.clone(), "duplicate entry defined"));
-        }
-    }
-    for (p, f) in files {
-        let path = f.get("path").and_then(Value::as_str).unwrap_or("");
-        if !path.starts_with('/') {
-            out.push(err(format!("{p}.path"), "path not absolute"));
-        }
-    }
-    for (p, u) in units {
-        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
-        if !unit_extension_ok(name) {
-            out.push(err(format!("{p}.name"), "invalid systemd unit extension"));
-        }
-        if let Some(contents) = u.get("contents").and_then(Value::as_str) {
-            match unit_sections(contents) {
-                Err(e) => out.push(err(
-                    format!("{p}.contents"),
-                    format!("invalid unit content: {e}"),
-                )),
-                Ok(sections) => {
-                    let enabled = u.get("enabled").and_then(Value::as_bool) == Some(true);
-                    if enabled
-                        && !contents.is_empty()
-                        && !sections.is_empty()
-                        && !sections.iter().any(|s| s == "Install")
-                    {
-                        out.push(warn(
-                            format!("{p}.contents"),
-                            format!("unit {name:?} is enabled, but has no install section so enable does nothing"),
-                        ));
-                    }
-                }
-            }
-        }
-        for (j, d) in objs(u.get("dropins")) {
-            let dname = d.get("name").and_then(Value::as_str).unwrap_or("");
-            if !dname.ends_with(".conf") {
-                out.push(err(
-                    format!("{p}.dropins.{j}.name"),
-                    "invalid systemd drop-in extension",
-                ));
-            }
-            if let Some(c) = d.get("contents").and_then(Value::as_str) {
-                if let Err(e) = unit_sections(c) {
-                    out.push(err(
-                        format!("{p}.dropins.{j}.contents"),
-                        format!("invalid unit content: {e}"),
-                    ));
-                }
-            }
-        }
-    }
-    out
 }

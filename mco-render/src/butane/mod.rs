@@ -11,7 +11,8 @@
 //! - [`schema`]: the fields, their Ignition names and types; unknown keys, type errors.
 //! - [`contents`]: contents as `data:` URLs (gzip when shorter).
 //! - [`sugar`]: `boot_device`, `with_mount_unit`, Ignition's merge of the rendered parts.
-//! - [`checks`]: Butane's source checks and Ignition's checks of the result.
+//! - [`checks`]: Butane's source checks.
+//! - [`generated`]: Ignition's checks of the result (duplicates first, then each type's own).
 //! - [`files`]: the files directory in memory.
 //! - [`report`]: findings as Butane prints them.
 //! - [`emit`]: the YAML Butane prints.
@@ -20,6 +21,7 @@ pub mod checks;
 pub mod contents;
 pub mod emit;
 pub mod files;
+pub mod generated;
 pub mod locate;
 pub mod report;
 pub mod scalar;

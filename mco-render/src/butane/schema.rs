@@ -1,6 +1,7 @@
 //! The fields of an `openshift` config, their Ignition names and types, and the conversion of
 //! parsed YAML into Ignition's JSON shape (snake_case to camelCase, unknown keys reported).
 
+use super::generated::ORIGIN;
 use super::scalar::{resolve_plain, RawScalar, Resolved, Style};
 use serde_json::{Map, Value};
 
@@ -535,7 +536,10 @@ impl Converter<'_> {
                 let mut out = Vec::new();
                 for (i, it) in items.iter().enumerate() {
                     let p = join(path, &i.to_string());
-                    if let Some(o) = self.convert(it, Obj(fields, name), &p) {
+                    if let Some(mut o) = self.convert(it, Obj(fields, name), &p) {
+                        if let Value::Object(m) = &mut o {
+                            m.insert(ORIGIN.into(), Value::String(p));
+                        }
                         out.push(o);
                     }
                 }

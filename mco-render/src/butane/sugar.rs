@@ -1,6 +1,7 @@
 //! Butane's sugar, expanded into Ignition: `boot_device` (mirrored disks, LUKS root), mount
 //! units for `with_mount_unit` filesystems, and systemd's unit-name path escaping.
 
+use super::generated::ORIGIN;
 use serde_json::{json, Map, Value};
 
 const RESERVED_GUID: &str = "8DA63339-0007-60C0-C436-083AC8230908";
@@ -65,11 +66,15 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
             }
             parts.push(json!({"label": format!("boot-{n}"), "sizeMiB": 384}));
             parts.push(json!({"label": format!("root-{n}")}));
-            disks.push(json!({"device": device, "partitions": parts, "wipeTable": true}));
+            let origin = format!("$.boot_device.mirror.devices.{i}");
+            disks.push(
+                json!({"device": device, "partitions": parts, "wipeTable": true, ORIGIN: origin}),
+            );
             if efi {
                 filesystems.push(json!({
                     "device": format!("/dev/disk/by-partlabel/esp-{n}"),
                     "format": "vfat", "label": format!("esp-{n}"), "wipeFilesystem": true,
+                    ORIGIN: origin,
                 }));
             }
         }
@@ -81,11 +86,11 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
         storage.insert(
             "raid".into(),
             json!([
-                {"devices": members("boot"), "level": "raid1", "name": "md-boot", "options": ["--metadata=1.0"]},
-                {"devices": members("root"), "level": "raid1", "name": "md-root"},
+                {"devices": members("boot"), "level": "raid1", "name": "md-boot", "options": ["--metadata=1.0"], ORIGIN: "$.boot_device.mirror"},
+                {"devices": members("root"), "level": "raid1", "name": "md-root", ORIGIN: "$.boot_device.mirror"},
             ]),
         );
-        filesystems.push(json!({"device": "/dev/md/md-boot", "format": "ext4", "label": "boot", "wipeFilesystem": true}));
+        filesystems.push(json!({"device": "/dev/md/md-boot", "format": "ext4", "label": "boot", "wipeFilesystem": true, ORIGIN: "$.boot_device.mirror"}));
     }
     if want_luks {
         let base_device = luks.get("device").and_then(Value::as_str).unwrap_or("");
@@ -114,6 +119,7 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
         entry.insert("label".into(), json!("luks-root"));
         entry.insert("name".into(), json!("root"));
         entry.insert("wipeVolume".into(), json!(true));
+        entry.insert(ORIGIN.into(), json!("$.boot_device.luks"));
         storage.insert("luks".into(), json!([entry]));
     }
     let root = if want_luks {
@@ -121,8 +127,7 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
     } else {
         "/dev/md/md-root"
     };
-    filesystems
-        .push(json!({"device": root, "format": "xfs", "label": "root", "wipeFilesystem": true}));
+    filesystems.push(json!({"device": root, "format": "xfs", "label": "root", "wipeFilesystem": true, ORIGIN: "$.boot_device"}));
     if !disks.is_empty() {
         storage.insert("disks".into(), Value::Array(disks));
     }

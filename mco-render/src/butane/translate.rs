@@ -5,6 +5,7 @@
 use super::checks::{self, Finding};
 use super::contents::make_data_url;
 use super::files::{FileSet, LocalError};
+use super::generated::{self, ORIGIN, SSH_ORIGINS};
 use super::schema::{Converter, GoNames, Kind, ScalarSource, CONFIG};
 use super::sugar;
 use super::version::SpecVersion;
@@ -443,19 +444,26 @@ pub(super) fn run(
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        // Each key's Butane path: inline keys where written, file keys at their file.
+        let mut origins: Vec<Value> = (0..keys.len())
+            .map(|k| json!(format!("$.passwd.users.{i}.ssh_authorized_keys.{k}")))
+            .collect();
         for (j, l) in locals.iter().enumerate() {
             let Some(l) = l.as_str() else { continue };
             if let Some(bytes) = ctx.read_local(l, format!("{p}.{j}")) {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
-                keys.extend(
-                    text.split('\n')
-                        .map(|k| k.strip_suffix('\r').unwrap_or(k))
-                        .filter(|k| !k.is_empty())
-                        .map(|k| json!(k)),
-                );
+                for k in text
+                    .split('\n')
+                    .map(|k| k.strip_suffix('\r').unwrap_or(k))
+                    .filter(|k| !k.is_empty())
+                {
+                    keys.push(json!(k));
+                    origins.push(json!(format!("{p}.{j}")));
+                }
             }
         }
         u.insert("sshAuthorizedKeys".into(), Value::Array(keys));
+        u.insert(SSH_ORIGINS.into(), Value::Array(origins));
     }
 
     // Mount units for `with_mount_unit`, merged in as a parent config.
@@ -473,7 +481,7 @@ pub(super) fn run(
         .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
         .collect();
     let mut mount_units = Vec::new();
-    for (_, fs) in arr_mut(&mut storage, "filesystems") {
+    for (i, fs) in arr_mut(&mut storage, "filesystems") {
         if fs.remove("with_mount_unit").and_then(|v| v.as_bool()) != Some(true) {
             continue;
         }
@@ -481,7 +489,11 @@ pub(super) fn run(
         let remote = luks_tang.iter().any(|n| {
             device == format!("/dev/mapper/{n}") || device == format!("/dev/disk/by-id/dm-name-{n}")
         });
-        mount_units.push(sugar::mount_unit(fs, remote));
+        let mut unit = sugar::mount_unit(fs, remote);
+        if let Value::Object(u) = &mut unit {
+            u.insert(ORIGIN.into(), json!(format!("$.storage.filesystems.{i}")));
+        }
+        mount_units.push(unit);
     }
 
     // Trees: files appended after the config's own.
@@ -548,7 +560,7 @@ pub(super) fn run(
                 let entry = match at {
                     Some(i) => &mut files_list[i],
                     None => {
-                        tree_files.push((path.clone(), json!({"path": path})));
+                        tree_files.push((path.clone(), json!({"path": path, ORIGIN: p})));
                         let Some(last) = tree_files.last_mut() else {
                             continue;
                         };
@@ -586,41 +598,6 @@ pub(super) fn run(
             list.extend(tree_files.into_iter().map(|(_, f)| f));
         }
     }
-
-    // The user's entries, with their Butane paths, for Ignition's checks.
-    let user_files: Vec<(String, Map<String, Value>)> = storage
-        .get("files")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter_map(|(i, f)| {
-            f.as_object()
-                .map(|o| (format!("$.storage.files.{i}"), o.clone()))
-        })
-        .collect();
-    let user_units: Vec<(String, Map<String, Value>)> = systemd
-        .get("units")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter_map(|(i, u)| {
-            u.as_object()
-                .map(|o| (format!("$.systemd.units.{i}"), o.clone()))
-        })
-        .collect();
-    let user_users: Vec<(String, Map<String, Value>)> = passwd
-        .get("users")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter_map(|(i, u)| {
-            u.as_object()
-                .map(|o| (format!("$.passwd.users.{i}"), o.clone()))
-        })
-        .collect();
 
     let mut config = Map::new();
     config.insert("ignition".into(), Value::Object(ignition));
@@ -661,20 +638,14 @@ pub(super) fn run(
     if openshift.get("fips").and_then(Value::as_bool) == Some(true) {
         fips_luks_options(&mut config);
     }
-    fn refs(v: &[(String, Map<String, Value>)]) -> Vec<(String, &Map<String, Value>)> {
-        v.iter().map(|(p, m)| (p.clone(), m)).collect()
-    }
-    ctx.findings.extend(checks::generated(
-        &refs(&user_files),
-        &refs(&user_users),
-        &refs(&user_units),
-    ));
+    ctx.findings.extend(generated::check(&openshift, &config));
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "config generated was invalid");
     }
 
     let mut spec = Map::new();
     let mut config = Value::Object(config);
+    generated::strip_origins(&mut config);
     prune(&mut config);
     if let Value::Object(c) = &mut config {
         c.entry("ignition")
