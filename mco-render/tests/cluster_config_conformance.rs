@@ -346,6 +346,14 @@ fn compare_cli(case: &Value, dir: &Path) -> Option<String> {
         if !names.iter().any(|n| stderr.contains(n.as_str())) {
             return Some(format!("stderr names none of {names:?}: {stderr}"));
         }
+        // An `error:` line ending in upstream's message.
+        let error = expected["error"].as_str().unwrap_or("");
+        if !stderr
+            .lines()
+            .any(|l| l.starts_with("error: ") && l.ends_with(&format!(": {error}")))
+        {
+            return Some(format!("no error line ends in upstream's {error:?}: {stderr}"));
+        }
         return None;
     }
     // Other syncs the manifests trigger may fail (a Node with an unknown profile in a
