@@ -704,3 +704,93 @@ async fn a_build_waiting_for_its_push_secret_starts_when_it_arrives() {
         assert_eq!(n, 1, "{list}: only the watch's first list");
     }
 }
+
+/// A cluster whose pools rendered before the operator stamped the ControllerConfig with the
+/// release version (the controller has no version of its own): the build cannot be named, the
+/// MachineOSConfig says why, and once the operator stamps the ControllerConfig the rendered
+/// config is stamped too and the build starts; nothing stays stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_blocked_by_an_unstamped_release_says_why_and_starts_once_stamped() {
+    const RELEASE: &str = "machineconfiguration.openshift.io/release-image-version";
+    let server = ApiServer::start().await.unwrap();
+    seed_examples(&server);
+    let store = server.store.clone();
+    edit(
+        &store,
+        "controllerconfigs",
+        "",
+        "machine-config-controller",
+        false,
+        |c| {
+            if let Some(a) = c["metadata"]["annotations"].as_object_mut() {
+                a.remove(RELEASE);
+            }
+        },
+    );
+    seed_build_inputs(&store);
+    let mut opts = options();
+    opts.render.release_image_version = String::new();
+    let client = server.client_as(AGENT);
+    let controller = tokio::spawn(async move {
+        if let Err(e) = controller::run(client, opts).await {
+            panic!("controller stopped: {e}");
+        }
+    });
+    let rendered = |store: &Store| -> Option<Value> {
+        let p = store.get("machineconfigpools", "", "worker")?;
+        let name = p["spec"]["configuration"]["name"].as_str()?.to_string();
+        store.get("machineconfigs", "", &name)
+    };
+    let first =
+        support::eventually_within("the worker pool rendered", LIMIT, || rendered(&store)).await;
+    assert!(
+        first["metadata"]["annotations"][RELEASE]
+            .as_str()
+            .is_none_or(str::is_empty),
+        "{first}"
+    );
+    create_mosc(&store, MOSC, "worker", PUSH_SPEC, "RUN true");
+    let event = support::eventually_within("the MachineOSConfig told why", LIMIT, || {
+        store.list("events").into_iter().find(|e| {
+            e["reason"] == "BuildBlocked"
+                && e["regarding"]["name"] == MOSC
+                && e["type"] == "Warning"
+        })
+    })
+    .await;
+    let note = event["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains(RELEASE) && note.contains("machine-config-operator"),
+        "{note}"
+    );
+    assert!(store.list("machineosbuilds").is_empty());
+
+    // The operator stamps the ControllerConfig.
+    edit(
+        &store,
+        "controllerconfigs",
+        "",
+        "machine-config-controller",
+        false,
+        |c| {
+            c["metadata"]["annotations"][RELEASE] = json!("4.99.0");
+        },
+    );
+    let stamped = support::eventually_within("the rendered config stamped", LIMIT, || {
+        rendered(&store).filter(|mc| mc["metadata"]["annotations"][RELEASE] == "4.99.0")
+    })
+    .await;
+    assert_eq!(
+        stamped["metadata"]["name"], first["metadata"]["name"],
+        "same config"
+    );
+    let build = support::eventually_within("a MachineOSBuild", LIMIT, || {
+        store.list("machineosbuilds").into_iter().next()
+    })
+    .await;
+    assert_eq!(
+        build["spec"]["machineConfig"]["name"],
+        first["metadata"]["name"]
+    );
+    controller.abort();
+}

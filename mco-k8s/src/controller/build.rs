@@ -32,6 +32,8 @@ pub struct Builds {
     config_maps: Api<ConfigMap>,
     secrets: Api<Secret>,
     events: crate::events::Events,
+    /// Per pool, why its build cannot start, as last told (told again only when it changes).
+    told_blocked: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 pub(crate) fn ignore_absent(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
@@ -120,6 +122,7 @@ impl Builds {
             config_maps: Api::namespaced(client.clone(), NAMESPACE),
             secrets: Api::namespaced(client.clone(), NAMESPACE),
             events: crate::events::Events::new(client, "machine-config-controller"),
+            told_blocked: Default::default(),
         }
     }
 
@@ -172,6 +175,41 @@ impl Builds {
         Ok(decide(&inputs, &digests, now))
     }
 
+    /// Tells the administrator, once per cause, why pool `name`'s build cannot start: a
+    /// warning in the log and a Warning Event `BuildBlocked` on its MachineOSConfig.
+    async fn tell_blocked(&self, view: &View, name: &str, blocked: Option<&str>) {
+        let changed = {
+            let mut told = self.told_blocked.lock().unwrap_or_else(|e| e.into_inner());
+            match blocked {
+                None => {
+                    told.remove(name);
+                    false
+                }
+                Some(b) => told.insert(name.to_string(), b.to_string()).as_deref() != Some(b),
+            }
+        };
+        let Some(why) = blocked.filter(|_| changed) else {
+            return;
+        };
+        tracing::warn!(pool = name, "build not started: {why}");
+        if let Some(mosc) = view
+            .moscs
+            .iter()
+            .find(|m| m.spec.machine_config_pool.name == name)
+        {
+            self.events
+                .on_mco_object(
+                    "MachineOSConfig",
+                    &mosc.metadata.name,
+                    mosc.metadata.uid.as_deref(),
+                    true,
+                    "BuildBlocked",
+                    why.to_string(),
+                )
+                .await;
+        }
+    }
+
     /// Decides and carries out the build controller's writes for pool `name`, applying them
     /// to `view` as the rollout that follows sees them.
     pub async fn sync(&self, view: &mut View, name: &str, now: &str) -> Result<(), SyncError> {
@@ -179,6 +217,7 @@ impl Builds {
         if let Some(w) = &d.waiting {
             tracing::debug!(pool = name, "build: {w}");
         }
+        self.tell_blocked(view, name, d.blocked.as_deref()).await;
         for intent in d.intents {
             self.execute(view, name, intent, now).await?;
         }

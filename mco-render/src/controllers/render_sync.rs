@@ -17,6 +17,11 @@ use crate::render::{render_pool, RenderOptions};
 pub struct RenderSync {
     /// A rendered MachineConfig to create (none exists under its name yet).
     pub create: Option<MachineConfig>,
+    /// The stored rendered MachineConfig the pool already targets, with the labels,
+    /// annotations and owner references of the one rendered now laid over its own (a
+    /// `release-image-version` stamped on the ControllerConfig after the config was created),
+    /// when they differ: upstream applies the rendered config again in that case.
+    pub update: Option<MachineConfig>,
     /// The pool's new `spec.configuration`, when it changes.
     pub set_configuration: Option<PoolConfiguration>,
     /// The pool's new status, when the RenderDegraded condition changes.
@@ -32,6 +37,9 @@ impl RenderSync {
         let mut out = Vec::new();
         if let Some(mc) = &self.create {
             out.push(Write::CreateMachineConfig(mc.clone()));
+        }
+        if let Some(mc) = &self.update {
+            out.push(Write::UpdateMachineConfig(mc.clone()));
         }
         if let Some(configuration) = &self.set_configuration {
             out.push(Write::SetPoolConfiguration {
@@ -149,8 +157,12 @@ pub fn sync_pool(
             out.error = Some(message);
         }
         Ok(r) => {
-            if !all.iter().any(|m| m.name() == r.machine_config.name()) {
-                out.create = Some(r.machine_config.clone());
+            match all.iter().find(|m| m.name() == r.machine_config.name()) {
+                None => out.create = Some(r.machine_config.clone()),
+                Some(stored) if pool.spec.configuration.name == stored.name() => {
+                    out.update = with_metadata_of(stored, &r.machine_config);
+                }
+                Some(_) => {}
             }
             if r.configuration != pool.spec.configuration {
                 out.set_configuration = Some(r.configuration);
@@ -171,6 +183,30 @@ pub fn sync_pool(
         }
     }
     out
+}
+
+/// `stored` with `rendered`'s labels and annotations set and its owner references added
+/// (upstream's `EnsureObjectMeta`: keys and references `stored` has beyond them stay), or
+/// `None` when nothing changes. The spec is the same: the name hashes it.
+fn with_metadata_of(stored: &MachineConfig, rendered: &MachineConfig) -> Option<MachineConfig> {
+    let mut out = stored.clone();
+    let meta = &mut out.metadata;
+    for (k, v) in &rendered.metadata.labels {
+        meta.labels.insert(k.clone(), v.clone());
+    }
+    for (k, v) in &rendered.metadata.annotations {
+        meta.annotations.insert(k.clone(), v.clone());
+    }
+    for r in &rendered.metadata.owner_references {
+        if !meta
+            .owner_references
+            .iter()
+            .any(|o| o.uid == r.uid && o.kind == r.kind && o.name == r.name)
+        {
+            meta.owner_references.push(r.clone());
+        }
+    }
+    (out != *stored).then_some(out)
 }
 
 /// Refuses a move from the pool's current rendered config to `generated` that cannot be
@@ -313,6 +349,58 @@ mod tests {
             s.create.map(|m| m.metadata.name),
             plain.create.map(|m| m.metadata.name)
         );
+    }
+
+    #[test]
+    fn a_release_version_stamped_later_is_laid_over_the_stored_config() {
+        let all = vec![mc("00-worker", json!({"ignition": {"version": V}}))];
+        let opts = RenderOptions::default();
+        // Rendered before the operator stamped the ControllerConfig: no release version.
+        let first = sync_pool(&pool(), &all, Some(&cc()), &opts, "T");
+        let Some(mut stored) = first.create.clone() else {
+            panic!("not rendered: {first:?}");
+        };
+        stored.metadata.resource_version = Some("17".into());
+        stored
+            .metadata
+            .annotations
+            .insert("team".into(), "infra".into());
+        let mut p = pool();
+        p.spec.configuration = first.set_configuration.clone().unwrap_or_default();
+        let mut all = all.clone();
+        all.push(stored.clone());
+        let unchanged = sync_pool(&p, &all, Some(&cc()), &opts, "T");
+        assert_eq!(unchanged.update, None, "nothing new to lay over");
+        let mut stamped = cc();
+        stamped
+            .metadata
+            .annotations
+            .insert(RELEASE_IMAGE_VERSION_ANNOTATION.into(), "4.99.0".into());
+        let s = sync_pool(&p, &all, Some(&stamped), &opts, "T");
+        assert_eq!(s.create, None);
+        let Some(updated) = s.update.clone() else {
+            panic!("the stored config is not stamped: {s:?}");
+        };
+        assert_eq!(updated.name(), stored.name());
+        assert_eq!(
+            updated.metadata.annotations[RELEASE_IMAGE_VERSION_ANNOTATION],
+            "4.99.0"
+        );
+        assert_eq!(
+            updated.metadata.annotations["team"], "infra",
+            "others' keys stay"
+        );
+        assert_eq!(updated.metadata.resource_version.as_deref(), Some("17"));
+        assert_eq!(updated.spec, stored.spec);
+        assert!(matches!(
+            s.writes("worker").first(),
+            Some(Write::UpdateMachineConfig(_))
+        ));
+        // A pool that targets another config leaves the stored one alone, as upstream.
+        let mut elsewhere = p.clone();
+        elsewhere.spec.configuration.name = "rendered-worker-other".into();
+        let s = sync_pool(&elsewhere, &all, Some(&stamped), &opts, "T");
+        assert_eq!(s.update, None);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 
 use super::machine_os_build::{machine_os_build, BuildInputs};
 use super::progress::{conditions, job_progress, progress_of, transition_allowed, Progress};
+use super::{BuildError, HashError};
 use crate::api::job::JobView;
+use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::machine_os::{BuildObjectReference, BuilderReference, MachineOSBuildStatus};
 use crate::api::{
     MachineConfig, MachineConfigPool, MachineOSBuild, MachineOSConfig, MachineOSConfigStatus,
@@ -152,6 +154,9 @@ pub struct BuildDecision {
     pub digest_wanted: Vec<String>,
     /// Why nothing more was done (waiting on something), for the log.
     pub waiting: Option<String>,
+    /// Why no build can start until something outside the build controller changes, worded
+    /// for the administrator (the adapter logs it and records it on the MachineOSConfig).
+    pub blocked: Option<String>,
 }
 
 impl BuildDecision {
@@ -492,7 +497,22 @@ pub fn decide(view: &PoolBuilds<'_>, digests: &[(String, String)], now: &str) ->
     let mut target = match machine_os_build(&inputs) {
         Ok(b) => b,
         Err(e) => {
-            d.waiting = Some(format!("could not instantiate new MachineOSBuild: {e}"));
+            let why = format!("could not instantiate new MachineOSBuild: {e}");
+            let release = matches!(
+                &e,
+                BuildError::Hash(
+                    HashError::MissingAnnotation(k, _) | HashError::EmptyAnnotation(k, _)
+                ) if *k == RELEASE_IMAGE_VERSION_ANNOTATION
+            );
+            d.blocked = Some(if release {
+                format!(
+                    "{why}; rendered configs carry the release version the operator writes on \
+                     ControllerConfig machine-config-controller: is machine-config-operator running?"
+                )
+            } else {
+                why.clone()
+            });
+            d.waiting = Some(why);
             return d;
         }
     };

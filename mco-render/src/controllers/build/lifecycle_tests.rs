@@ -443,3 +443,26 @@ fn digests_are_checked() {
     assert_eq!(digested_pullspec(spec, "sha256:xyz"), None);
     assert_eq!(digested_pullspec("not a ref", DIGEST), None);
 }
+
+#[test]
+fn a_rendered_config_without_a_release_version_blocks_the_build_and_says_why() {
+    let mut w = World::new();
+    for mc in &mut w.mcs {
+        mc.metadata
+            .annotations
+            .remove(RELEASE_IMAGE_VERSION_ANNOTATION);
+    }
+    let d = w.decide(&[]);
+    assert!(d.intents.is_empty(), "{:?}", d.intents);
+    let blocked = d.blocked.unwrap_or_default();
+    assert!(
+        blocked.contains(RELEASE_IMAGE_VERSION_ANNOTATION)
+            && blocked.contains("is machine-config-operator running?"),
+        "{blocked}"
+    );
+    // A pool merely waiting for its render is not blocked.
+    let mut w = World::new();
+    w.pool.spec.configuration.name.clear();
+    let d = w.decide(&[]);
+    assert!(d.waiting.is_some() && d.blocked.is_none(), "{d:?}");
+}
