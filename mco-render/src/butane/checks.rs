@@ -289,9 +289,14 @@ fn boot_device(out: &mut Vec<Finding>, bd: &Map<String, Value>, minor: u8) {
             "s390x-virt" if s390x => {}
             "s390x-eckd" | "s390x-zfcp" if s390x => {
                 let prefix = if layout == "s390x-eckd" { "/dev/dasd" } else { "/dev/sd" };
+                // Butane's pattern (`/dev/dasd[a-z]$`, unanchored at the start): the prefix
+                // and one letter, at the end.
+                let named = luks_device
+                    .strip_suffix(|c: char| c.is_ascii_lowercase())
+                    .is_some_and(|head| head.ends_with(prefix));
                 if luks_device.is_empty() {
                     out.push(err("$.boot_device.layout".into(), "device is required for layouts: s390x-eckd, s390x-zfcp"));
-                } else if !luks_device.starts_with(prefix) {
+                } else if !named {
                     out.push(err(
                         "$.boot_device.layout".into(),
                         "device name must start with /dev/dasd on s390x-eckd layout or /dev/sd on s390x-zfcp layout",

@@ -13,6 +13,11 @@ use std::collections::HashSet;
 
 /// The hidden key holding a list entry's Butane path until the output is written.
 pub const ORIGIN: &str = "\u{0}origin";
+/// The hidden key holding, for an entry merged into one the sugar rendered, the sugar entry's
+/// Butane path.
+pub const MERGED_INTO: &str = "\u{0}merged";
+/// The hidden key holding, for such an entry, the fields the config set.
+pub const OWN_FIELDS: &str = "\u{0}own";
 /// The hidden key holding, for a user, the Butane path of each SSH key.
 pub const SSH_ORIGINS: &str = "\u{0}ssh";
 
@@ -49,15 +54,28 @@ fn snake(s: &str) -> String {
 struct At {
     json: String,
     yaml: String,
+    /// For an entry the config merged into one of the sugar's: the sugar entry's path, which
+    /// the fields the config left alone keep, and the fields the config set.
+    base: Option<(String, Vec<String>)>,
 }
 
 impl At {
     /// The field `key` of this object, which the source set.
     fn child(&self, key: &str) -> At {
+        if let Some((base, own)) = &self.base {
+            if !own.iter().any(|k| k == key) {
+                let from_base = At {
+                    json: self.json.clone(),
+                    yaml: base.clone(),
+                    base: None,
+                };
+                return from_base.child(key);
+            }
+        }
         // The LUKS volume boot_device renders: its fields come from boot_device.luks itself.
         let yaml = if self.yaml == "$.boot_device.luks" {
             match key {
-                "discard" | "cex" => format!("{}.{key}", self.yaml),
+                "discard" => format!("{}.{key}", self.yaml),
                 _ => self.yaml.clone(),
             }
         } else {
@@ -66,6 +84,7 @@ impl At {
         At {
             json: format!("{}.{key}", self.json),
             yaml,
+            base: None,
         }
     }
 
@@ -88,9 +107,23 @@ impl At {
             .get(ORIGIN)
             .and_then(Value::as_str)
             .map_or_else(|| format!("{}.{i}", base.yaml), str::to_string);
+        let merged = item.get(MERGED_INTO).and_then(Value::as_str).map(|b| {
+            let own = item
+                .get(OWN_FIELDS)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            (b.to_string(), own)
+        });
         At {
             json: format!("{}.{i}", base.json),
             yaml,
+            base: merged,
         }
     }
 }
@@ -194,20 +227,25 @@ fn dups_of(out: &mut Vec<Finding>, at: &At, obj: &Map<String, Value>, key: &str,
 
 /// Ignition's findings on the generated config: `spec` holds the MachineConfig's own lists
 /// (`kernelArguments`, `extensions`), `config` the Ignition config.
-pub fn check(spec: &Map<String, Value>, config: &Map<String, Value>) -> Vec<Finding> {
+///
+/// `minor` is the spec's minor version: up to 4.13 a RAID's level is a plain string, which
+/// always has a source path.
+pub fn check(spec: &Map<String, Value>, config: &Map<String, Value>, minor: u8) -> Vec<Finding> {
     let mut out = Vec::new();
     let os = At {
         json: "spec".into(),
         yaml: "$.openshift".into(),
+        base: None,
     };
     dups_of(&mut out, &os, spec, "kernelArguments", KeyBy::Str);
     dups_of(&mut out, &os, spec, "extensions", KeyBy::Str);
     let root = At {
         json: String::new(),
         yaml: "$".into(),
+        base: None,
     };
     config_dups(&mut out, &root, config);
-    validate_config(&mut out, &root, config);
+    validate_config(&mut out, &root, config, minor);
     // Paths under the root begin with a dot in JSON space.
     for f in &mut out {
         if let Some(rest) = f.0.strip_prefix("$.spec.config..") {
@@ -226,6 +264,7 @@ fn root_child(at: &At, key: &str) -> At {
         At {
             json: key.into(),
             yaml: format!("$.{}", snake(key)),
+            base: None,
         }
     } else {
         at.child(key)
@@ -498,7 +537,7 @@ fn validate_node_owner(out: &mut Vec<Finding>, at: &At, n: &Map<String, Value>) 
     }
 }
 
-fn validate_config(out: &mut Vec<Finding>, root: &At, c: &Map<String, Value>) {
+fn validate_config(out: &mut Vec<Finding>, root: &At, c: &Map<String, Value>, minor: u8) {
     let empty = Map::new();
     let storage = obj(c, "storage").unwrap_or(&empty);
     let systemd = obj(c, "systemd").unwrap_or(&empty);
@@ -572,11 +611,11 @@ fn validate_config(out: &mut Vec<Finding>, root: &At, c: &Map<String, Value>) {
             }
         }
     }
-    validate_storage(out, &st, storage);
+    validate_storage(out, &st, storage, minor);
     validate_systemd(out, &root_child(root, "systemd"), systemd);
 }
 
-fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>) {
+fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>, minor: u8) {
     // Storage: filesystems over disks.
     for (i, item, f) in objects(st, "filesystems") {
         let device = s(f, "device").unwrap_or("");
@@ -644,6 +683,8 @@ fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>) {
         let level = s(r, "level").unwrap_or("");
         let spares = r.get("spares").and_then(Value::as_i64).unwrap_or(0);
         let e = match level {
+            // A plain string up to 4.13: empty is merely unrecognized.
+            "" if minor <= 13 => Some("unrecognized raid level"),
             "" => Some("raid level is required"),
             "linear" | "raid0" | "0" | "stripe" if spares != 0 => {
                 Some("spares unsupported for linear and raid0 arrays")
@@ -653,7 +694,7 @@ fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>) {
             _ => Some("unrecognized raid level"),
         };
         if let Some(e) = e {
-            err(out, at.field(r, "level", false), e);
+            err(out, at.field(r, "level", minor <= 13), e);
         }
         if list(r, "devices").is_empty() {
             err(out, at.field(r, "devices", false), "raid devices required");
@@ -669,7 +710,8 @@ fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>) {
 fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
     let device = s(d, "device").unwrap_or("");
     if device.is_empty() {
-        err(out, at.field(d, "device", true), "disk device is required");
+        // Butane has no source path for an empty disk device.
+        err(out, at.field(d, "device", false), "disk device is required");
         return;
     }
     if let Some(e) = path_error(device) {
@@ -989,34 +1031,92 @@ fn validate_luks(out: &mut Vec<Finding>, at: &At, l: &Map<String, Value>) {
     }
 }
 
-/// go-systemd's unit deserializer: the sections, or why the contents do not parse.
-pub fn unit_sections(contents: &str) -> Result<Vec<String>, &'static str> {
-    let mut sections = Vec::new();
-    let mut lines = contents.split('\n');
-    while let Some(line) = lines.next() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
+/// go-systemd's unit lexer: the section of each option, or why the contents do not parse.
+/// Text before the
+/// first section is skipped; a section name runs to the next `]` (across lines); an option
+/// name must reach `=` on its line.
+pub fn unit_sections(contents: &str) -> Result<Vec<String>, String> {
+    let chars: Vec<char> = contents.chars().collect();
+    let mut i = 0;
+    let mut options = Vec::new();
+    let mut section: Option<String> = None;
+    // Skips a comment line and the lines it continues with a trailing backslash.
+    let skip_comment = |i: &mut usize| loop {
+        let start = *i;
+        while *i < chars.len() && chars[*i] != '\n' {
+            *i += 1;
         }
-        if line.starts_with('[') {
-            if !line.ends_with(']') {
-                return Err("unable to find end of section");
+        let mut line: String = chars[start..*i].iter().collect();
+        let eof = *i >= chars.len();
+        *i += 1;
+        if line.ends_with('\r') {
+            line.pop();
+        }
+        if line.ends_with(' ') {
+            line.pop();
+        }
+        if !line.ends_with('\\') || eof {
+            break;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c == '[' {
+            let Some(end) = chars[i..].iter().position(|&c| c == ']') else {
+                return Err("unable to find end of section".into());
+            };
+            let name: String = chars[i..i + end].iter().collect();
+            i += end + 1;
+            let start = i;
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
             }
-            sections.push(line[1..line.len() - 1].to_string());
-            continue;
-        }
-        if sections.is_empty() {
-            return Err("unable to find section");
-        }
-        let mut l = line.to_string();
-        while l.ends_with('\\') {
-            match lines.next() {
-                Some(next) => l = next.trim().to_string(),
-                None => break,
+            let garbage: String = chars[start..i].iter().collect();
+            i += 1;
+            let garbage = garbage.trim_end_matches('\r').trim();
+            if !garbage.is_empty() {
+                return Err(format!("found garbage after section name : {garbage:?}"));
+            }
+            section = Some(name);
+        } else if c == '#' || c == ';' {
+            skip_comment(&mut i);
+        } else if section.is_none() || c.is_whitespace() {
+            // Before the first section anything is skipped.
+        } else {
+            // An option: its name up to `=` on this line, then the value and its
+            // continuation lines.
+            let mut j = i - 1;
+            loop {
+                match chars.get(j) {
+                    None => return Err("EOF".into()),
+                    Some('\n' | '\r') => {
+                        return Err(
+                            "unexpected newline encountered while parsing option name".into()
+                        )
+                    }
+                    Some('=') => break,
+                    Some(_) => j += 1,
+                }
+            }
+            i = j + 1;
+            options.push(section.clone().unwrap_or_default());
+            loop {
+                let start = i;
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+                let line: String = chars[start..i].iter().collect();
+                let eof = i >= chars.len();
+                i += 1;
+                let line = line.trim_end_matches('\r');
+                if line.trim().is_empty() || !line.ends_with('\\') || eof {
+                    break;
+                }
             }
         }
     }
-    Ok(sections)
+    Ok(options)
 }
 
 fn unit_extension_ok(name: &str) -> bool {
@@ -1062,7 +1162,7 @@ fn validate_systemd(out: &mut Vec<Finding>, at: &At, sd: &Map<String, Value>) {
                     if !sections.iter().any(|s| s == "Install") {
                         warn(
                             out,
-                            at.entry("units", *i, item).child("contents").yaml,
+                            at.entry("units", *i, item).field(u, "contents", false),
                             &format!(
                                 "template unit {tname:?} for {name:?} doesn't have Install section"
                             ),
@@ -1115,7 +1215,7 @@ fn validate_systemd(out: &mut Vec<Finding>, at: &At, sd: &Map<String, Value>) {
             }
             let dname = s(d, "name").unwrap_or("");
             let base = dname.rsplit('/').next().unwrap_or(dname);
-            if !base.rfind('.').is_some_and(|i| &base[i..] == ".conf") {
+            if base.rfind('.').is_none_or(|i| &base[i..] != ".conf") {
                 err(
                     out,
                     at.field(d, "name", true),

@@ -29,6 +29,10 @@ pub struct RawScalar {
     pub text: String,
 }
 
+/// The field's type cannot take the scalar (yaml.v3's `cannot unmarshal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeError;
+
 /// The implicit type of a scalar.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Resolved {
@@ -69,27 +73,27 @@ impl RawScalar {
         }
     }
 
-    /// What a bool field takes; `Err(())` is a type error.
-    pub fn to_bool(&self) -> Result<Option<bool>, ()> {
+    /// What a bool field takes.
+    pub fn to_bool(&self) -> Result<Option<bool>, TypeError> {
         match self.resolve() {
             Resolved::Null => Ok(None),
             Resolved::Bool(b) => Ok(Some(b)),
             Resolved::Str => match self.text.as_str() {
                 "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Ok(Some(true)),
                 "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Ok(Some(false)),
-                _ => Err(()),
+                _ => Err(TypeError),
             },
-            _ => Err(()),
+            _ => Err(TypeError),
         }
     }
 
-    /// What an int field takes; `Err(())` is a type error.
-    pub fn to_int(&self) -> Result<Option<i64>, ()> {
+    /// What an int field takes.
+    pub fn to_int(&self) -> Result<Option<i64>, TypeError> {
         match self.resolve() {
             Resolved::Null => Ok(None),
-            Resolved::Int(i) => i64::try_from(i).map(Some).map_err(|_| ()),
-            Resolved::Float(f) => float_to_int(f).map(Some).ok_or(()),
-            _ => Err(()),
+            Resolved::Int(i) => i64::try_from(i).map(Some).map_err(|_| TypeError),
+            Resolved::Float(f) => float_to_int(f).map(Some).ok_or(TypeError),
+            _ => Err(TypeError),
         }
     }
 
@@ -122,7 +126,7 @@ fn float_to_int(f: f64) -> Option<i64> {
     if f.is_nan() || f > TWO_63 {
         return None;
     }
-    if f >= TWO_63 || f < -TWO_63 {
+    if !(-TWO_63..TWO_63).contains(&f) {
         return Some(i64::MIN);
     }
     Some(f.trunc() as i64)
@@ -269,7 +273,8 @@ fn is_timestamp(s: &str) -> bool {
         (b.get(i) == Some(&b'-')).then_some(())?;
         i += 1;
         let day = num(&mut i, 1, 2)?;
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let leap =
+            year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
         let days = match month {
             1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
             4 | 6 | 9 | 11 => 30,
@@ -384,9 +389,9 @@ mod tests {
             assert_eq!(plain(w).to_bool(), Ok(Some(false)), "{w}");
         }
         assert_eq!(quoted("yes").to_bool(), Ok(Some(true)));
-        assert_eq!(quoted("true").to_bool(), Err(()));
+        assert_eq!(quoted("true").to_bool(), Err(TypeError));
         for w in ["yEs", "oN", "1", "0", "t", "1.0", "0x1"] {
-            assert_eq!(plain(w).to_bool(), Err(()), "{w}");
+            assert_eq!(plain(w).to_bool(), Err(TypeError), "{w}");
         }
         assert_eq!(plain("~").to_bool(), Ok(None));
     }
@@ -420,9 +425,9 @@ mod tests {
             "12345678901234567890",
             "2001-01-01",
         ] {
-            assert_eq!(plain(s).to_int(), Err(()), "{s}");
+            assert_eq!(plain(s).to_int(), Err(TypeError), "{s}");
         }
-        assert_eq!(quoted("0644").to_int(), Err(()));
+        assert_eq!(quoted("0644").to_int(), Err(TypeError));
     }
 
     #[test]

@@ -329,12 +329,13 @@ pub struct GoNames<'a> {
     pub variant: &'a str,
 }
 
-/// A key no field takes: its path (`$.metadata.annotations`) and the key.
+/// A warning of the unused-key check: a key no field takes (`unused key annotations`), or a
+/// list entry the check cannot match to its source node.
 pub struct Unused {
     /// The Butane path.
     pub path: String,
-    /// The key.
-    pub key: String,
+    /// The message.
+    pub message: String,
 }
 
 /// A value of the wrong type: its path and yaml.v3's wording after `line N: `.
@@ -493,7 +494,7 @@ impl Converter<'_> {
                 };
                 match out {
                     Ok(out) => out,
-                    Err(()) => {
+                    Err(_) => {
                         self.mismatch(path, raw.describe(), self.go_type(kind));
                         None
                     }
@@ -537,10 +538,23 @@ impl Converter<'_> {
                 for (i, it) in items.iter().enumerate() {
                     let p = join(path, &i.to_string());
                     if let Some(mut o) = self.convert(it, Obj(fields, name), &p) {
+                        // Null entries are left out; later checks name the entries by their
+                        // index in what is left, as Butane does.
+                        let at = join(path, &out.len().to_string());
                         if let Value::Object(m) = &mut o {
-                            m.insert(ORIGIN.into(), Value::String(p));
+                            m.insert(ORIGIN.into(), Value::String(at));
                         }
                         out.push(o);
+                    }
+                }
+                // The unused-key check then finds a source node that is no mapping.
+                for (j, it) in items.iter().enumerate().take(out.len()) {
+                    if !it.is_object() {
+                        let p = join(path, &j.to_string());
+                        self.unused.push(Unused {
+                            message: format!("context tree does not match content tree at {p}. Line and column reporting may be inconsistent. Unused keys may not be reported"),
+                            path: p,
+                        });
                     }
                 }
                 Some(Value::Array(out))
@@ -560,7 +574,7 @@ impl Converter<'_> {
             let Some(field) = fields.iter().find(|f| f.yaml == k && self.minor >= f.since) else {
                 self.unused.push(Unused {
                     path: p,
-                    key: k.clone(),
+                    message: format!("unused key {k}"),
                 });
                 continue;
             };

@@ -1,7 +1,7 @@
 //! Butane's sugar, expanded into Ignition: `boot_device` (mirrored disks, LUKS root), mount
 //! units for `with_mount_unit` filesystems, and systemd's unit-name path escaping.
 
-use super::generated::ORIGIN;
+use super::generated::{MERGED_INTO, ORIGIN, OWN_FIELDS};
 use serde_json::{json, Map, Value};
 
 const RESERVED_GUID: &str = "8DA63339-0007-60C0-C436-083AC8230908";
@@ -222,15 +222,28 @@ pub fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
         match (base.get_mut(&k), v) {
             (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
             (Some(Value::Array(b)), Value::Array(o)) => {
+                // Child entries match the parent's only, never each other.
+                let parent_len = b.len();
                 for item in o {
                     let key = merge_key(&k, &item);
                     let at = key.as_ref().and_then(|key| {
-                        b.iter()
+                        b[..parent_len]
+                            .iter()
                             .position(|e| merge_key(&k, e).as_ref() == Some(key))
                     });
                     match (at, item) {
                         (Some(i), Value::Object(o)) => {
                             if let Value::Object(bi) = &mut b[i] {
+                                // The fields the child leaves alone keep the parent's origin.
+                                let own: Vec<Value> = o
+                                    .keys()
+                                    .filter(|k| !k.starts_with('\u{0}'))
+                                    .map(|k| Value::String(k.clone()))
+                                    .collect();
+                                if let Some(origin) = bi.get(ORIGIN).cloned() {
+                                    bi.insert(MERGED_INTO.into(), origin);
+                                    bi.insert(OWN_FIELDS.into(), Value::Array(own));
+                                }
                                 merge(bi, o);
                             }
                         }

@@ -362,7 +362,7 @@ pub(super) fn run(
     let mut findings: Vec<Finding> = conv
         .unused
         .into_iter()
-        .map(|u| (u.path, format!("unused key {}", u.key), true))
+        .map(|u| (u.path, u.message, true))
         .collect();
     findings.extend(checks::source(&cfg, version.minor()));
     let done = |findings: Vec<Finding>, failure| Step::Done {
@@ -638,7 +638,8 @@ pub(super) fn run(
     if openshift.get("fips").and_then(Value::as_bool) == Some(true) {
         fips_luks_options(&mut config);
     }
-    ctx.findings.extend(generated::check(&openshift, &config));
+    ctx.findings
+        .extend(generated::check(&openshift, &config, version.minor()));
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "config generated was invalid");
     }
