@@ -116,7 +116,7 @@ fn compare_case(case: &Value, tmp: &Path) -> Vec<String> {
 }
 
 #[test]
-fn build_request_cli_over_the_corpus() {
+fn layering_corpus_through_the_binary() {
     let Some(dir) = corpus::corpus("layering") else {
         eprintln!("SKIP: layering corpus (shared/conformance/layering) not present");
         return;

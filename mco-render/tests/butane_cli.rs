@@ -141,7 +141,7 @@ fn butane_case(c: &Value, dir: &Path) -> Result<(), String> {
 }
 
 #[test]
-fn every_case_through_the_binary() {
+fn butane_corpus_through_the_binary() {
     let started = std::time::Instant::now();
     let files = corpus::case_files(&corpus::testdata("butane"), |_| true);
     assert_eq!(files.len(), 150, "the Butane corpus holds 150 cases");
