@@ -352,7 +352,9 @@ fn compare_cli(case: &Value, dir: &Path) -> Option<String> {
             .lines()
             .any(|l| l.starts_with("error: ") && l.ends_with(&format!(": {error}")))
         {
-            return Some(format!("no error line ends in upstream's {error:?}: {stderr}"));
+            return Some(format!(
+                "no error line ends in upstream's {error:?}: {stderr}"
+            ));
         }
         return None;
     }
