@@ -11,7 +11,7 @@ mod corpus;
 #[path = "support/layering.rs"]
 mod layering;
 
-use layering::{case_paths, compare_objects, input_list, read_case, Produced};
+use layering::{compare_objects, input_list, Produced};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
@@ -121,12 +121,13 @@ fn layering_corpus_through_the_binary() {
         eprintln!("SKIP: layering corpus (shared/conformance/layering) not present");
         return;
     };
+    let started = std::time::Instant::now();
     let tmp = std::env::temp_dir().join(format!("mco-build-request-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
-    let paths = case_paths(&dir);
+    let paths = corpus::case_files(&dir, |_| true);
     let mut failures = Vec::new();
     for p in &paths {
-        let case = read_case(p);
+        let case = corpus::read(p);
         let diffs = compare_case(&case, &tmp);
         if !diffs.is_empty() {
             let name = case["name"].as_str().unwrap_or("?");
@@ -135,9 +136,10 @@ fn layering_corpus_through_the_binary() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     eprintln!(
-        "layering through the binary: {}/{} cases match",
+        "layering through the binary: {}/{} cases match ({:.1} s)",
         paths.len() - failures.len(),
-        paths.len()
+        paths.len(),
+        started.elapsed().as_secs_f64()
     );
     assert!(
         paths.len() >= 30,

@@ -10,7 +10,7 @@ mod corpus;
 #[path = "support/layering.rs"]
 mod layering;
 
-use layering::{case_paths, compare_objects, read_case, Produced};
+use layering::{compare_objects, Produced};
 use mco_render::controllers::build::{build_request, RequestInputs};
 use serde_json::{json, Value};
 
@@ -64,10 +64,10 @@ fn layering_cases() {
         eprintln!("SKIP: layering corpus (shared/conformance/layering) not present");
         return;
     };
-    let paths = case_paths(&dir);
+    let paths = corpus::case_files(&dir, |_| true);
     let mut failures = Vec::new();
     for p in &paths {
-        let case = read_case(p);
+        let case = corpus::read(p);
         let diffs = compare(&case);
         if !diffs.is_empty() {
             let name = case["name"].as_str().unwrap_or("?");

@@ -1,27 +1,10 @@
 // Shared by the layering tests (the library's `build_request` and `mco-render build-request`),
-// included with `#[path]` next to `support/compare.rs`: the layering corpus' cases and how an
+// included with `#[path]` next to `support/compare.rs`: a layering case's inputs and how an
 // output is compared with upstream's (see `shared/conformance/layering/README.md`).
 #![allow(dead_code)]
 
 use super::compare::same;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-/// The case files of the corpus folder, sorted.
-pub fn case_paths(dir: &Path) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read the layering corpus")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    paths
-}
-
-/// One case.
-pub fn read_case(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("read case")).expect("case JSON")
-}
 
 /// The case's inputs as one manifest `List`, as a user hands them to `build-request`.
 pub fn input_list(case: &Value) -> Value {
