@@ -673,10 +673,10 @@ fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>, mi
         }
     }
     for (i, item, f) in objects(st, "filesystems") {
-        validate_filesystem(out, &at.entry("filesystems", i, item), f);
+        validate_filesystem(out, &at.entry("filesystems", i, item), f, minor);
     }
     for (i, item, l) in objects(st, "luks") {
-        validate_luks(out, &at.entry("luks", i, item), l);
+        validate_luks(out, &at.entry("luks", i, item), l, minor);
     }
     for (i, item, r) in objects(st, "raid") {
         let at = at.entry("raid", i, item);
@@ -856,7 +856,7 @@ fn is_guid(g: &str) -> bool {
             .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
-fn validate_filesystem(out: &mut Vec<Finding>, at: &At, f: &Map<String, Value>) {
+fn validate_filesystem(out: &mut Vec<Finding>, at: &At, f: &Map<String, Value>, minor: u8) {
     if let Some(p) = s(f, "path").filter(|p| !p.is_empty()) {
         if let Some(e) = path_error(p) {
             err(out, at.field(f, "path", false), e);
@@ -880,7 +880,9 @@ fn validate_filesystem(out: &mut Vec<Finding>, at: &At, f: &Map<String, Value>) 
                 "format cannot be empty when path, label, uuid, wipeFilesystem, options, or mountOptions is specified",
             );
         }
-    } else if !matches!(format, "ext4" | "btrfs" | "xfs" | "swap" | "vfat" | "none") {
+    } else if !matches!(format, "ext4" | "btrfs" | "xfs" | "swap" | "vfat")
+        && (format != "none" || minor <= 13)
+    {
         err(
             out,
             at.field(f, "format", false),
@@ -918,7 +920,10 @@ fn validate_filesystem(out: &mut Vec<Finding>, at: &At, f: &Map<String, Value>) 
     }
 }
 
-fn validate_luks(out: &mut Vec<Finding>, at: &At, l: &Map<String, Value>) {
+/// A LUKS volume; up to 4.13 (Ignition 3.2) a custom clevis pin is a struct whose presence
+/// alone conflicts with other pins, and whose pin and config are plain strings.
+fn validate_luks(out: &mut Vec<Finding>, at: &At, l: &Map<String, Value>, minor: u8) {
+    let ign32 = minor <= 13;
     let empty = Map::new();
     let clevis = obj(l, "clevis").unwrap_or(&empty);
     let custom = obj(clevis, "custom").unwrap_or(&empty);
@@ -947,7 +952,12 @@ fn validate_luks(out: &mut Vec<Finding>, at: &At, l: &Map<String, Value>) {
             }
         }
     }
-    if set(custom, "pin") && (tang || tpm2 || threshold != 0) {
+    let custom_set = if ign32 {
+        obj(clevis, "custom").is_some()
+    } else {
+        set(custom, "pin")
+    };
+    if custom_set && (tang || tpm2 || threshold != 0) {
         err(
             out,
             at.field(l, "clevis", false),
@@ -974,7 +984,21 @@ fn validate_luks(out: &mut Vec<Finding>, at: &At, l: &Map<String, Value>) {
     }
     if obj(l, "clevis").is_some() {
         let cat = at.child("clevis");
-        if set(custom, "pin") || set(custom, "config") || truthy(custom, "needsNetwork") {
+        if ign32 {
+            if set(custom, "pin") || set(custom, "config") {
+                let cu = cat.child("custom");
+                if !matches!(s(custom, "pin"), Some("tpm2" | "tang" | "sss")) {
+                    err(out, cu.field(custom, "pin", true), "unsupported clevis pin");
+                }
+                if !set(custom, "config") {
+                    err(
+                        out,
+                        cu.field(custom, "config", true),
+                        "missing required custom clevis config",
+                    );
+                }
+            }
+        } else if set(custom, "pin") || set(custom, "config") || truthy(custom, "needsNetwork") {
             let cu = cat.child("custom");
             match s(custom, "pin").filter(|p| !p.is_empty()) {
                 Some("tpm2" | "tang" | "sss") => {}

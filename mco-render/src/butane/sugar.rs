@@ -203,13 +203,28 @@ pub fn mount_unit(fs: &Map<String, Value>, remote: bool) -> Value {
     json!({"contents": contents, "enabled": true, "name": name})
 }
 
-/// The key Ignition's merge matches list entries by, for the lists the sugar adds to.
+/// The key Ignition's merge matches list entries by; `None` for the lists it concatenates
+/// (options, mount options, appends).
 fn merge_key(list: &str, entry: &Value) -> Option<Value> {
     let key = match list {
+        "options" | "mountOptions" | "append" => return None,
         "disks" | "filesystems" => "device",
         "files" | "directories" | "links" => "path",
-        "raid" | "luks" | "units" | "users" | "groups" => "name",
-        _ => return None,
+        "raid" | "luks" | "units" | "users" | "groups" | "dropins" | "httpHeaders" => "name",
+        "tang" => "url",
+        "merge" | "certificateAuthorities" => "source",
+        "partitions" => {
+            let number = entry.get("number").and_then(Value::as_i64).unwrap_or(0);
+            return Some(Value::String(if number != 0 {
+                format!("number:{number}")
+            } else if let Some(l) = entry.get("label").and_then(Value::as_str) {
+                format!("label:{l}")
+            } else {
+                String::new()
+            }));
+        }
+        // Lists of strings: each string is its own key.
+        _ => return entry.is_string().then(|| entry.clone()),
     };
     entry.get(key).cloned()
 }

@@ -235,7 +235,9 @@ fn filters(cfg: &Map<String, Value>, grub_users: bool, v: SpecVersion, out: &mut
 }
 
 /// The MCO's own refusals (after the filters).
-fn mco_support(cfg: &Map<String, Value>, out: &mut Vec<Finding>) {
+/// `minor` is the spec's minor version: format `none` is refused from 4.14 (Ignition 3.2 has
+/// no such format), special mode bits from 4.10.
+fn mco_support(cfg: &Map<String, Value>, minor: u8, out: &mut Vec<Finding>) {
     let storage = cfg.get("storage");
     for (i, fs) in storage
         .and_then(|s| s.get("filesystems"))
@@ -249,7 +251,7 @@ fn mco_support(cfg: &Map<String, Value>, out: &mut Vec<Finding>) {
                 format!("$.storage.filesystems.{i}.format"),
                 "btrfs is not supported in this spec version",
             )),
-            Some("none") => out.push(error(
+            Some("none") if minor >= 14 => out.push(error(
                 format!("$.storage.filesystems.{i}.format"),
                 "format \"none\" is not supported in this spec version",
             )),
@@ -276,9 +278,10 @@ fn mco_support(cfg: &Map<String, Value>, out: &mut Vec<Finding>) {
                 ));
             }
         }
-        if f.get("mode")
-            .and_then(Value::as_i64)
-            .is_some_and(|m| m & !0o777 != 0)
+        if minor >= 10
+            && f.get("mode")
+                .and_then(Value::as_i64)
+                .is_some_and(|m| m & !0o777 != 0)
         {
             out.push(error(
                 format!("$.storage.files.{i}.mode"),
@@ -616,7 +619,7 @@ pub(super) fn run(
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "source config is invalid");
     }
-    mco_support(&config, &mut ctx.findings);
+    mco_support(&config, version.minor(), &mut ctx.findings);
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "source config is invalid");
     }
