@@ -2,8 +2,15 @@
 //! decoded into typed fields, duplicate entries, LUKS with `cex`, and their siblings.
 //!
 //! Each case in `butane_rules_cases.json` holds a config, its files and arguments, and what
-//! Butane v0.29 did with it: exit status, the exact YAML it printed and its messages (the input
-//! named `config.bu`, the files directory `files`). The translator must give the same bytes.
+//! Butane v0.29.0-3-gcb34e120 did with it: exit status, the exact YAML it printed and its
+//! messages (the input named `config.bu`, the files directory `files`). The translator must
+//! give the same bytes.
+//!
+//! The cases: written by hand for each rule (`bool-*`, `str-*`, `int-*`, `type-*`, `dup-*`,
+//! `cex-*`, `luks-*`, `v-*`, `ver-*`, `fips-*`, `clevis-*`, ...), corpus configs with their
+//! booleans and modes respelled or list entries doubled (`b*~bools`, `~modes`, `~dup`,
+//! `~dupblock`), and configs drawn at random from the fields above, mostly wrong (`rand-*`) or
+//! mostly right (`valid-*`).
 
 use mco_render::butane::{emit, translate, FileSet, Options};
 use serde_json::Value;

@@ -185,7 +185,21 @@ pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
         if fs.get("with_mount_unit").and_then(Value::as_bool) == Some(true) {
             let format = fs.get("format").and_then(Value::as_str).unwrap_or("");
             let path = fs.get("path").and_then(Value::as_str).unwrap_or("");
-            if format.is_empty() {
+            if minor <= 13 {
+                // Before swap units: a path always, then a format.
+                if path.is_empty() {
+                    out.push(err(
+                        format!("$.storage.filesystems.{i}.path"),
+                        "path is required if with_mount_unit is true and format is not swap",
+                    ));
+                }
+                if format.is_empty() {
+                    out.push(err(
+                        format!("$.storage.filesystems.{i}.format"),
+                        "format is required if with_mount_unit is true",
+                    ));
+                }
+            } else if format.is_empty() {
                 out.push(err(
                     format!("$.storage.filesystems.{i}.format"),
                     "format is required if with_mount_unit is true",

@@ -53,8 +53,9 @@ fn flow_item_starts(line: &str, open: usize) -> Option<Vec<usize>> {
             i += 1;
         }
         match b.get(i)? {
-            b']' if starts.is_empty() => return Some(starts),
-            b'[' | b'{' | b']' | b',' | b'#' => return None,
+            // An empty list, or a trailing comma.
+            b']' => return Some(starts),
+            b'[' | b'{' | b',' | b'#' => return None,
             _ => {}
         }
         starts.push(i);
@@ -134,6 +135,16 @@ fn split_key(text: &str) -> Option<(String, Option<usize>)> {
     None
 }
 
+/// The byte offset of the `:` ending the key that starts `text`.
+fn colon_after_key(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.first().is_some_and(|b| matches!(b, b'"' | b'\'')) {
+        let end = text[1..].find(bytes[0] as char)? + 1;
+        return text[end + 1..].find(':').map(|c| end + 1 + c);
+    }
+    (0..bytes.len()).find(|&i| bytes[i] == b':' && (i + 1 == bytes.len() || bytes[i + 1] == b' '))
+}
+
 fn value_start(after: &str, offset: usize) -> Option<usize> {
     let trimmed = after.trim_start();
     if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -172,7 +183,7 @@ pub fn locate(text: &str) -> Locations {
         };
         match pending.take() {
             Some((p, kc)) if indent > kc || (indent == kc && item_line) => {
-                loc.values.entry(p.clone()).or_insert(here);
+                loc.values.insert(p.clone(), here);
                 stack.push(Frame {
                     indent,
                     path: p,
@@ -253,7 +264,20 @@ pub fn locate(text: &str) -> Locations {
             }
             loc.keys.insert(path.clone(), pos);
             match vstart {
-                None => pending = Some((path, col)),
+                None => {
+                    // An empty value starts right after the colon, until a nested block
+                    // says otherwise.
+                    if let Some(colon) = colon_after_key(rest) {
+                        loc.values.insert(
+                            path.clone(),
+                            Pos {
+                                line: line_no,
+                                column: col + colon + 2,
+                            },
+                        );
+                    }
+                    pending = Some((path, col));
+                }
                 Some(v) => {
                     loc.values.insert(
                         path.clone(),

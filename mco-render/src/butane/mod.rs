@@ -79,6 +79,66 @@ fn fail(message: impl Into<String>) -> Failure {
     }
 }
 
+/// `line L column C` (1-based) at the start of `s`: L.
+fn mark_line(s: &str) -> Option<usize> {
+    s.strip_prefix("line ")?.split(' ').next()?.parse().ok()
+}
+
+/// A libyaml syntax error (`<problem> at line L column C[, <context>[ at line L column C]]`)
+/// worded as yaml.v3 words it: the line is the context's (0-based) when there is one, else
+/// the problem's, and one more for scanner errors; no line when it comes out 0.
+fn syntax_error(msg: &str) -> Option<String> {
+    let (head, context) = match msg.find(", while ") {
+        Some(i) => (&msg[..i], Some(&msg[i + 2..])),
+        None => (msg, None),
+    };
+    let (problem, problem_line) = match head.find(" at line ") {
+        Some(i) => (&head[..i], mark_line(&head[i + 4..])),
+        None => (head, None),
+    };
+    // Only libyaml's errors carry marks.
+    problem_line?;
+    let (context_text, context_line) = match context {
+        Some(c) => match c.find(" at line ") {
+            Some(i) => (Some(&c[..i]), mark_line(&c[i + 4..])),
+            None => (Some(c), None),
+        },
+        None => (None, None),
+    };
+    let scanner = match context_text {
+        Some(c) => {
+            c.starts_with("while scanning")
+                || c.starts_with("while parsing a tag")
+                || c.starts_with("while parsing a %TAG")
+        }
+        None => matches!(
+            problem,
+            "block sequence entries are not allowed in this context"
+                | "mapping keys are not allowed in this context"
+                | "mapping values are not allowed in this context"
+        ),
+    };
+    let p0 = problem_line.map_or(0, |l| l.saturating_sub(1));
+    // A context mark equal to the problem's is not printed.
+    let c0 = match (context_text, context_line) {
+        (Some(_), Some(l)) => l.saturating_sub(1),
+        (Some(_), None) => p0,
+        (None, _) if scanner => p0,
+        (None, _) => 0,
+    };
+    let line = if c0 != 0 { c0 } else { p0 };
+    let line = if line != 0 {
+        line + usize::from(scanner)
+    } else {
+        0
+    };
+    Some(if line != 0 {
+        format!("line {line}: {problem}")
+    } else {
+        problem.to_string()
+    })
+}
+
 /// Translates a Butane config. `files` is the files directory (`--files-dir`), `None` when
 /// none was given.
 pub fn translate(
@@ -96,12 +156,18 @@ pub fn translate(
     let root: Value = match serde_yaml_ng::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
-            let line = e
-                .location()
-                .map_or(String::new(), |l| format!("line {}: ", l.line()));
             let msg = e.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg);
-            return Err(fail(format!("Error unmarshaling yaml: yaml: {line}{msg}")));
+            let text = match syntax_error(&msg) {
+                Some(t) => t,
+                None => {
+                    let line = e
+                        .location()
+                        .map_or(String::new(), |l| format!("line {}: ", l.line()));
+                    let msg = msg.split(" at line ").next().unwrap_or(&msg);
+                    format!("{line}{msg}")
+                }
+            };
+            return Err(fail(format!("Error unmarshaling yaml: yaml: {text}")));
         }
     };
     let scalar = |k: &str| match root.get(k) {

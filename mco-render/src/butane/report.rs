@@ -64,10 +64,24 @@ fn render_entry(out: &mut String, e: &Entry, file_name: &str, lines: &[&str]) {
     } else {
         format!("[{}]", e.path)
     };
-    let Some(pos) = e.pos.filter(|p| {
+    let shown = e.pos.filter(|p| {
         p.line >= 1 && p.line <= lines.len() && p.column >= 1 && p.column <= lines[p.line - 1].len()
-    }) else {
-        let _ = writeln!(out, "{kind} at {}: {}", e.path, e.message);
+    });
+    let Some(pos) = shown else {
+        // vcontext's plain form: the path and the position, when known.
+        let mut at = Vec::new();
+        if !e.path.is_empty() {
+            at.push(e.path.clone());
+        }
+        if let Some(p) = e.pos {
+            at.push(format!("line {} col {}", p.line, p.column));
+        }
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", at.join(", "))
+        };
+        let _ = writeln!(out, "{kind}{at}: {}", e.message);
         return;
     };
     let _ = writeln!(out, "{kind}{path}:");

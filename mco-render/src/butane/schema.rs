@@ -336,6 +336,126 @@ pub struct Unused {
     pub path: String,
     /// The message.
     pub message: String,
+    /// Where the check meets it in its walk of the Go structs (fields in declaration order).
+    pub rank: Vec<usize>,
+}
+
+/// The fields of a struct in Go declaration order, where it differs from the table's.
+fn go_order(name: &str) -> &'static [&'static str] {
+    match name {
+        "Config" => &[
+            "version",
+            "variant",
+            "ignition",
+            "kernel_arguments",
+            "passwd",
+            "storage",
+            "systemd",
+            "boot_device",
+            "grub",
+            "metadata",
+            "openshift",
+        ],
+        "Resource" => &[
+            "compression",
+            "http_headers",
+            "source",
+            "inline",
+            "local",
+            "verification",
+        ],
+        "File" => &[
+            "group",
+            "overwrite",
+            "path",
+            "user",
+            "append",
+            "contents",
+            "mode",
+        ],
+        "Directory" => &["group", "overwrite", "path", "user", "mode"],
+        "Link" => &["group", "overwrite", "path", "user", "hard", "target"],
+        "Partition" => &[
+            "guid",
+            "label",
+            "number",
+            "resize",
+            "should_exist",
+            "size_mib",
+            "start_mib",
+            "type_guid",
+            "wipe_partition_entry",
+        ],
+        "Disk" => &["device", "partitions", "wipe_table"],
+        "Raid" => &["devices", "level", "name", "options", "spares"],
+        "Filesystem" => &[
+            "device",
+            "format",
+            "label",
+            "mount_options",
+            "options",
+            "path",
+            "uuid",
+            "wipe_filesystem",
+            "with_mount_unit",
+        ],
+        "Tang" => &["thumbprint", "url", "advertisement"],
+        "ClevisCustom" => &["config", "needs_network", "pin"],
+        "Clevis" => &["custom", "tang", "threshold", "tpm2"],
+        "Luks" => &[
+            "cex",
+            "clevis",
+            "device",
+            "discard",
+            "key_file",
+            "label",
+            "name",
+            "open_options",
+            "options",
+            "uuid",
+            "wipe_volume",
+        ],
+        "Storage" => &[
+            "directories",
+            "disks",
+            "files",
+            "filesystems",
+            "links",
+            "luks",
+            "raid",
+            "trees",
+        ],
+        "Dropin" => &["contents", "contents_local", "name"],
+        "Unit" => &[
+            "contents",
+            "contents_local",
+            "dropins",
+            "enabled",
+            "mask",
+            "name",
+        ],
+        "PasswdUser" => &[
+            "gecos",
+            "groups",
+            "home_dir",
+            "name",
+            "no_create_home",
+            "no_log_init",
+            "no_user_group",
+            "password_hash",
+            "primary_group",
+            "should_exist",
+            "ssh_authorized_keys",
+            "ssh_authorized_keys_local",
+            "shell",
+            "system",
+            "uid",
+        ],
+        "PasswdGroup" => &["gid", "name", "password_hash", "should_exist", "system"],
+        "Passwd" => &["groups", "users"],
+        "BootDeviceLuks" => &["cex", "discard", "device", "tang", "threshold", "tpm2"],
+        _ => &[],
+    }
 }
 
 /// A value of the wrong type: its path and yaml.v3's wording after `line N: `.
@@ -363,6 +483,8 @@ pub struct Converter<'a> {
     pub unused: Vec<Unused>,
     /// Type errors found, in order.
     pub mismatches: Vec<TypeMismatch>,
+    /// The walk position of the node being converted (see [`Unused::rank`]).
+    pub rank: Vec<usize>,
 }
 
 /// A scalar as a plain scalar of the text the parsed value prints as.
@@ -386,6 +508,11 @@ pub fn go_int(s: &str) -> Option<i64> {
     }
 }
 
+/// vcontext's warning when a struct's source node is no mapping.
+fn context_mismatch(path: &str) -> String {
+    format!("context tree does not match content tree at {path}. Line and column reporting may be inconsistent. Unused keys may not be reported")
+}
+
 fn join(path: &str, seg: &str) -> String {
     format!("{path}.{seg}")
 }
@@ -404,6 +531,12 @@ impl Converter<'_> {
             Objs(_, "HTTPHeader") => format!("{base}.HTTPHeaders"),
             Objs(_, n) => format!("[]{}.{n}", go_package(n, &self.names)),
         }
+    }
+
+    /// Whether the struct is held by pointer (the oldest base schema's clevis and custom pin),
+    /// which a null leaves nil.
+    fn pointer_struct(&self, kind: Kind) -> bool {
+        self.names.base == "v0_3" && matches!(kind, Obj(_, "Clevis" | "ClevisCustom"))
     }
 
     /// The Go type of a list's items.
@@ -467,6 +600,15 @@ impl Converter<'_> {
             let raw = self.scalar(v, path);
             if raw.resolve() != Resolved::Null {
                 self.mismatch(path, raw.describe(), self.go_type(kind));
+            } else if matches!(kind, Obj(..)) && !self.pointer_struct(kind) {
+                // The struct stays; the unused-key check then meets a null, not a mapping.
+                let mut rank = self.rank.clone();
+                rank.push(0);
+                self.unused.push(Unused {
+                    message: context_mismatch(path),
+                    path: path.to_string(),
+                    rank,
+                });
             }
             return None;
         }
@@ -528,16 +670,22 @@ impl Converter<'_> {
                 }
                 Some(Value::Object(out))
             }
-            Obj(fields, _) => {
+            Obj(fields, name) => {
                 let m = v.as_object()?;
-                Some(Value::Object(self.object(m, fields, path)))
+                Some(Value::Object(self.object(m, fields, name, path)))
             }
             Objs(fields, name) => {
                 let items = v.as_array()?;
                 let mut out = Vec::new();
                 for (i, it) in items.iter().enumerate() {
+                    if it.is_null() {
+                        continue;
+                    }
                     let p = join(path, &i.to_string());
-                    if let Some(mut o) = self.convert(it, Obj(fields, name), &p) {
+                    self.rank.push(out.len());
+                    let converted = self.convert(it, Obj(fields, name), &p);
+                    self.rank.pop();
+                    if let Some(mut o) = converted {
                         // Null entries are left out; later checks name the entries by their
                         // index in what is left, as Butane does.
                         let at = join(path, &out.len().to_string());
@@ -551,9 +699,12 @@ impl Converter<'_> {
                 for (j, it) in items.iter().enumerate().take(out.len()) {
                     if !it.is_object() {
                         let p = join(path, &j.to_string());
+                        let mut rank = self.rank.clone();
+                        rank.extend([j, 0]);
                         self.unused.push(Unused {
-                            message: format!("context tree does not match content tree at {p}. Line and column reporting may be inconsistent. Unused keys may not be reported"),
+                            message: context_mismatch(&p),
                             path: p,
+                            rank,
                         });
                     }
                 }
@@ -566,19 +717,33 @@ impl Converter<'_> {
         &mut self,
         m: &Map<String, Value>,
         fields: &[Field],
+        name: &str,
         path: &str,
     ) -> Map<String, Value> {
         let mut out = Map::new();
+        let order = go_order(name);
         for (k, val) in m {
             let p = join(path, k);
-            let Some(field) = fields.iter().find(|f| f.yaml == k && self.minor >= f.since) else {
+            let Some(fi) = fields
+                .iter()
+                .position(|f| f.yaml == k && self.minor >= f.since)
+            else {
+                // Unknown keys come up when the check reaches the struct, before its fields.
+                let mut rank = self.rank.clone();
+                rank.push(0);
                 self.unused.push(Unused {
                     path: p,
                     message: format!("unused key {k}"),
+                    rank,
                 });
                 continue;
             };
-            let Some(c) = self.convert(val, field.kind, &p) else {
+            let field = fields[fi];
+            let go_index = order.iter().position(|o| *o == k).unwrap_or(fi);
+            self.rank.push(go_index + 1);
+            let converted = self.convert(val, field.kind, &p);
+            self.rank.pop();
+            let Some(c) = converted else {
                 continue;
             };
             // Sugar keeps its Butane key; the translation consumes it.

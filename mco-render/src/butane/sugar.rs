@@ -160,7 +160,10 @@ pub fn unit_name_path_escape(path: &str) -> String {
 
 /// The mount (or swap) unit Butane writes for a `with_mount_unit` filesystem; `remote` when
 /// its device is a LUKS volume unlocked over the network (Tang).
-pub fn mount_unit(fs: &Map<String, Value>, remote: bool) -> Value {
+///
+/// `swap_units`: whether swap gets a swap unit (from 4.14); before, every filesystem gets a
+/// mount unit.
+pub fn mount_unit(fs: &Map<String, Value>, remote: bool, swap_units: bool) -> Value {
     let device = fs.get("device").and_then(Value::as_str).unwrap_or("");
     let format = fs.get("format").and_then(Value::as_str).unwrap_or("");
     let path = fs.get("path").and_then(Value::as_str).unwrap_or("");
@@ -181,7 +184,7 @@ pub fn mount_unit(fs: &Map<String, Value>, remote: bool) -> Value {
         }
     }
     let escaped = unit_name_path_escape(device);
-    let swap = format == "swap";
+    let swap = swap_units && format == "swap";
     let (name, contents) = if swap {
         (
             format!("{escaped}.swap"),

@@ -239,23 +239,29 @@ fn filters(cfg: &Map<String, Value>, grub_users: bool, v: SpecVersion, out: &mut
 /// no such format), special mode bits from 4.10.
 fn mco_support(cfg: &Map<String, Value>, minor: u8, out: &mut Vec<Finding>) {
     let storage = cfg.get("storage");
-    for (i, fs) in storage
-        .and_then(|s| s.get("filesystems"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        match fs.get("format").and_then(Value::as_str) {
-            Some("btrfs") => out.push(error(
+    let filesystems = || {
+        storage
+            .and_then(|s| s.get("filesystems"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+    };
+    // RHCOS first (no mkfs.btrfs), then the MCO.
+    for (i, fs) in filesystems() {
+        if fs.get("format").and_then(Value::as_str) == Some("btrfs") {
+            out.push(error(
                 format!("$.storage.filesystems.{i}.format"),
                 "btrfs is not supported in this spec version",
-            )),
-            Some("none") if minor >= 14 => out.push(error(
+            ));
+        }
+    }
+    for (i, fs) in filesystems() {
+        if minor >= 14 && fs.get("format").and_then(Value::as_str) == Some("none") {
+            out.push(error(
                 format!("$.storage.filesystems.{i}.format"),
                 "format \"none\" is not supported in this spec version",
-            )),
-            _ => {}
+            ));
         }
     }
     for (i, f) in storage
@@ -306,8 +312,8 @@ fn mco_support(cfg: &Map<String, Value>, minor: u8, out: &mut Vec<Finding>) {
     }
 }
 
-/// FIPS 140-2 forbids LUKS's default XTS mode: every volume without a cipher option gets
-/// `--cipher aes-cbc-essiv:sha256`.
+/// FIPS 140-2 forbids LUKS's default XTS mode: up to 4.19, every volume without a cipher
+/// option gets `--cipher aes-cbc-essiv:sha256`.
 fn fips_luks_options(config: &mut Map<String, Value>) {
     let Some(Value::Object(storage)) = config.get_mut("storage") else {
         return;
@@ -348,6 +354,7 @@ pub(super) fn run(
         scalars,
         unused: Vec::new(),
         mismatches: Vec::new(),
+        rank: Vec::new(),
     };
     let converted = conv.convert(root, Kind::Obj(CONFIG, "Config"), "$");
     if !conv.mismatches.is_empty() {
@@ -362,6 +369,8 @@ pub(super) fn run(
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
+    // In the order the unused-key check walks the Go structs.
+    conv.unused.sort_by(|a, b| a.rank.cmp(&b.rank));
     let mut findings: Vec<Finding> = conv
         .unused
         .into_iter()
@@ -492,7 +501,7 @@ pub(super) fn run(
         let remote = luks_tang.iter().any(|n| {
             device == format!("/dev/mapper/{n}") || device == format!("/dev/disk/by-id/dm-name-{n}")
         });
-        let mut unit = sugar::mount_unit(fs, remote);
+        let mut unit = sugar::mount_unit(fs, remote, version.minor() >= 14);
         if let Value::Object(u) = &mut unit {
             u.insert(ORIGIN.into(), json!(format!("$.storage.filesystems.{i}")));
         }
@@ -615,11 +624,12 @@ pub(super) fn run(
         config.insert(k, v);
     }
     let grub_users = grub.get("users").is_some_and(nonzero);
-    filters(&config, grub_users, version, &mut ctx.findings);
+    // The RHCOS and MCO checks are part of the translation; the field filters come after.
+    mco_support(&config, version.minor(), &mut ctx.findings);
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "source config is invalid");
     }
-    mco_support(&config, version.minor(), &mut ctx.findings);
+    filters(&config, grub_users, version, &mut ctx.findings);
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "source config is invalid");
     }
@@ -638,7 +648,8 @@ pub(super) fn run(
     }
     sugar::merge(&mut parent, config);
     let mut config = parent;
-    if openshift.get("fips").and_then(Value::as_bool) == Some(true) {
+    // Up to 4.19 only: later specs leave LUKS options as written.
+    if version.minor() <= 19 && openshift.get("fips").and_then(Value::as_bool) == Some(true) {
         fips_luks_options(&mut config);
     }
     ctx.findings
@@ -650,7 +661,49 @@ pub(super) fn run(
     let mut spec = Map::new();
     let mut config = Value::Object(config);
     generated::strip_origins(&mut config);
+    // Ignition 3.2 (up to 4.13) holds a LUKS volume's clevis, and its custom pin, by
+    // pointer: once given they are printed even when empty, the custom pin with its plain
+    // string fields.
+    let kept: Vec<(usize, Option<Map<String, Value>>)> = if version.minor() <= 13 {
+        config
+            .get("storage")
+            .and_then(|s| s.get("luks"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, l)| l.get("clevis").is_some_and(Value::is_object))
+            .map(|(i, l)| {
+                let custom = l["clevis"]
+                    .get("custom")
+                    .and_then(Value::as_object)
+                    .map(|c| {
+                        let mut c = c.clone();
+                        for k in ["config", "pin"] {
+                            c.entry(k).or_insert_with(|| json!(""));
+                        }
+                        c
+                    });
+                (i, custom)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     prune(&mut config);
+    for (i, custom) in kept {
+        let luks = config
+            .get_mut("storage")
+            .and_then(|s| s.get_mut("luks"))
+            .and_then(|l| l.get_mut(i))
+            .and_then(Value::as_object_mut);
+        if let Some(luks) = luks {
+            let clevis = luks.entry("clevis").or_insert_with(|| json!({}));
+            if let (Some(c), Some(custom)) = (clevis.as_object_mut(), custom) {
+                c.insert("custom".into(), Value::Object(custom));
+            }
+        }
+    }
     if let Value::Object(c) = &mut config {
         c.entry("ignition")
             .or_insert_with(|| json!({"version": version.ignition_version()}));
