@@ -789,3 +789,142 @@ async fn custom_resources_are_checked_against_their_crds() {
     assert_eq!(eval(subdomain, "Worker_1"), Some(false));
     assert_eq!(eval("self.size() > 2", "x"), None);
 }
+
+/// The status, headers (lower-cased names) and body of a plain GET.
+async fn raw_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+) -> (u16, std::collections::BTreeMap<String, String>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, body.to_string())
+}
+
+#[tokio::test]
+async fn apis_not_installed_are_answered_as_kube_apiserver_answers() {
+    let server = ApiServer::start().await.unwrap();
+    server.store.uninstall("pinnedimagesets");
+    // kube-apiserver 1.36, for a resource whose CRD is not installed (its group unknown, or
+    // known without it), for a LIST, a WATCH or an object, and for an unknown group's
+    // discovery: Go's http.NotFound at the end of its delegation chain.
+    for path in [
+        "/apis/operator.openshift.io/v1/machineconfigurations",
+        "/apis/operator.openshift.io/v1/machineconfigurations?watch=true&timeoutSeconds=5",
+        "/apis/operator.openshift.io/v1/machineconfigurations/cluster",
+        "/apis/operator.openshift.io/v1",
+        "/apis/machineconfiguration.openshift.io/v1/pinnedimagesets?fieldSelector=metadata.name%3Dx",
+        "/apis/machineconfiguration.openshift.io/v1/foos",
+        "/apis/machineconfiguration.openshift.io/v2/machineconfigs",
+        "/apis/example.com/v1/widgets",
+    ] {
+        let (status, headers, body) = raw_get(server.addr, path).await;
+        assert_eq!(status, 404, "{path}");
+        assert_eq!(
+            headers.get("content-type").map(String::as_str),
+            Some("text/plain; charset=utf-8"),
+            "{path}"
+        );
+        assert_eq!(
+            headers.get("x-content-type-options").map(String::as_str),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(body, "404 page not found\n", "{path}");
+    }
+    // A built-in group version's unknown resource: its go-restful service's Status.
+    let (status, headers, body) = raw_get(server.addr, "/api/v1/foos").await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        headers.get("content-type").map(String::as_str),
+        Some("application/json")
+    );
+    let status_obj: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status_obj["reason"], "NotFound");
+    assert_eq!(
+        status_obj["message"],
+        "the server could not find the requested resource"
+    );
+    // What kube-rs makes of it: an API error with code 404, no Status reason.
+    let ar = kube::api::ApiResource {
+        group: "operator.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "operator.openshift.io/v1".into(),
+        kind: "MachineConfiguration".into(),
+        plural: "machineconfigurations".into(),
+    };
+    let mcfg: Api<DynamicObject> = Api::all_with(server.client_as("probe"), &ar);
+    match mcfg.list(&ListParams::default()).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 404);
+            assert_eq!(s.reason, "Failed to parse error data");
+            assert_eq!(s.message, "404 page not found");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Discovery leaves out what is not served.
+    let (_, _, mco) = raw_get(server.addr, "/apis/machineconfiguration.openshift.io/v1").await;
+    assert!(!mco.contains("\"pinnedimagesets\""), "{mco}");
+    assert!(mco.contains("\"machineconfigs\""), "{mco}");
+    // Requests for what is not served are counted, by path, a watch as a WATCH.
+    let counted = server.store.request_counts();
+    assert_eq!(
+        counted.get("WATCH /apis/operator.openshift.io/v1/machineconfigurations"),
+        Some(&1),
+        "{counted:#?}"
+    );
+
+    // Installed: served, its CRD stored Established (a watch of CRDs sees it).
+    server.store.install("machineconfigurations");
+    let crd = server
+        .store
+        .get(
+            "customresourcedefinitions",
+            "",
+            "machineconfigurations.operator.openshift.io",
+        )
+        .unwrap();
+    assert_eq!(crd["status"]["conditions"][1]["type"], "Established");
+    assert!(mcfg
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+    let (status, _, found) = raw_get(server.addr, "/apis/operator.openshift.io/v1").await;
+    assert_eq!(status, 200);
+    assert!(found.contains("\"machineconfigurations\""), "{found}");
+    let e = mcfg.get("cluster").await.unwrap_err();
+    assert_eq!(code(e), (404, "NotFound".into()));
+    // Uninstalled again: its CRD is gone, the kind not served.
+    server.store.uninstall("machineconfigurations");
+    assert!(server
+        .store
+        .get(
+            "customresourcedefinitions",
+            "",
+            "machineconfigurations.operator.openshift.io"
+        )
+        .is_none());
+    let (status, _, _) = raw_get(
+        server.addr,
+        "/apis/operator.openshift.io/v1/machineconfigurations",
+    )
+    .await;
+    assert_eq!(status, 404);
+}

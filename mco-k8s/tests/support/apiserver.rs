@@ -45,6 +45,16 @@
 //!   required fields, enums, lengths, list sizes and map-list keys, the CEL rules the CRDs
 //!   use: [`super::schema`]) on every write, refused with 422 Invalid naming each cause.
 //!
+//! - an API it does not serve (a custom resource whose CRD is "not installed": the
+//!   `operator.openshift.io` MachineConfigurations by default, any other through
+//!   [`Store::uninstall`]) is answered as kube-apiserver answers when no handler claims the
+//!   path (its aggregator and CRD handler pass it on to Go's `http.NotFound`): 404,
+//!   `Content-Type: text/plain; charset=utf-8`, `X-Content-Type-Options: nosniff`, the body
+//!   `404 page not found\n`, for every verb; so is any other path outside the built-in groups'
+//!   API versions. A built-in group version's unknown resource gets the `Status`
+//!   `the server could not find the requested resource` (its go-restful service's 404).
+//!   [`Store::install`] serves the kind again and stores its CRD, Established.
+//!
 //! Simplified: lists ignore `limit` (everything comes in one page), history is never
 //! compacted (no 410 Gone), strategic merge patches (refused on custom resources, as the
 //! real server does) are applied as JSON merge patches, and
@@ -117,9 +127,19 @@ impl ResourceDef {
 
     /// Defined by a CustomResourceDefinition rather than built into the server.
     fn is_custom(&self) -> bool {
-        const BUILT_IN: &[&str] = &["", "apps", "batch", "policy", "autoscaling"];
-        !BUILT_IN.contains(&self.group) && !self.group.ends_with(".k8s.io")
+        !builtin_group(self.group)
     }
+}
+
+/// A group kube-apiserver serves itself (through go-restful), not through a CRD.
+fn builtin_group(group: &str) -> bool {
+    const BUILT_IN: &[&str] = &["", "apps", "batch", "policy", "autoscaling"];
+    BUILT_IN.contains(&group) || group.ends_with(".k8s.io")
+}
+
+/// The kinds served until a test uninstalls them, and those not served until it installs them.
+fn unserved_at_start() -> BTreeSet<&'static str> {
+    ["machineconfigurations"].into_iter().collect()
 }
 
 const MCO: &str = "machineconfiguration.openshift.io";
@@ -315,6 +335,16 @@ pub const RESOURCES: &[ResourceDef] = &[
         version: "v1",
         plural: "controllerconfigs",
         kind: "ControllerConfig",
+        namespaced: false,
+        status: true,
+    },
+    // Not served unless a test installs it (see [`Store::install`]), as on a cluster built
+    // from manifests/, which do not install its CRD.
+    ResourceDef {
+        group: "operator.openshift.io",
+        version: "v1",
+        plural: "machineconfigurations",
+        kind: "MachineConfiguration",
         namespaced: false,
         status: true,
     },
@@ -534,6 +564,8 @@ pub struct ApiError {
     pub message: String,
     name: String,
     def: Option<ResourceDef>,
+    /// Answered as Go's `http.NotFound` answers, in plain text, not as a `Status`.
+    plain: bool,
 }
 
 impl ApiError {
@@ -544,6 +576,15 @@ impl ApiError {
             message: message.into(),
             name: String::new(),
             def: None,
+            plain: false,
+        }
+    }
+
+    /// kube-apiserver's answer when no handler claims the path: an API it does not serve.
+    fn page_not_found() -> Self {
+        ApiError {
+            plain: true,
+            ..ApiError::new(404, "", "404 page not found")
         }
     }
 
@@ -666,6 +707,8 @@ pub struct Store {
     /// Where each Service (namespace, name, port) is reached, for webhook calls.
     routes: Mutex<BTreeMap<(String, String, u16), SocketAddr>>,
     admission_calls: Mutex<Vec<admission::Call>>,
+    /// The kinds (plurals) whose CRD is not installed: not served.
+    unserved: Mutex<BTreeSet<&'static str>>,
 }
 
 fn meta(obj: &Value, key: &str) -> Option<String> {
@@ -825,7 +868,67 @@ impl Store {
             kubelet_wake: Notify::new(),
             routes: Mutex::default(),
             admission_calls: Mutex::default(),
+            unserved: Mutex::new(unserved_at_start()),
         }
+    }
+
+    /// Whether the kind `plural` is served (its CRD installed, or built in).
+    pub fn serves(&self, plural: &str) -> bool {
+        !self
+            .unserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(plural)
+    }
+
+    /// Stops serving the custom resource `plural`, as if its CRD were not installed (its CRD
+    /// object, if stored, is deleted; its objects stay, as etcd keeps them).
+    pub fn uninstall(&self, plural: &str) {
+        let def = resource(plural).unwrap_or_else(|| panic!("{plural} is not a known kind"));
+        assert!(
+            def.is_custom(),
+            "{plural} is built in: it cannot be uninstalled"
+        );
+        self.unserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(def.plural);
+        if let Some(crds) = resource("customresourcedefinitions") {
+            let name = format!("{}.{}", def.plural, def.group);
+            if self.get(crds.plural, "", &name).is_some() {
+                let _ = self.delete(crds, "", &name, None);
+            }
+        }
+    }
+
+    /// Serves the custom resource `plural` (again), storing its CRD as Established (a watch
+    /// of CRDs sees it ADDED), as kube-apiserver does once a CRD is installed.
+    pub fn install(&self, plural: &str) {
+        let def = resource(plural).unwrap_or_else(|| panic!("{plural} is not a known kind"));
+        self.unserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(def.plural);
+        let Some(crds) = resource("customresourcedefinitions") else {
+            return;
+        };
+        let name = format!("{}.{}", def.plural, def.group);
+        if self.get(crds.plural, "", &name).is_some() {
+            return;
+        }
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": def.group,
+                     "names": {"plural": def.plural, "kind": def.kind},
+                     "scope": if def.namespaced { "Namespaced" } else { "Cluster" },
+                     "versions": [{"name": def.version, "served": true, "storage": true}]},
+            "status": {"conditions": [
+                {"type": "NamesAccepted", "status": "True"},
+                {"type": "Established", "status": "True"}]},
+        });
+        self.create(crds, "", crd)
+            .unwrap_or_else(|e| panic!("storing the CRD {name}: {e:?}"));
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -1556,6 +1659,24 @@ fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Body> {
 }
 
 fn error(e: &ApiError) -> Response<Body> {
+    if e.plain {
+        let mut r = Response::new(
+            Full::new(Bytes::from(format!("{}\n", e.message)))
+                .map_err(|never: Infallible| match never {})
+                .boxed(),
+        );
+        *r.status_mut() = StatusCode::from_u16(e.code).unwrap_or(StatusCode::NOT_FOUND);
+        let h = r.headers_mut();
+        h.insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        h.insert(
+            "x-content-type-options",
+            hyper::header::HeaderValue::from_static("nosniff"),
+        );
+        return r;
+    }
     full(
         StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         &e.to_status(),
@@ -1578,15 +1699,9 @@ enum Route {
     Resource(Target),
 }
 
-fn route(path: &str) -> Result<Route, ApiError> {
+/// Routes `path`; `serves` says whether a kind is served (its CRD installed).
+fn route(path: &str, serves: &dyn Fn(&str) -> bool) -> Result<Route, ApiError> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let not_found = || {
-        ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
-    };
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(Route::Version),
         ["api"] => return Ok(Route::ApiVersions),
@@ -1595,7 +1710,24 @@ fn route(path: &str) -> Result<Route, ApiError> {
         ["apis", g, v] => return Ok(Route::Resources(g.to_string(), v.to_string())),
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
-        _ => return Err(not_found()),
+        _ => return Err(ApiError::page_not_found()),
+    };
+    // A built-in group version is a go-restful service: its 404 is a Status. Any other path
+    // reaches the end of the delegation chain (aggregator, CRD handler): `http.NotFound`.
+    let restful = builtin_group(group)
+        && RESOURCES
+            .iter()
+            .any(|d| d.group == group && d.version == version);
+    let not_found = || {
+        if restful {
+            ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        } else {
+            ApiError::page_not_found()
+        }
     };
     let (namespace, rest) = match rest {
         ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
@@ -1610,6 +1742,7 @@ fn route(path: &str) -> Result<Route, ApiError> {
     let def = RESOURCES
         .iter()
         .find(|d| d.group == group && d.version == version && d.plural == plural)
+        .filter(|d| serves(d.plural))
         .ok_or_else(not_found)?;
     if namespace.is_some() && !def.namespaced {
         return Err(not_found());
@@ -1625,17 +1758,14 @@ fn route(path: &str) -> Result<Route, ApiError> {
     }))
 }
 
-fn discovery(group: &str, version: &str) -> Result<Value, ApiError> {
+fn discovery(group: &str, version: &str, serves: &dyn Fn(&str) -> bool) -> Result<Value, ApiError> {
     let defs: Vec<&ResourceDef> = RESOURCES
         .iter()
-        .filter(|d| d.group == group && d.version == version)
+        .filter(|d| d.group == group && d.version == version && serves(d.plural))
         .collect();
     if defs.is_empty() {
-        return Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
+        // No go-restful service, no CRD: the end of the delegation chain.
+        return Err(ApiError::page_not_found());
     }
     let verbs = json!(["create", "delete", "get", "list", "patch", "update", "watch"]);
     let mut resources = Vec::new();
@@ -1656,10 +1786,10 @@ fn discovery(group: &str, version: &str) -> Result<Value, ApiError> {
     }))
 }
 
-fn groups() -> Value {
+fn groups(serves: &dyn Fn(&str) -> bool) -> Value {
     let mut names: Vec<&str> = RESOURCES
         .iter()
-        .filter(|d| d.is_custom())
+        .filter(|d| d.is_custom() && serves(d.plural))
         .map(|d| d.group)
         .collect();
     names.sort_unstable();
@@ -1832,11 +1962,15 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
         .await
         .map_err(|e| ApiError::bad_request(format!("reading the body: {e}")))?
         .to_bytes();
-    let routed = route(&path);
+    let routed = route(&path, &|p| store.serves(p));
     if routed.is_err() {
         // Requests for resources the server does not serve count too (by path), as the
-        // real server's request metrics count them.
-        let what = format!("{method} {path}");
+        // real server's request metrics count them; a watch as a WATCH.
+        let watching = q.get("watch").is_some_and(|w| w == "true" || w == "1");
+        let what = match watching {
+            true => format!("WATCH {path}"),
+            false => format!("{method} {path}"),
+        };
         let mut inner = store.lock();
         *inner.requests.entry(what.clone()).or_default() += 1;
         inner
@@ -1864,8 +1998,11 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
                         "serverAddressByClientCIDRs": []}),
             ))
         }
-        Route::Groups => return Ok(full(StatusCode::OK, &groups())),
-        Route::Resources(g, v) => return Ok(full(StatusCode::OK, &discovery(&g, &v)?)),
+        Route::Groups => return Ok(full(StatusCode::OK, &groups(&|p| store.serves(p)))),
+        Route::Resources(g, v) => {
+            let found = discovery(&g, &v, &|p| store.serves(p))?;
+            return Ok(full(StatusCode::OK, &found));
+        }
         Route::Resource(t) => t,
     };
     let def = t.def;

@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -20,6 +19,7 @@ use mco_render::controllers::operator::certificates::configmap_bytes;
 use mco_render::controllers::operator::{CONTROLLER_CONFIG_NAME, NAMESPACE};
 use tokio::sync::watch;
 
+use super::watches::{follow, Crd, Seen, WatchOptions};
 use crate::certs::{self, CertReport};
 use crate::root::HostRoot;
 
@@ -48,47 +48,48 @@ fn configmap_resource() -> ApiResource {
 }
 
 /// Keeps the latest state of the object `name` of `api` in a channel (`None` while it does
-/// not exist), re-watching with backoff after errors: a few seconds for a transient one,
-/// minutes while the API is not served.
+/// not exist, or while the server does not serve its API), re-watching after errors (see
+/// [`super::watches`]).
 fn watch_one(
     api: Api<DynamicObject>,
+    crd: Option<Crd>,
     name: &str,
+    opts: WatchOptions,
     what: &'static str,
 ) -> watch::Receiver<Option<DynamicObject>> {
     let (tx, rx) = watch::channel(None);
-    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let cfg = opts.named(name);
     tokio::spawn(async move {
-        let mut stream = watcher(api, cfg).boxed();
-        let mut attempt = 0u32;
-        while let Some(ev) = stream.next().await {
-            let update = match ev {
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => Some(Some(o)),
-                Ok(watcher::Event::Delete(_)) => Some(None),
-                Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-                Err(e) => {
-                    let absent = matches!(
-                        &e,
-                        watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404
-                    );
-                    let policy = if absent {
-                        Backoff::ABSENT_API
-                    } else {
-                        Backoff::TRANSIENT
-                    };
-                    let delay = policy.delay(attempt);
-                    attempt = attempt.saturating_add(1);
-                    tracing::debug!("{what} watch: {e}; retrying in {delay:?}");
-                    tokio::time::sleep(delay).await;
-                    continue;
+        // What a (re-)list found, until it is done.
+        let mut listed: Option<Option<DynamicObject>> = None;
+        follow(api, crd, cfg, opts, what, |seen| {
+            let update = match seen {
+                Seen::Event(watcher::Event::Init) => {
+                    listed = Some(None);
+                    return true;
                 }
+                Seen::Event(watcher::Event::InitApply(o)) => {
+                    listed = Some(Some(o));
+                    return true;
+                }
+                Seen::Event(watcher::Event::InitDone) => match listed.take() {
+                    Some(o) => o,
+                    None => return true,
+                },
+                Seen::Event(watcher::Event::Apply(o)) => Some(o),
+                Seen::Event(watcher::Event::Delete(_)) | Seen::Absent => None,
             };
-            attempt = 0;
-            if let Some(o) = update {
-                if tx.send(o).is_err() {
-                    return;
-                }
-            }
-        }
+            // Only a new version wakes the writer: a re-list of the same object does not.
+            let rv =
+                |o: &Option<DynamicObject>| o.as_ref().map(|o| o.metadata.resource_version.clone());
+            tx.send_if_modified(|held| {
+                let changed = rv(held) != rv(&update);
+                *held = update;
+                changed
+            });
+            !tx.is_closed()
+        })
+        .await;
     });
     rx
 }
@@ -125,10 +126,28 @@ async fn apply(
 /// `kubeconfig-data` ConfigMap brings the CA files under `root` up to date. A failed pass is
 /// logged and retried with backoff; nothing else on the node is touched.
 pub async fn run(client: Client, root: HostRoot) {
+    run_with(client, root, WatchOptions::for_node("")).await
+}
+
+/// [`run`] with the agent's watch options.
+pub async fn run_with(client: Client, root: HostRoot, opts: WatchOptions) {
     let ccs: Api<DynamicObject> = Api::all_with(client.clone(), &controller_config_resource());
-    let cms: Api<DynamicObject> = Api::namespaced_with(client, NAMESPACE, &configmap_resource());
-    let mut cc = watch_one(ccs, CONTROLLER_CONFIG_NAME, "ControllerConfig");
-    let mut kc = watch_one(cms, KUBECONFIG_DATA_CONFIGMAP, "kubeconfig-data ConfigMap");
+    let cms: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), NAMESPACE, &configmap_resource());
+    let mut cc = watch_one(
+        ccs,
+        Crd::of(&client, &controller_config_resource()),
+        CONTROLLER_CONFIG_NAME,
+        opts,
+        "ControllerConfig",
+    );
+    let mut kc = watch_one(
+        cms,
+        None,
+        KUBECONFIG_DATA_CONFIGMAP,
+        opts,
+        "kubeconfig-data ConfigMap",
+    );
     let mut failures = 0u32;
     let mut retry: Option<Duration> = None;
     loop {

@@ -16,6 +16,7 @@ use mco_render::plan::MachineConfiguration;
 
 use serde_json::json;
 
+use super::watches::{follow, is_absent_api, until_served, Crd, Seen, WatchOptions};
 use super::{
     after_apply, decide, drain_timeout_reason, uncordon_timeout_reason, Step, DRAIN, UNCORDON,
 };
@@ -103,6 +104,9 @@ pub enum AgentError {
     /// A file under the host root could not be written.
     #[error(transparent)]
     Root(#[from] crate::root::RootError),
+    /// The API server does not serve the resource (its CRD is not installed).
+    #[error("the API server does not serve {0}")]
+    NotServed(String),
 }
 
 /// How the agent runs.
@@ -117,8 +121,12 @@ pub struct AgentOptions {
     pub uncordon_timeout: Duration,
     /// Wait this long before retrying a failed apply.
     pub retry_after: Duration,
-    /// Sync at least this often, events or not.
+    /// Sync at least this often, events or not (on the node as last seen: an idle sync makes
+    /// no request).
     pub resync: Duration,
+    /// How the agent's watches run: their WATCH timeout, their retries, how an absent API is
+    /// waited for (shared by the certificate writer and the pinned image manager).
+    pub watch: WatchOptions,
     /// Keep running after asking the host to reboot (for hosts that only print commands).
     pub continue_after_reboot: bool,
     /// The metrics the agent keeps current.
@@ -134,6 +142,7 @@ impl AgentOptions {
             uncordon_timeout: Duration::from_secs(600),
             retry_after: Duration::from_secs(30),
             resync: Duration::from_secs(60),
+            watch: WatchOptions::for_node(node_name),
             continue_after_reboot: false,
             metrics: super::metrics::AgentMetrics::new(),
         }
@@ -182,6 +191,17 @@ pub struct Agent<H: Host> {
     os_checked: Option<String>,
     /// The MachineConfigNode was written since the agent started.
     mcn_started: bool,
+    /// The start-up MachineConfigNode write failed (not for want of the API): the failures
+    /// in a row, and when to try again.
+    mcn_retry: Option<(u32, Instant)>,
+    /// The server does not serve MachineConfigNodes: nothing is written until it does.
+    mcn_absent: bool,
+    /// The absences of the MachineConfigNode API in a row.
+    mcn_absences: u32,
+    /// Woken when the MachineConfigNode API may be served again.
+    mcn_served: std::sync::Arc<tokio::sync::Notify>,
+    /// The client (for the watches of CRDs).
+    client: Client,
 }
 
 /// Converts a Kubernetes object to this project's model through JSON.
@@ -221,6 +241,7 @@ impl<H: Host> Agent<H> {
                 &machine_configuration_resource(),
             ),
             mcns: Api::all_with(client.clone(), &machine_config_node_resource()),
+            client: client.clone(),
             node_uid: None,
             recorder: kube::runtime::events::Recorder::new(
                 client,
@@ -240,6 +261,10 @@ impl<H: Host> Agent<H> {
             on_disk: None,
             os_checked: None,
             mcn_started: false,
+            mcn_retry: None,
+            mcn_absent: false,
+            mcn_absences: 0,
+            mcn_served: std::sync::Arc::default(),
         }
     }
 
@@ -273,6 +298,16 @@ impl<H: Host> Agent<H> {
         let Some(patch) = step.patch() else {
             return Ok(node.clone());
         };
+        // Compared before writing: a step the node already shows (a failed update retried
+        // with the same reason) sends nothing, records no Event again.
+        let shown = step.annotations().is_some_and(|want| {
+            want.iter()
+                .all(|(k, v)| node.metadata.annotations.get(k).map(String::as_str) == v.as_deref())
+        });
+        if shown {
+            tracing::debug!(node = %self.opts.node_name, ?step, "the node shows the step already");
+            return Ok(node.clone());
+        }
         let updated = self
             .nodes
             .patch(
@@ -321,12 +356,32 @@ impl<H: Host> Agent<H> {
     /// Best effort, like the Events: a failure is logged.
     async fn report(&mut self, step: &Step, node: &Node) {
         let phases = super::node_conditions::step_phases(step, node);
-        if phases.is_empty() {
+        if phases.is_empty() || self.mcn_absent {
             return;
         }
-        if let Err(e) = self.write_mcn(&phases, node).await {
-            tracing::warn!(node = %self.opts.node_name, "MachineConfigNode not written: {e}");
+        match self.write_mcn(&phases, node).await {
+            Ok(()) => self.mcn_absences = 0,
+            Err(e) => self.mcn_failed(&e, "MachineConfigNode not written"),
         }
+    }
+
+    /// After a failed MachineConfigNode write: when the server does not serve the API, no
+    /// write is tried until its CRD is established (the start-up write follows then).
+    fn mcn_failed(&mut self, e: &AgentError, what: &str) {
+        if !matches!(e, AgentError::NotServed(_)) {
+            tracing::warn!(node = %self.opts.node_name, "{what}: {e}");
+            return;
+        }
+        tracing::info!(node = %self.opts.node_name, "{what}: {e}; waiting for its CustomResourceDefinition");
+        self.mcn_absent = true;
+        self.mcn_started = false;
+        let crd = Crd::of(&self.client, &machine_config_node_resource());
+        let (opts, attempt, served) = (self.opts.watch, self.mcn_absences, self.mcn_served.clone());
+        self.mcn_absences = self.mcn_absences.saturating_add(1);
+        tokio::spawn(async move {
+            until_served(crd.as_ref(), &opts, attempt, "MachineConfigNode").await;
+            served.notify_one();
+        });
     }
 
     async fn write_mcn(
@@ -341,9 +396,13 @@ impl<H: Host> Agent<H> {
             "" => NOT_YET_SET.to_string(),
             d => d.to_string(),
         };
-        let stored = match self.mcns.get_opt(&name).await? {
-            Some(o) => Some(o),
-            None => {
+        let stored = match self.mcns.get_opt(&name).await {
+            Err(e) if is_absent_api(&e) => {
+                return Err(AgentError::NotServed("MachineConfigNodes".into()))
+            }
+            Err(e) => return Err(e.into()),
+            Ok(Some(o)) => Some(o),
+            Ok(None) => {
                 if self.node_uid.is_none() {
                     self.node_uid = match &node.metadata.uid {
                         Some(uid) => Some(uid.clone()),
@@ -385,6 +444,10 @@ impl<H: Host> Agent<H> {
                     Ok(o) => o,
                     // The operator created it meanwhile.
                     Err(kube::Error::Api(e)) if e.code == 409 => self.mcns.get(&name).await?,
+                    // The collection is not found: the API is not served.
+                    Err(e) if is_absent_api(&e) => {
+                        return Err(AgentError::NotServed("MachineConfigNodes".into()))
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -549,16 +612,32 @@ impl<H: Host> Agent<H> {
     async fn report_start(&mut self, node: &Node) {
         let phases = super::node_conditions::start_phases(node);
         match self.write_mcn(&phases, node).await {
-            Ok(()) => self.mcn_started = true,
+            Ok(()) => {
+                self.mcn_started = true;
+                self.mcn_retry = None;
+                self.mcn_absences = 0;
+            }
             Err(e) => {
-                tracing::warn!(node = %self.opts.node_name, "MachineConfigNode not written at start-up: {e}")
+                if !matches!(e, AgentError::NotServed(_)) {
+                    // Tried again at a later sync, after a delay growing to minutes: an idle
+                    // agent does not repeat a failing write at every resync.
+                    let failures = self.mcn_retry.map_or(0, |(n, _)| n);
+                    let backoff = mco_render::controllers::backoff::Backoff {
+                        initial: self.opts.watch.transient.initial,
+                        max: self.opts.watch.absent.max,
+                    };
+                    let at = Instant::now() + backoff.delay(failures);
+                    self.mcn_retry = Some((failures.saturating_add(1), at));
+                }
+                self.mcn_failed(&e, "MachineConfigNode not written at start-up");
             }
         }
     }
 
     /// Runs steps for `node` until the agent has to wait for someone else.
     pub async fn sync(&mut self, node: Node) -> Result<Synced, AgentError> {
-        if !self.mcn_started {
+        let retry_due = self.mcn_retry.is_none_or(|(_, at)| Instant::now() >= at);
+        if !self.mcn_started && !self.mcn_absent && retry_due {
             self.report_start(&node).await;
         }
         let mut node = node;
@@ -796,10 +875,14 @@ impl<H: Host> Agent<H> {
     /// Watches the node and syncs on every change and at least every
     /// [`AgentOptions::resync`], until the watch ends or the host reboots.
     pub async fn run(mut self) -> Result<(), AgentError> {
-        let cfg =
-            watcher::Config::default().fields(&format!("metadata.name={}", self.opts.node_name));
+        let cfg = self.opts.watch.named(&self.opts.node_name);
         let mut events = watcher(self.nodes.clone(), cfg).default_backoff().boxed();
-        let mut policies = watch_policies(self.machine_configurations.clone());
+        let mut policies = watch_policies(
+            self.machine_configurations.clone(),
+            Crd::of(&self.client, &machine_configuration_resource()),
+            self.opts.watch,
+        );
+        let mcn_served = self.mcn_served.clone();
         let mut latest: Option<Node> = None;
         // The resourceVersion our last write produced, until its watch event arrives.
         let mut echo: Option<String> = None;
@@ -844,6 +927,11 @@ impl<H: Host> Agent<H> {
                     }
                     continue;
                 }
+                () = mcn_served.notified() => {
+                    // The MachineConfigNode API may be served now: the sync writes the
+                    // start-up record.
+                    self.mcn_absent = false;
+                }
                 _ = drift.changed() => {
                     // Our own write's echo is on its way: it syncs, on a node that is current.
                     if echo.is_some() {
@@ -882,56 +970,60 @@ impl<H: Host> Agent<H> {
     }
 }
 
-/// Watches the `cluster` MachineConfiguration into a channel. On clusters without the
-/// MachineConfiguration API the watch is retried with a growing delay (minutes), not the
-/// stock backoff, which resets on the watcher's restart event and so retried every second.
+/// Watches the `cluster` MachineConfiguration into a channel (`None`: the built-in policies,
+/// when it does not exist or the server does not serve the API; an absent API is waited for
+/// on its CRD, see [`super::watches`]).
 fn watch_policies(
     api: Api<DynamicObject>,
+    crd: Option<Crd>,
+    opts: WatchOptions,
 ) -> tokio::sync::watch::Receiver<Option<MachineConfiguration>> {
-    use mco_render::controllers::backoff::Backoff;
     let (tx, rx) = tokio::sync::watch::channel(None);
     tokio::spawn(async move {
-        let cfg = watcher::Config::default().fields("metadata.name=cluster");
-        let mut stream = watcher(api, cfg).boxed();
-        let mut attempt = 0u32;
-        while let Some(ev) = stream.next().await {
-            let update = match ev {
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                    match convert::<MachineConfiguration, _>("MachineConfiguration cluster", &o) {
-                        Ok(m) => Some(Some(m)),
-                        Err(e) => {
-                            tracing::warn!("{e}; keeping the previous policies");
-                            None
-                        }
+        let decode = |o: &DynamicObject| {
+            convert::<MachineConfiguration, _>("MachineConfiguration cluster", o)
+                .map_err(|e| tracing::warn!("{e}; keeping the previous policies"))
+                .ok()
+        };
+        // What a (re-)list found, until it is done.
+        let mut listed: Option<Option<MachineConfiguration>> = None;
+        follow(
+            api,
+            crd,
+            opts.named("cluster"),
+            opts,
+            "MachineConfiguration",
+            |seen| {
+                let update = match seen {
+                    Seen::Event(watcher::Event::Init) => {
+                        listed = Some(None);
+                        return true;
                     }
-                }
-                Ok(watcher::Event::Delete(_)) => Some(None),
-                Ok(watcher::Event::InitDone) => None,
-                Ok(watcher::Event::Init) => continue,
-                Err(e) => {
-                    let absent = matches!(
-                        &e,
-                        watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404
-                    );
-                    let policy = if absent {
-                        Backoff::ABSENT_API
-                    } else {
-                        Backoff::TRANSIENT
-                    };
-                    let delay = policy.delay(attempt);
-                    attempt = attempt.saturating_add(1);
-                    tracing::debug!("MachineConfiguration watch: {e}; retrying in {delay:?}");
-                    tokio::time::sleep(delay).await;
-                    continue;
-                }
-            };
-            attempt = 0;
-            if let Some(p) = update {
-                if tx.send(p).is_err() {
-                    return;
-                }
-            }
-        }
+                    Seen::Event(watcher::Event::InitApply(o)) => {
+                        if let Some(m) = decode(&o) {
+                            listed = Some(Some(m));
+                        }
+                        return true;
+                    }
+                    Seen::Event(watcher::Event::InitDone) => match listed.take() {
+                        Some(p) => p,
+                        None => return true,
+                    },
+                    Seen::Event(watcher::Event::Apply(o)) => match decode(&o) {
+                        Some(m) => Some(m),
+                        None => return true,
+                    },
+                    Seen::Event(watcher::Event::Delete(_)) | Seen::Absent => None,
+                };
+                tx.send_if_modified(|held| {
+                    let changed = *held != update;
+                    *held = update;
+                    changed
+                });
+                !tx.is_closed()
+            },
+        )
+        .await;
     });
     rx
 }

@@ -16,12 +16,14 @@
 //! `SetDone`.
 
 pub mod cert_writer;
+pub mod cluster;
 pub mod drift_watch;
 pub mod kube_loop;
 pub mod metrics;
 pub mod node_conditions;
 pub mod os_check;
 pub mod pinned_images;
+pub mod watches;
 
 use std::collections::BTreeMap;
 

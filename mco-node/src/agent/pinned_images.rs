@@ -12,14 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::machine_config_node::NOT_YET_SET;
 use mco_render::api::node::Node;
 use mco_render::api::{MachineConfigNodeStatus, MachineConfigPool, PinnedImageSet};
-use mco_render::controllers::backoff::Backoff;
 use mco_render::controllers::node_pool::pools_for_node;
 use mco_render::plan::pinned_images::{
     check_storage, crio_config_action, is_no_space, manifest_size, missing_images, node_storage,
@@ -30,6 +28,7 @@ use mco_render::plan::pinned_images::{
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::watches::{follow, Crd, Seen, WatchOptions};
 use crate::host::Host;
 use crate::root::{Entry, HostRoot};
 
@@ -42,6 +41,8 @@ pub struct PinnedOptions {
     pub min_free_bytes: i64,
     /// The waits between the tries of a pull (upstream: 1s, 2s, 4s, 8s for 5 tries).
     pub pull_delays: Vec<Duration>,
+    /// How the manager's watches run.
+    pub watch: WatchOptions,
 }
 
 impl PinnedOptions {
@@ -53,6 +54,7 @@ impl PinnedOptions {
             pull_delays: (0..PULL_ATTEMPTS - 1)
                 .map(|i| Duration::from_secs(1 << i))
                 .collect(),
+            watch: WatchOptions::for_node(node_name),
         }
     }
 }
@@ -244,66 +246,56 @@ fn node_resource() -> ApiResource {
     }
 }
 
-/// The objects of a watch by name: `None` until the first list is in. Errors are retried with
-/// backoff (minutes while the API is not served, when the kind reads as having no objects).
+/// The objects of a watch by name: `None` until the first list is in. Errors are retried
+/// with backoff; while the server does not serve the API the kind reads as having no
+/// objects, and its CRD is watched for it to come (see [`super::watches`]). A new map is sent
+/// only when an object's resourceVersion changed.
 fn watch_all(
     api: Api<DynamicObject>,
+    crd: Option<Crd>,
     cfg: watcher::Config,
+    opts: WatchOptions,
     what: &'static str,
 ) -> watch::Receiver<Option<BTreeMap<String, DynamicObject>>> {
     let (tx, rx) = watch::channel(None);
     tokio::spawn(async move {
-        let mut stream = watcher(api, cfg).boxed();
-        let mut attempt = 0u32;
         let mut current: BTreeMap<String, DynamicObject> = BTreeMap::new();
         let mut pending: BTreeMap<String, DynamicObject> = BTreeMap::new();
         let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(watcher::Event::Init) => pending.clear(),
-                Ok(watcher::Event::InitApply(o)) => {
-                    pending.insert(name(&o), o);
-                    continue;
+        follow(api, crd, cfg, opts, what, |seen| {
+            match seen {
+                Seen::Event(watcher::Event::Init) => {
+                    pending.clear();
+                    return true;
                 }
-                Ok(watcher::Event::InitDone) => current = std::mem::take(&mut pending),
-                Ok(watcher::Event::Apply(o)) => {
+                Seen::Event(watcher::Event::InitApply(o)) => {
+                    pending.insert(name(&o), o);
+                    return true;
+                }
+                Seen::Event(watcher::Event::InitDone) => current = std::mem::take(&mut pending),
+                Seen::Event(watcher::Event::Apply(o)) => {
                     current.insert(name(&o), o);
                 }
-                Ok(watcher::Event::Delete(o)) => {
+                Seen::Event(watcher::Event::Delete(o)) => {
                     current.remove(&name(&o));
                 }
-                Err(e) => {
-                    let absent = matches!(
-                        &e,
-                        watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404
-                    );
-                    let policy = if absent {
-                        current.clear();
-                        let _ = tx.send(Some(BTreeMap::<String, DynamicObject>::new()));
-                        Backoff::ABSENT_API
-                    } else {
-                        Backoff::TRANSIENT
-                    };
-                    let delay = policy.delay(attempt);
-                    attempt = attempt.saturating_add(1);
-                    tracing::debug!("{what} watch: {e}; retrying in {delay:?}");
-                    tokio::time::sleep(delay).await;
-                    continue;
+                Seen::Absent => current.clear(),
+            }
+            tx.send_if_modified(|held: &mut Option<BTreeMap<String, DynamicObject>>| {
+                let same = held.as_ref().is_some_and(|held| {
+                    held.len() == current.len()
+                        && held.iter().zip(&current).all(|((a, x), (b, y))| {
+                            a == b && x.metadata.resource_version == y.metadata.resource_version
+                        })
+                });
+                if !same {
+                    *held = Some(current.clone());
                 }
-            }
-            attempt = 0;
-            if matches!(
-                *tx.borrow(),
-                Some(ref held) if held.len() == current.len()
-                    && held.iter().zip(&current).all(|((a, x), (b, y))| a == b
-                        && x.metadata.resource_version == y.metadata.resource_version)
-            ) {
-                continue;
-            }
-            if tx.send(Some(current.clone())).is_err() {
-                return;
-            }
-        }
+                !same
+            });
+            !tx.is_closed()
+        })
+        .await;
     });
     rx
 }
@@ -453,17 +445,34 @@ pub async fn run<H: Host + Send + 'static>(
     );
     let sets_api: Api<DynamicObject> = Api::all_with(client.clone(), &pinned_image_set_resource());
     let mcns: Api<DynamicObject> = Api::all_with(
-        client,
+        client.clone(),
         &mco_resource("MachineConfigNode", "machineconfignodes"),
     );
-    let by_name = watcher::Config::default().fields(&format!("metadata.name={}", opts.node_name));
-    let mut node_rx = watch_all(nodes, by_name, "Node");
-    let mut pools_rx = watch_all(pools_api, watcher::Config::default(), "MachineConfigPool");
-    let mut sets_rx = watch_all(sets_api, watcher::Config::default(), "PinnedImageSet");
+    let w = opts.watch;
+    let mut node_rx = watch_all(nodes, None, w.named(&opts.node_name), w, "Node");
+    let mut pools_rx = watch_all(
+        pools_api,
+        Crd::of(
+            &client,
+            &mco_resource("MachineConfigPool", "machineconfigpools"),
+        ),
+        w.config(),
+        w,
+        "MachineConfigPool",
+    );
+    let mut sets_rx = watch_all(
+        sets_api,
+        Crd::of(&client, &pinned_image_set_resource()),
+        w.config(),
+        w,
+        "PinnedImageSet",
+    );
     let mut done: Option<String> = None;
     let mut failed: Option<String> = None;
     let mut failures = 0u32;
     let mut retry: Option<Duration> = None;
+    // The failure last reported (inputs and error).
+    let mut reported: Option<String> = None;
     loop {
         let wait_retry = async {
             match retry {
@@ -511,22 +520,28 @@ pub async fn run<H: Host + Send + 'static>(
             continue;
         }
         retry = None;
+        // A retry of a failed pass on the same inputs reports nothing new until its outcome
+        // differs: a failure that persists costs the API server no request.
+        let retrying = failed.as_ref() == Some(&key);
         let status_sets: Vec<&PinnedImageSet> = primary
             .spec
             .pinned_image_sets
             .iter()
             .filter_map(|r| sets.iter().find(|s| s.name() == r.name))
             .collect();
-        if let Err(e) = report(
-            &mcns,
-            &node,
-            primary.name(),
-            &status_sets,
-            PinPhase::Prefetching,
-        )
-        .await
-        {
-            tracing::warn!("MachineConfigNode not written: {e}");
+        if !retrying {
+            if let Err(e) = report(
+                &mcns,
+                &node,
+                primary.name(),
+                &status_sets,
+                PinPhase::Prefetching,
+            )
+            .await
+            {
+                tracing::warn!("MachineConfigNode not written: {e}");
+            }
+            reported = None;
         }
         let outcome = {
             let (host, root, opts) = (host.clone(), root.clone(), opts.clone());
@@ -564,19 +579,28 @@ pub async fn run<H: Host + Send + 'static>(
                 .await
             }
             Err(e) => {
-                let delay = Backoff::TRANSIENT.delay(failures);
+                let delay = opts.watch.transient.delay(failures);
                 failures = failures.saturating_add(1);
                 tracing::warn!("pinned image sets: {e}; retrying in {delay:?}");
                 retry = Some(delay);
+                let tag = format!("{key} {e}");
                 failed = Some(key);
-                report(
-                    &mcns,
-                    &node,
-                    primary.name(),
-                    &status_sets,
-                    PinPhase::Failed(e),
-                )
-                .await
+                if reported.as_ref() == Some(&tag) {
+                    Ok(())
+                } else {
+                    let r = report(
+                        &mcns,
+                        &node,
+                        primary.name(),
+                        &status_sets,
+                        PinPhase::Failed(e),
+                    )
+                    .await;
+                    if r.is_ok() {
+                        reported = Some(tag);
+                    }
+                    r
+                }
             }
         };
         if let Err(e) = phase_result {

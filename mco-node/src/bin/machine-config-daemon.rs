@@ -272,7 +272,7 @@ fn cluster(
     kubeconfig: Option<PathBuf>,
     metrics_listen: Option<String>,
 ) -> Result<ExitCode, String> {
-    use mco_node::agent::kube_loop::{Agent, AgentOptions};
+    use mco_node::agent::kube_loop::AgentOptions;
     let node_name = node_name
         .or_else(|| std::env::var("NODE_NAME").ok())
         .filter(|n| !n.is_empty())
@@ -299,22 +299,9 @@ fn cluster(
         let client = mco_node::agent::kube_loop::connect(kubeconfig.as_deref(), &node_name)
             .await
             .map_err(|e| format!("cannot reach the API server: {e}"))?;
-        // The CA files follow the ControllerConfig on their own, without an update.
-        tokio::spawn(mco_node::agent::cert_writer::run(
-            client.clone(),
-            root.clone(),
-        ));
-        // The images of the pools' PinnedImageSets are pulled and pinned on their own too.
-        if let Some(h) = pinned_host(&root, common.host) {
-            tokio::spawn(mco_node::agent::pinned_images::run(
-                client.clone(),
-                root.clone(),
-                std::sync::Arc::new(std::sync::Mutex::new(h)),
-                mco_node::agent::pinned_images::PinnedOptions::new(&node_name),
-            ));
-        }
-        Agent::new(client, root, host, opts)
-            .run()
+        let pinned =
+            pinned_host(&root, common.host).map(|h| std::sync::Arc::new(std::sync::Mutex::new(h)));
+        mco_node::agent::cluster::run(client, root, host, pinned, opts)
             .await
             .map_err(|e| e.to_string())
     })?;

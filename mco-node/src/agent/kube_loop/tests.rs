@@ -25,6 +25,8 @@ struct Fake {
     /// A file whose presence is noted at each Node PATCH, in [`Fake::seen_at_node_patch`].
     watched_file: Option<std::path::PathBuf>,
     seen_at_node_patch: Vec<bool>,
+    /// The server does not serve MachineConfigNodes (answers as kube-apiserver does).
+    mcn_absent: bool,
 }
 
 const MCN_PATH: &str = "/apis/machineconfiguration.openshift.io/v1/machineconfignodes";
@@ -38,6 +40,17 @@ fn lock(f: &Shared) -> std::sync::MutexGuard<'_, Fake> {
 fn respond(status: u16, body: &Value) -> Response<Body> {
     let mut r = Response::new(Body::from(body.to_string().into_bytes()));
     *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or_default();
+    r
+}
+
+/// kube-apiserver's answer for a resource whose CRD is not installed (Go's `http.NotFound`).
+fn page_not_found() -> Response<Body> {
+    let mut r = Response::new(Body::from(b"404 page not found\n".to_vec()));
+    *r.status_mut() = http::StatusCode::NOT_FOUND;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 
@@ -60,6 +73,7 @@ fn fake_client(fake: Shared) -> (Client, tokio::task::JoinHandle<()>) {
             f.log.push((method.clone(), path.clone(), body.clone()));
             let mc_prefix = "/apis/machineconfiguration.openshift.io/v1/machineconfigs/";
             let answer = match (method.as_str(), path.as_str()) {
+                (_, p) if f.mcn_absent && p.starts_with(MCN_PATH) => page_not_found(),
                 ("GET", p) if p == format!("{MCN_PATH}/w1") => match &f.mcn {
                     Some(m) => respond(200, m),
                     None => respond(404, &not_found("w1")),
@@ -1129,6 +1143,79 @@ async fn a_desired_image_on_a_plain_linux_host_is_skipped_with_an_event() {
         note,
         "not an rpm-ostree host (no /run/ostree-booted): the OS part of the update is skipped (Upgrading OS)"
     );
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn a_failed_update_tried_again_writes_the_same_degraded_state_once() {
+    let (fake, dir, root) = setup();
+    std::fs::write(dir.path().join("etc/foo"), "tampered").unwrap_or_default();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r2", STATE: "Done",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut opts = AgentOptions::new("w1");
+    opts.retry_after = Duration::ZERO;
+    let mut agent = Agent::new(client, root, RecordingHost::new(), opts);
+    assert_eq!(
+        agent.sync(node_of(&fake)).await.ok(),
+        Some(Synced::Retrying)
+    );
+    assert_eq!(node_of(&fake).annotation(STATE), Some("Degraded"));
+    let written = requests(&fake).iter().filter(|r| r.0 == "PATCH").count();
+    assert!(written > 0);
+    let degraded_events = events(&fake).len();
+    let mcn_writes = mcn_requests(&fake).len();
+    // Tried again at once (no back-off here): it fails the same way, and the node, its
+    // Events and its MachineConfigNode say so already.
+    for _ in 0..3 {
+        assert_eq!(
+            agent.sync(node_of(&fake)).await.ok(),
+            Some(Synced::Retrying)
+        );
+    }
+    assert!(requests(&fake).is_empty());
+    assert_eq!(events(&fake).len(), degraded_events);
+    assert_eq!(mcn_requests(&fake).len(), mcn_writes);
+    drop(agent);
+    let _ = server.await;
+}
+
+#[tokio::test]
+async fn without_the_machine_config_node_api_an_idle_agent_waits_for_its_crd() {
+    let (fake, _dir, root) = setup();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r1", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    lock(&fake).mcn_absent = true;
+    let (client, server) = fake_client(fake.clone());
+    let mut opts = AgentOptions::new("w1");
+    // The fake serves no CRDs: the agent falls back to a delay before looking again.
+    opts.watch.absent.initial = Duration::from_millis(50);
+    let mut agent = Agent::new(client, root, RecordingHost::new(), opts);
+    let idle = Some(Synced::Idle("on desired config r1".into()));
+    assert_eq!(agent.sync(node_of(&fake)).await.ok(), idle);
+    let mcn_path = format!("{MCN_PATH}/w1");
+    // The GET's 404 is the plain-text one: not a missing object but a missing API.
+    assert_eq!(mcn_requests(&fake), [("GET".to_string(), mcn_path.clone())]);
+    // Later syncs (the resync, node events) do not try again.
+    for _ in 0..3 {
+        assert_eq!(agent.sync(node_of(&fake)).await.ok(), idle);
+    }
+    assert_eq!(mcn_requests(&fake).len(), 1);
+    assert!(requests(&fake).iter().all(|r| r.0 != "PATCH"));
+    // When the API may be served again, the loop is woken and the next sync writes it.
+    lock(&fake).mcn_absent = false;
+    let served = agent.mcn_served.clone();
+    tokio::time::timeout(Duration::from_secs(60), served.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the agent never looked for the API again"));
+    agent.mcn_absent = false;
+    assert_eq!(agent.sync(node_of(&fake)).await.ok(), idle);
+    let conds = mcn_conditions(&fake);
+    assert_eq!(conds.get("Updated").map(String::as_str), Some("True"));
     drop(agent);
     let _ = server.await;
 }
