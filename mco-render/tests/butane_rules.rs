@@ -7,7 +7,7 @@
 //! give the same bytes.
 //!
 //! The cases: written by hand for each rule (`bool-*`, `str-*`, `int-*`, `type-*`, `dup-*`,
-//! `cex-*`, `luks-*`, `v-*`, `ver-*`, `fips-*`, `clevis-*`, ...), corpus configs with their
+//! `cex-*`, `luks-*`, `v-*`, `ver-*`, `fips-*`, `clevis-*`, `yaml-*`, ...), corpus configs with their
 //! booleans and modes respelled or list entries doubled (`b*~bools`, `~modes`, `~dup`,
 //! `~dupblock`), and configs drawn at random from the fields above, mostly wrong (`rand-*`) or
 //! mostly right (`valid-*`).

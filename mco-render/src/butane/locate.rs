@@ -21,8 +21,8 @@ pub struct Pos {
 pub struct Locations {
     keys: HashMap<String, Pos>,
     values: HashMap<String, Pos>,
-    /// A key given twice in one mapping: the path, the line of the first, the line of the second.
-    pub duplicates: Vec<(String, usize, usize)>,
+    /// Every key of a block mapping, in order: the mapping's path, the key, its line.
+    key_lines: Vec<(String, String, usize)>,
     /// The items of one-line flow sequences (`[a, b]`), by path.
     pub flow_items: std::collections::HashSet<String>,
 }
@@ -36,59 +36,160 @@ impl Locations {
     pub fn value(&self, path: &str) -> Option<Pos> {
         self.values.get(path).copied()
     }
+    /// The keys given twice in the mapping at `parent`, as yaml.v3 reports them: each pair of
+    /// equal keys (the key, the earlier line, the later line), by the earlier key's place,
+    /// then the later's.
+    pub fn duplicate_keys(&self, parent: &str) -> Vec<(String, usize, usize)> {
+        let keys: Vec<(&str, usize)> = self
+            .key_lines
+            .iter()
+            .filter(|(p, _, _)| p == parent)
+            .map(|(_, k, l)| (k.as_str(), *l))
+            .collect();
+        let mut pairs = Vec::new();
+        for (i, (k, first)) in keys.iter().enumerate() {
+            for (k2, second) in &keys[i + 1..] {
+                if k == k2 {
+                    pairs.push((k.to_string(), *first, *second));
+                }
+            }
+        }
+        pairs
+    }
+
+    /// The mappings holding a key twice.
+    pub fn mappings_with_duplicates(&self) -> std::collections::HashSet<String> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = std::collections::HashSet::new();
+        for (p, k, _) in &self.key_lines {
+            if !seen.insert((p.as_str(), k.as_str())) {
+                out.insert(p.clone());
+            }
+        }
+        out
+    }
+
     /// Every value's path and position.
     pub fn values(&self) -> impl Iterator<Item = (&str, Pos)> {
         self.values.iter().map(|(p, pos)| (p.as_str(), *pos))
     }
 }
 
-/// The start columns (0-based, in `line`) of the items of the flow sequence opening at
-/// `open`, when it closes on the same line and holds scalars only.
-fn flow_item_starts(line: &str, open: usize) -> Option<Vec<usize>> {
+/// Scans the flow collection (`[...]`, `{...}`) opening at byte `open` of `line`, recording
+/// the positions of its keys and values under `path`; `None` when it does not close on this
+/// line or holds what this scanner does not read (anchors, tags, nested quotes in keys).
+fn scan_flow(
+    line: &str,
+    open: usize,
+    path: &str,
+    line_no: usize,
+    loc: &mut Locations,
+) -> Option<usize> {
     let b = line.as_bytes();
-    let mut starts = Vec::new();
-    let mut i = open + 1;
-    loop {
-        while i < b.len() && b[i] == b' ' {
+    let map = b[open] == b'{';
+    let close = if map { b'}' } else { b']' };
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && matches!(b[i], b' ' | b'\t') {
             i += 1;
         }
-        match b.get(i)? {
-            // An empty list, or a trailing comma.
-            b']' => return Some(starts),
-            b'[' | b'{' | b',' | b'#' => return None,
+        i
+    };
+    // The end of a quoted scalar starting at `i`.
+    let quoted_end = |i: usize| -> Option<usize> {
+        let q = b[i];
+        let mut j = i + 1;
+        while j < b.len() {
+            if b[j] == q {
+                if q == b'\'' && b.get(j + 1) == Some(&b'\'') {
+                    j += 2;
+                    continue;
+                }
+                return Some(j + 1);
+            }
+            if q == b'"' && b[j] == b'\\' {
+                j += 1;
+            }
+            j += 1;
+        }
+        None
+    };
+    let pos = |i: usize| Pos {
+        line: line_no,
+        column: i + 1,
+    };
+    let mut i = skip_ws(open + 1);
+    let mut index = 0;
+    loop {
+        match *b.get(i)? {
+            c if c == close => return Some(i + 1),
+            b',' | b'#' | b'&' | b'*' | b'!' | b'?' => return None,
             _ => {}
         }
-        starts.push(i);
-        if matches!(b[i], b'"' | b'\'') {
-            let q = b[i];
-            i += 1;
-            while i < b.len() {
-                if b[i] == q {
-                    if q == b'\'' && b.get(i + 1) == Some(&b'\'') {
-                        i += 2;
-                        continue;
+        let item_path = if map {
+            // The key, up to `:`.
+            let (key, after) = if matches!(b[i], b'"' | b'\'') {
+                let end = quoted_end(i)?;
+                (line[i + 1..end - 1].to_string(), end)
+            } else {
+                let mut j = i;
+                while j < b.len()
+                    && !(b[j] == b':'
+                        && b.get(j + 1)
+                            .is_none_or(|c| matches!(c, b' ' | b',' | b'}' | b']')))
+                {
+                    if matches!(b[j], b',' | b'{' | b'}' | b'[' | b']') {
+                        return None;
                     }
-                    break;
+                    j += 1;
                 }
-                if q == b'"' && b[i] == b'\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
-        }
-        while i < b.len() && !matches!(b[i], b',' | b']') {
-            if matches!(b[i], b'[' | b'{' | b'"' | b'\'') {
+                (line[i..j].trim_end().to_string(), j)
+            };
+            let key_path = join(path, &key);
+            loc.keys.insert(key_path.clone(), pos(i));
+            loc.key_lines.push((path.to_string(), key, line_no));
+            i = skip_ws(after);
+            if b.get(i) != Some(&b':') {
                 return None;
             }
-            i += 1;
-        }
-        match b.get(i)? {
-            b',' => i += 1,
-            _ => {
-                let rest = line[i + 1..].trim_start();
-                return (rest.is_empty() || rest.starts_with('#')).then_some(starts);
+            i = skip_ws(i + 1);
+            if matches!(b.get(i), Some(b',')) || b.get(i) == Some(&close) {
+                // An empty value.
+                if b[i] == b',' {
+                    i = skip_ws(i + 1);
+                }
+                continue;
             }
+            key_path
+        } else {
+            let p = join(path, &index.to_string());
+            index += 1;
+            p
+        };
+        loc.values.insert(item_path.clone(), pos(i));
+        i = match b[i] {
+            b'[' | b'{' => scan_flow(line, i, &item_path, line_no, loc)?,
+            b'"' | b'\'' => {
+                loc.flow_items.insert(item_path);
+                quoted_end(i)?
+            }
+            _ => {
+                loc.flow_items.insert(item_path);
+                let mut j = i;
+                while j < b.len() && !matches!(b[j], b',' | b']' | b'}') {
+                    if b[j] == b':' && b.get(j + 1).is_none_or(|c| *c == b' ') {
+                        // An implicit mapping inside a sequence.
+                        return None;
+                    }
+                    j += 1;
+                }
+                j
+            }
+        };
+        i = skip_ws(i);
+        match *b.get(i)? {
+            b',' => i = skip_ws(i + 1),
+            c if c == close => return Some(i + 1),
+            _ => return None,
         }
     }
 }
@@ -162,7 +263,6 @@ pub fn locate(text: &str) -> Locations {
     let mut pending: Option<(String, usize)> = None;
     // Lines indented deeper than this belong to a block scalar.
     let mut block_scalar: Option<usize> = None;
-    let mut seen: HashMap<String, usize> = HashMap::new();
     for (n, line) in text.split('\n').enumerate() {
         let line_no = n + 1;
         let content = line.trim_start_matches(' ');
@@ -237,6 +337,10 @@ pub fn locate(text: &str) -> Locations {
                         column: vcol + 1,
                     },
                 );
+                if trimmed.starts_with('[') || trimmed.starts_with('{') {
+                    scan_flow(line, vcol, &path, line_no, &mut loc);
+                    break;
+                }
                 if trimmed.starts_with("- ") || split_key(trimmed).is_some() {
                     stack.push(Frame {
                         indent: vcol,
@@ -257,11 +361,7 @@ pub fn locate(text: &str) -> Locations {
                 break;
             };
             let path = join(&top.path, &key);
-            if let Some(first) = seen.get(&path) {
-                loc.duplicates.push((key.clone(), *first, line_no));
-            } else {
-                seen.insert(path.clone(), line_no);
-            }
+            loc.key_lines.push((top.path.clone(), key.clone(), line_no));
             loc.keys.insert(path.clone(), pos);
             match vstart {
                 None => {
@@ -290,23 +390,8 @@ pub fn locate(text: &str) -> Locations {
                     if value.starts_with('|') || value.starts_with('>') {
                         block_scalar = Some(col);
                     }
-                    if value.starts_with('[') {
-                        let open = col + v;
-                        for (i, start) in flow_item_starts(line, open)
-                            .into_iter()
-                            .flatten()
-                            .enumerate()
-                        {
-                            let item = join(&path, &i.to_string());
-                            loc.values.insert(
-                                item.clone(),
-                                Pos {
-                                    line: line_no,
-                                    column: start + 1,
-                                },
-                            );
-                            loc.flow_items.insert(item);
-                        }
+                    if value.starts_with('[') || value.starts_with('{') {
+                        scan_flow(line, col + v, &path, line_no, &mut loc);
                     }
                 }
             }

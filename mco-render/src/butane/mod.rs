@@ -79,6 +79,27 @@ fn fail(message: impl Into<String>) -> Failure {
     }
 }
 
+/// The text of the first YAML document: up to a `---` after content, or a `...`.
+fn first_document(text: &str) -> &str {
+    let mut content = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let marker = |m: &str| {
+            line.strip_prefix(m)
+                .is_some_and(|r| r.is_empty() || r.starts_with(|c: char| c.is_whitespace()))
+        };
+        if marker("...") || (content && marker("---")) {
+            return &text[..offset];
+        }
+        let trimmed = line.trim();
+        if !trimmed.is_empty() && !trimmed.starts_with('#') && !marker("---") {
+            content = true;
+        }
+        offset += line.len();
+    }
+    text
+}
+
 /// `line L column C` (1-based) at the start of `s`: L.
 fn mark_line(s: &str) -> Option<usize> {
     s.strip_prefix("line ")?.split(' ').next()?.parse().ok()
@@ -147,13 +168,35 @@ pub fn translate(
     options: Options,
 ) -> Result<Translated, Failure> {
     let text = String::from_utf8_lossy(input);
-    let loc = locate::locate(&text);
-    if let Some((key, first, second)) = loc.duplicates.first() {
-        return Err(fail(format!(
-            "Error unmarshaling yaml: yaml: unmarshal errors:\n  line {second}: mapping key {key:?} already defined at line {first}"
-        )));
+    // Butane decodes the first document only; a byte order mark is no content.
+    let text = first_document(text.trim_start_matches('\u{feff}'));
+    let loc = locate::locate(text);
+    // Butane reads `variant` and `version` first: keys given twice at the top fail that.
+    let root_dups = loc.duplicate_keys("");
+    if !root_dups.is_empty() {
+        let mut msg = String::from("Error unmarshaling yaml: yaml: unmarshal errors:");
+        for (key, first, second) in root_dups {
+            msg.push_str(&format!(
+                "\n  line {second}: mapping key {key:?} already defined at line {first}"
+            ));
+        }
+        return Err(fail(msg));
     }
-    let root: Value = match serde_yaml_ng::from_str(&text) {
+    // Explicit tags on values: kept by path for the decoding rules, blanked for the parser.
+    let mut tags = std::collections::HashMap::new();
+    let mut untagged: Vec<String> = text.split('\n').map(str::to_string).collect();
+    for (path, pos) in loc.values() {
+        let Some(line) = untagged.get_mut(pos.line - 1) else {
+            continue;
+        };
+        if let Some((tag, _)) = scalar::tag_at(line, pos.column - 1) {
+            let start = pos.column - 1;
+            line.replace_range(start..start + tag.len(), &" ".repeat(tag.len()));
+            tags.insert(path.to_string(), tag);
+        }
+    }
+    let untagged = untagged.join("\n");
+    let root: Value = match serde_yaml_ng::from_str(&untagged) {
         Ok(v) => v,
         Err(e) => {
             let msg = e.to_string();
@@ -210,15 +253,25 @@ pub fn translate(
         .values()
         .filter_map(|(path, pos)| {
             let line = lines.get(pos.line - 1)?;
-            let token = scalar::token_at(line, pos.column - 1, loc.flow_items.contains(path))?;
+            let column = scalar::tag_at(line, pos.column - 1).map_or(pos.column - 1, |t| t.1);
+            let token = scalar::token_at(line, column, loc.flow_items.contains(path))?;
             Some((path.to_string(), token))
         })
         .collect();
-    match translate::run(&root, &scalars, version, files) {
+    let dup_keys: schema::DuplicateKeys = loc
+        .mappings_with_duplicates()
+        .into_iter()
+        .map(|p| {
+            let pairs = loc.duplicate_keys(&p);
+            (p, pairs)
+        })
+        .collect();
+    match translate::run(&root, &scalars, &dup_keys, &tags, version, files) {
+        translate::Step::Fatal(msg) => Err(fail(format!("yaml: {msg}"))),
         translate::Step::Types(lines) => {
             let mut msg = String::from("yaml: unmarshal errors:");
-            for (path, m) in lines {
-                let line = value_pos(&path).map_or(0, |p| p.line);
+            for (path, line, m) in lines {
+                let line = line.unwrap_or_else(|| value_pos(&path).map_or(0, |p| p.line));
                 msg.push_str(&format!("\n  line {line}: {m}"));
             }
             Err(fail(msg))

@@ -27,6 +27,16 @@ pub struct RawScalar {
     pub style: Style,
     /// The text.
     pub text: String,
+    /// Its explicit tag (`!!str`, `!!int`, `!local`), if any.
+    pub tag: Option<String>,
+}
+
+/// The tags yaml.v3 resolves a scalar against.
+fn resolvable(tag: &str) -> bool {
+    matches!(
+        tag,
+        "!!str" | "!!bool" | "!!int" | "!!float" | "!!null" | "!!timestamp"
+    )
 }
 
 /// The field's type cannot take the scalar (yaml.v3's `cannot unmarshal`).
@@ -65,12 +75,45 @@ impl Resolved {
 }
 
 impl RawScalar {
-    /// The scalar's implicit type (always a string when quoted).
+    /// The scalar's type: a string when quoted or tagged `!!str` (or with a tag yaml.v3 does
+    /// not resolve), else its implicit type, as its tag demands (see [`RawScalar::check_tag`]).
     pub fn resolve(&self) -> Resolved {
-        match self.style {
-            Style::Quoted => Resolved::Str,
-            Style::Plain => resolve_plain(&self.text),
+        match self.tag.as_deref().filter(|t| *t != "!") {
+            Some("!!str") => Resolved::Str,
+            Some(t) if resolvable(t) => {
+                let r = resolve_tagged(&self.text, t == "!!timestamp");
+                match (t, r) {
+                    ("!!float", Resolved::Int(i)) => Resolved::Float(i as f64),
+                    _ => r,
+                }
+            }
+            Some(_) => Resolved::Str,
+            None => match self.style {
+                Style::Quoted => Resolved::Str,
+                Style::Plain => resolve_plain(&self.text),
+            },
         }
+    }
+
+    /// yaml.v3 refuses a scalar whose text does not resolve to its explicit tag (`!!bool
+    /// yes`): the whole decoding then fails with this message.
+    pub fn check_tag(&self) -> Result<(), String> {
+        let Some(t) = self
+            .tag
+            .as_deref()
+            .filter(|t| resolvable(t) && *t != "!!str")
+        else {
+            return Ok(());
+        };
+        let r = self.resolve();
+        if r.tag() == t {
+            return Ok(());
+        }
+        Err(format!(
+            "cannot decode {} `{}` as a {t}",
+            r.tag(),
+            self.text
+        ))
     }
 
     /// What a bool field takes.
@@ -114,7 +157,11 @@ impl RawScalar {
         } else {
             self.text.clone()
         };
-        format!("{} `{text}`", self.resolve().tag())
+        let tag = match self.tag.as_deref() {
+            Some(t) if t != "!" && !resolvable(t) => t,
+            _ => self.resolve().tag(),
+        };
+        format!("{tag} `{text}`")
     }
 }
 
@@ -134,6 +181,11 @@ fn float_to_int(f: f64) -> Option<i64> {
 
 /// The implicit type of a plain scalar, as yaml.v3's `resolve` gives it.
 pub fn resolve_plain(s: &str) -> Resolved {
+    resolve_tagged(s, true)
+}
+
+/// yaml.v3's `resolve`; timestamps only when untagged or tagged `!!timestamp`.
+fn resolve_tagged(s: &str, timestamps: bool) -> Resolved {
     match s {
         "true" | "True" | "TRUE" => return Resolved::Bool(true),
         "false" | "False" | "FALSE" => return Resolved::Bool(false),
@@ -155,7 +207,7 @@ pub fn resolve_plain(s: &str) -> Resolved {
             Resolved::Str
         }
         b'0'..=b'9' | b'+' | b'-' => {
-            if is_timestamp(s) {
+            if timestamps && is_timestamp(s) {
                 return Resolved::Timestamp;
             }
             let plain = s.replace('_', "");
@@ -330,6 +382,19 @@ fn is_timestamp(s: &str) -> bool {
         && r[4..6].iter().all(u8::is_ascii_digit)
 }
 
+/// The explicit tag starting at byte `column` of `line` (`!!int`, `!local`), and where the
+/// node after it starts.
+pub fn tag_at(line: &str, column: usize) -> Option<(String, usize)> {
+    let rest = line.get(column..)?;
+    if !rest.starts_with('!') {
+        return None;
+    }
+    let len = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+    let after = &rest[len..];
+    let skip = after.len() - after.trim_start_matches([' ', '\t']).len();
+    Some((rest[..len].to_string(), column + len + skip))
+}
+
 /// The scalar starting at byte `column` (0-based) of `line` when it is written on that line
 /// alone: quoted (`"..."`, `'...'`) or a block scalar header (`|`, `>`) give only the style
 /// (the text is the parsed value's); a plain scalar gives its text, up to a comment or the end
@@ -367,12 +432,14 @@ mod tests {
         RawScalar {
             style: Style::Plain,
             text: s.into(),
+            tag: None,
         }
     }
     fn quoted(s: &str) -> RawScalar {
         RawScalar {
             style: Style::Quoted,
             text: s.into(),
+            tag: None,
         }
     }
 
@@ -436,6 +503,24 @@ mod tests {
         assert_eq!(plain("2001-12-14").describe(), "!!timestamp `2001-12-14`");
         assert_eq!(quoted("abcdefghijkl").describe(), "!!str `abcdefg...`");
         assert_eq!(plain("1.0").describe(), "!!float `1.0`");
+    }
+
+    #[test]
+    fn explicit_tags_decide_or_refuse() {
+        let tagged = |t: &str, s: &str| RawScalar {
+            style: Style::Plain,
+            text: s.into(),
+            tag: Some(t.into()),
+        };
+        assert_eq!(tagged("!!int", "0644").to_int(), Ok(Some(420)));
+        assert_eq!(tagged("!!str", "0x10").to_str(), Some("0x10".into()));
+        assert_eq!(tagged("!!float", "420").to_int(), Ok(Some(420)));
+        assert_eq!(
+            tagged("!!bool", "yes").check_tag(),
+            Err("cannot decode !!str `yes` as a !!bool".into())
+        );
+        assert_eq!(tagged("!x", "on").describe(), "!x `on`");
+        assert_eq!(tag_at("  k: !!int 0644", 5), Some(("!!int".into(), 11)));
     }
 
     #[test]

@@ -458,10 +458,16 @@ fn go_order(name: &str) -> &'static [&'static str] {
     }
 }
 
+/// The keys given twice in a mapping, by the mapping's path (without `$.`): each pair of
+/// equal keys (the key, the earlier line, the later line), in yaml.v3's order.
+pub type DuplicateKeys = std::collections::HashMap<String, Vec<(String, usize, usize)>>;
+
 /// A value of the wrong type: its path and yaml.v3's wording after `line N: `.
 pub struct TypeMismatch {
     /// The Butane path.
     pub path: String,
+    /// The line, when not the value's own (a key given twice).
+    pub line: Option<usize>,
     /// `cannot unmarshal !!map into []v0_3.PasswdUser`.
     pub message: String,
 }
@@ -479,6 +485,13 @@ pub struct Converter<'a> {
     pub minor: u8,
     /// How the scalars were written (empty: taken from the parsed values alone).
     pub scalars: &'a ScalarSource,
+    /// Keys given twice, by mapping.
+    pub duplicate_keys: &'a DuplicateKeys,
+    /// Explicit tags of scalars, by path without `$.`.
+    pub tags: &'a std::collections::HashMap<String, String>,
+    /// Set when a scalar does not resolve to its explicit tag: yaml.v3 then stops decoding
+    /// with this message.
+    pub fatal: Option<String>,
     /// Unknown keys found, in order.
     pub unused: Vec<Unused>,
     /// Type errors found, in order.
@@ -497,6 +510,7 @@ fn fallback_scalar(v: &Value) -> RawScalar {
     RawScalar {
         style: Style::Plain,
         text,
+        tag: None,
     }
 }
 
@@ -554,19 +568,30 @@ impl Converter<'_> {
     fn mismatch(&mut self, path: &str, what: String, go_type: String) {
         self.mismatches.push(TypeMismatch {
             path: path.to_string(),
+            line: None,
             message: format!("cannot unmarshal {what} into {go_type}"),
         });
     }
 
     /// The scalar at `path` as the decoder sees it: its style and text from the source when
     /// they agree with the parsed value, else from the parsed value.
-    fn scalar(&self, v: &Value, path: &str) -> RawScalar {
+    fn scalar(&mut self, v: &Value, path: &str) -> RawScalar {
         let key = path.strip_prefix("$.").unwrap_or("");
+        let mut raw = self.untagged_scalar(v, key);
+        raw.tag = self.tags.get(key).cloned();
+        if let Err(e) = raw.check_tag() {
+            self.fatal.get_or_insert(e);
+        }
+        raw
+    }
+
+    fn untagged_scalar(&self, v: &Value, key: &str) -> RawScalar {
         match self.scalars.get(key) {
             Some((Style::Quoted, _)) => match v {
                 Value::String(s) => RawScalar {
                     style: Style::Quoted,
                     text: s.clone(),
+                    tag: None,
                 },
                 _ => fallback_scalar(v),
             },
@@ -576,6 +601,7 @@ impl Converter<'_> {
                     RawScalar {
                         style: Style::Plain,
                         text: text.clone(),
+                        tag: None,
                     }
                 } else {
                     fallback_scalar(v)
@@ -587,6 +613,9 @@ impl Converter<'_> {
 
     /// `v` converted to `kind`'s Ignition shape; `None` for null or a type error.
     pub fn convert(&mut self, v: &Value, kind: Kind, path: &str) -> Option<Value> {
+        if self.fatal.is_some() {
+            return None;
+        }
         let collection = |v: &Value| match v {
             Value::Object(_) => Some("!!map".to_string()),
             Value::Array(_) => Some("!!seq".to_string()),
@@ -611,6 +640,20 @@ impl Converter<'_> {
                 });
             }
             return None;
+        }
+        // A mapping holding a key twice is refused whole, before its type is looked at.
+        if v.is_object() {
+            let key = path.strip_prefix("$.").unwrap_or("");
+            if let Some(pairs) = self.duplicate_keys.get(key).filter(|p| !p.is_empty()) {
+                for (k, first, second) in pairs {
+                    self.mismatches.push(TypeMismatch {
+                        path: path.to_string(),
+                        line: Some(*second),
+                        message: format!("mapping key {k:?} already defined at line {first}"),
+                    });
+                }
+                return None;
+            }
         }
         let wrong_collection = match kind {
             Kind::Strs(_) | Objs(..) => v.is_object(),
@@ -749,6 +792,48 @@ impl Converter<'_> {
             // Sugar keeps its Butane key; the translation consumes it.
             out.insert(field.json.unwrap_or(field.yaml).to_string(), c);
         }
+        if let Some(merge) = m.get("<<") {
+            self.merge_keys(m, merge, fields, path, &mut out);
+        }
         out
+    }
+
+    /// YAML's merge key (`<<: *base`, or a list of them), as yaml.v3 applies it to a struct:
+    /// after the mapping's own keys, each merged mapping sets the fields nothing set before.
+    fn merge_keys(
+        &mut self,
+        own: &Map<String, Value>,
+        merge: &Value,
+        fields: &[Field],
+        path: &str,
+        out: &mut Map<String, Value>,
+    ) {
+        let maps: Vec<&Map<String, Value>> = match merge {
+            Value::Object(m) => vec![m],
+            Value::Array(items) if items.iter().all(Value::is_object) => {
+                items.iter().filter_map(Value::as_object).collect()
+            }
+            _ => {
+                self.fatal.get_or_insert_with(|| {
+                    "map merge requires map or sequence of maps as the value".into()
+                });
+                return;
+            }
+        };
+        let mut set: std::collections::HashSet<String> = own.keys().cloned().collect();
+        for m in maps {
+            for (k, val) in m {
+                if !set.insert(k.clone()) {
+                    continue;
+                }
+                let Some(field) = fields.iter().find(|f| f.yaml == k && self.minor >= f.since)
+                else {
+                    continue;
+                };
+                if let Some(c) = self.convert(val, field.kind, &join(path, k)) {
+                    out.insert(field.json.unwrap_or(field.yaml).to_string(), c);
+                }
+            }
+        }
     }
 }

@@ -6,7 +6,7 @@ use super::checks::{self, Finding};
 use super::contents::make_data_url;
 use super::files::{FileSet, LocalError};
 use super::generated::{self, ORIGIN, SSH_ORIGINS};
-use super::schema::{Converter, GoNames, Kind, ScalarSource, CONFIG};
+use super::schema::{Converter, DuplicateKeys, GoNames, Kind, ScalarSource, CONFIG};
 use super::sugar;
 use super::version::SpecVersion;
 use serde_json::{json, Map, Value};
@@ -16,8 +16,11 @@ const NO_FILES_DIR: &str =
 
 /// What a translation gives before its findings are located.
 pub(super) enum Step {
-    /// yaml.v3 refused the types: the lines of its message after `yaml: unmarshal errors:`.
-    Types(Vec<(String, String)>),
+    /// yaml.v3 refused the types: the lines of its message after `yaml: unmarshal errors:`
+    /// (the path, the line when not the value's, the text after `line N: `).
+    Types(Vec<(String, Option<usize>, String)>),
+    /// yaml.v3 stopped decoding: a scalar that does not resolve to its explicit tag.
+    Fatal(String),
     /// Findings (Butane path, message, warning?), the MachineConfig when none is an error,
     /// and the error line Butane ends with otherwise.
     Done {
@@ -340,6 +343,8 @@ fn fips_luks_options(config: &mut Map<String, Value>) {
 pub(super) fn run(
     root: &Value,
     scalars: &ScalarSource,
+    duplicate_keys: &DuplicateKeys,
+    tags: &std::collections::HashMap<String, String>,
     version: SpecVersion,
     files: Option<&FileSet>,
 ) -> Step {
@@ -352,16 +357,22 @@ pub(super) fn run(
         },
         minor: version.minor(),
         scalars,
+        duplicate_keys,
+        tags,
+        fatal: None,
         unused: Vec::new(),
         mismatches: Vec::new(),
         rank: Vec::new(),
     };
     let converted = conv.convert(root, Kind::Obj(CONFIG, "Config"), "$");
+    if let Some(fatal) = conv.fatal {
+        return Step::Fatal(fatal);
+    }
     if !conv.mismatches.is_empty() {
         return Step::Types(
             conv.mismatches
                 .into_iter()
-                .map(|m| (m.path, m.message))
+                .map(|m| (m.path, m.line, m.message))
                 .collect(),
         );
     }
