@@ -39,6 +39,7 @@ pub mod plan;
 pub mod render;
 pub mod report;
 pub mod serve;
+pub mod status;
 
 /// The controller version this build stamps on rendered configs by default.
 pub const CONTROLLER_VERSION: &str = "7ff337a4ffac8e7562692181178ede61e4b2eec5";

@@ -290,7 +290,7 @@ pub struct PoolChange {
 }
 
 /// The tree's MachineConfiguration `cluster` (user node disruption policies), if any.
-fn policies(m: &Manifests) -> Option<MachineConfiguration> {
+pub fn policies(m: &Manifests) -> Option<MachineConfiguration> {
     m.others
         .iter()
         .map(|(_, v)| v)
@@ -339,8 +339,9 @@ fn input(r: &Rendered) -> Result<RenderedInput, String> {
     plan::input::rendered_input(mc.name(), &mc.spec).map_err(|e| format!("{}: {e}", mc.name()))
 }
 
-/// The most disruptive action of a reconcilable plan.
-fn disruption(report: &PlanReport) -> Disruption {
+/// The most disruptive action of a plan ([`Disruption::NotReconcilable`] when it cannot be
+/// applied in place).
+pub fn disruption(report: &PlanReport) -> Disruption {
     if !report.reconcilable {
         return Disruption::NotReconcilable;
     }

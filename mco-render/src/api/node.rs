@@ -134,6 +134,13 @@ pub struct NodeCondition {
     /// Human-readable message (`Kubelet stopped posting node status.`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When the status last changed (RFC 3339).
+    #[serde(
+        default,
+        rename = "lastTransitionTime",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_transition_time: Option<String>,
 }
 
 impl Node {

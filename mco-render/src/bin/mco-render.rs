@@ -55,6 +55,8 @@ mod build_request;
 mod check;
 #[path = "cli/report.rs"]
 mod report;
+#[path = "cli/status.rs"]
+mod status;
 #[path = "cli/validate.rs"]
 mod validate;
 
@@ -184,6 +186,7 @@ enum Command {
         changes: Vec<PathBuf>,
     },
     Report(report::ReportArgs),
+    Status(status::Args),
     /// Print a pool's rendered Ignition config converted to a spec version, as the server serves it.
     Ignition {
         /// Target spec version: 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0.
@@ -318,6 +321,7 @@ fn main() -> ExitCode {
             &controller_version,
         ),
         Command::Report(args) => report::cmd_report(&args),
+        Command::Status(args) => status::run(&args),
         Command::Generate {
             output,
             controller_version,

@@ -81,6 +81,7 @@ fn not_ready(n: &mut Node, message: &str) {
         status: "Unknown".into(),
         reason: Some("NodeStatusUnknown".into()),
         message: Some(message.into()),
+        last_transition_time: None,
     }];
 }
 

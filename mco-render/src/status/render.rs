@@ -1,0 +1,152 @@
+//! The text view: the pools table and a block per pool (its move, counts and nodes) with the
+//! columns and words of `oc adm upgrade status`'s worker section, then the findings, stuck ones
+//! first, each with what to do.
+
+use super::{ClusterStatus, PoolAssessment, PoolStatus, Severity};
+use jiff::Timestamp;
+use std::fmt::Write;
+
+/// Columns as Go's `tabwriter` (padding 3) aligns them; the last column is not padded and
+/// lines carry no trailing blanks.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; columns];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(row.len().saturating_sub(1)) {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < row.len() {
+                let pad = widths[i] + 3 - cell.chars().count();
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn cells(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn with_version(config: &str, version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("{config} ({v})"),
+        None => config.to_string(),
+    }
+}
+
+fn pool_block(out: &mut String, p: &PoolStatus, now: Timestamp) {
+    let _ = writeln!(out, "\n= Pool {} =", p.name);
+    let to = with_version(&p.to, p.to_version.as_deref());
+    let config = match &p.from {
+        Some(from) => format!("{} -> {to}", with_version(from, p.from_version.as_deref())),
+        None if p.to.is_empty() => "none yet".to_string(),
+        None => to,
+    };
+    let mut lines: Vec<(&str, String)> = vec![("Config", config)];
+    if let Some(m) = &p.disruption {
+        lines.push(("Disruption", format!("{}: {}", m.kind.as_str(), m.summary)));
+    }
+    let c = &p.counts;
+    lines.push((
+        "Counts",
+        format!(
+            "{} nodes, {} updated, {} degraded, {} unavailable; maxUnavailable {}",
+            c.total, c.updated, c.degraded, c.unavailable, p.max_unavailable
+        ),
+    ));
+    lines.push(("Paused", if p.paused { "yes" } else { "no" }.to_string()));
+    if let Some(r) = &p.rollout {
+        lines.push(("Rollout", r.clone()));
+    }
+    if let Some(l) = &p.layering {
+        lines.push(("Layering", l.clone()));
+    }
+    if let Some(f) = &p.finish {
+        let when = f
+            .parse::<Timestamp>()
+            .map(|t| format!(" (in {})", super::short_duration(t.duration_since(now))))
+            .unwrap_or_default();
+        lines.push(("Estimated finish", format!("{f}{when}")));
+    }
+    for (k, v) in lines {
+        let _ = writeln!(out, "{:<18}{v}", format!("{k}:"));
+    }
+    if p.nodes.is_empty() {
+        return;
+    }
+    let mut rows = vec![cells(&[
+        "NAME",
+        "ASSESSMENT",
+        "PHASE",
+        "VERSION",
+        "EST",
+        "MESSAGE",
+    ])];
+    for n in &p.nodes {
+        rows.push(vec![
+            n.name.clone(),
+            n.assessment.as_str().to_string(),
+            n.phase.as_str().to_string(),
+            n.version.clone().unwrap_or_else(|| "?".into()),
+            n.estimate.clone(),
+            n.message.clone(),
+        ]);
+    }
+    out.push('\n');
+    out.push_str(&table(&rows));
+}
+
+/// The whole view as text.
+pub fn text(s: &ClusterStatus) -> String {
+    let now: Timestamp = s.now.parse().unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut rows = vec![cells(&["POOL", "ASSESSMENT", "COMPLETION", "STATUS"])];
+    for p in &s.pools {
+        rows.push(if p.assessment == PoolAssessment::Empty {
+            vec![
+                p.name.clone(),
+                p.assessment.as_str().into(),
+                String::new(),
+                format!("{} Total", p.overview.total),
+            ]
+        } else {
+            vec![
+                p.name.clone(),
+                p.assessment.as_str().into(),
+                p.completion.clone(),
+                p.status.clone(),
+            ]
+        });
+    }
+    let mut out = table(&rows);
+    for p in &s.pools {
+        pool_block(&mut out, p, now);
+    }
+    for (severity, title) in [(Severity::Stuck, "Stuck"), (Severity::Waiting, "Waiting")] {
+        let mut found = s
+            .findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .peekable();
+        if found.peek().is_none() {
+            continue;
+        }
+        let _ = writeln!(out, "\n= {title} =");
+        for f in found {
+            let _ = writeln!(out, "{}", f.message);
+            let _ = writeln!(out, "  do: {}", f.action);
+        }
+    }
+    if !s.stuck {
+        out.push_str("\nNothing is stuck.\n");
+    }
+    out
+}
