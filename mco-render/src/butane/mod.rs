@@ -477,6 +477,99 @@ mod tests {
     }
 
     #[test]
+    fn yaml_1_1_booleans_fill_bool_fields_and_stay_text_elsewhere() {
+        let Ok(t) = run(
+            "openshift:\n  fips: yes\n  kernel_arguments: [yes, 0x10, True]\n  kernel_type: \"realtime\"\n",
+            None,
+        ) else {
+            panic!("translates")
+        };
+        let spec = &t.machine_config["spec"];
+        assert_eq!(spec["fips"], json!(true));
+        assert_eq!(spec["kernelArguments"], json!(["yes", "0x10", "True"]));
+        let Err(f) = run("openshift:\n  fips: \"true\"\n", None) else {
+            panic!("fails")
+        };
+        assert_eq!(
+            f.message,
+            "Error translating config: yaml: unmarshal errors:\n  line 8: cannot unmarshal !!str `true` into bool"
+        );
+        let Err(f) = run(
+            "storage:\n  files:\n    - path: /etc/a\n      mode: '0644'\n",
+            None,
+        ) else {
+            panic!("fails")
+        };
+        assert!(
+            f.message
+                .ends_with("cannot unmarshal !!str `0644` into int"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn duplicate_entries_are_refused_where_written() {
+        let body = "openshift:\n  kernel_arguments: [a, b, a]\n  extensions: [x, x]\npasswd:\n  users:\n    - name: core\n      ssh_authorized_keys: [k1, k1]\nsystemd:\n  units:\n    - name: a.service\n      dropins:\n        - name: x.conf\n        - name: x.conf\n";
+        let Err(f) = run(body, None) else {
+            panic!("fails")
+        };
+        assert_eq!(
+            f.message,
+            "Error translating config: config generated was invalid"
+        );
+        let found: Vec<(&str, &str)> = f
+            .report
+            .entries
+            .iter()
+            .map(|e| (e.path.as_str(), e.message.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("$.openshift.kernel_arguments.2", "duplicate entry defined"),
+                ("$.openshift.extensions.1", "duplicate entry defined"),
+                (
+                    "$.passwd.users.0.ssh_authorized_keys.1",
+                    "duplicate entry defined"
+                ),
+                ("$.systemd.units.0.dropins.1", "duplicate entry defined"),
+            ]
+        );
+        assert_eq!(
+            f.report.entries[0].pos,
+            Some(locate::Pos {
+                line: 8,
+                column: 28
+            })
+        );
+    }
+
+    #[test]
+    fn cex_volumes_need_their_kernel_argument_and_no_clevis() {
+        let head = HEAD.replace("4.15.0", "4.20.0");
+        let luks = "storage:\n  luks:\n    - name: root\n      device: /dev/dasda2\n      cex:\n        enabled: true\n";
+        let Err(f) = translate(format!("{head}{luks}").as_bytes(), None, Options::default()) else {
+            panic!("fails")
+        };
+        assert_eq!(f.report.entries[0].path, "$.openshift.kernel_arguments");
+        let clevis = format!("{head}{luks}      clevis:\n        tpm2: true\nopenshift:\n  kernel_arguments: [rd.luks.key=/etc/luks/cex.key]\n");
+        let Err(f) = translate(clevis.as_bytes(), None, Options::default()) else {
+            panic!("fails")
+        };
+        assert_eq!(f.report.entries[0].path, "$.storage.luks.0.cex");
+        assert_eq!(f.report.entries[0].message, "cannot use cex with clevis");
+        let boot = format!("{head}boot_device:\n  layout: s390x-virt\n  luks:\n    cex:\n      enabled: true\nopenshift:\n  kernel_arguments: [rd.luks.key=/etc/luks/cex.key]\n");
+        let Ok(t) = translate(boot.as_bytes(), None, Options::default()) else {
+            panic!("translates")
+        };
+        let luks = &t.machine_config["spec"]["config"]["storage"]["luks"][0];
+        assert_eq!(luks["cex"], json!({"enabled": true}));
+        assert_eq!(luks["device"], json!("/dev/disk/by-partlabel/root"));
+        assert!(luks.get("clevis").is_none());
+    }
+
+    #[test]
     fn fields_of_later_specs_are_unknown_keys() {
         let body = "kernel_arguments:\n  should_exist:\n    - nosmt\n";
         let old = HEAD.replace("4.15.0", "4.12.0") + body;
