@@ -57,9 +57,9 @@ fn pool_block(out: &mut String, p: &PoolStatus, now: Timestamp) {
     }
     let c = &p.counts;
     lines.push((
-        "Counts",
+        "Pool status",
         format!(
-            "{} nodes, {} updated, {} degraded, {} unavailable; maxUnavailable {}",
+            "{} machines, {} updated, {} degraded, {} unavailable; maxUnavailable {}",
             c.total, c.updated, c.degraded, c.unavailable, p.max_unavailable
         ),
     ));
