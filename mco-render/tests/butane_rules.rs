@@ -10,7 +10,8 @@
 //! `cex-*`, `luks-*`, `v-*`, `ver-*`, `fips-*`, `clevis-*`, `yaml-*`, ...), corpus configs with their
 //! booleans and modes respelled or list entries doubled (`b*~bools`, `~modes`, `~dup`,
 //! `~dupblock`), and configs drawn at random from the fields above, mostly wrong (`rand-*`) or
-//! mostly right (`valid-*`).
+//! mostly right (`valid-*`), or over the other sections (`more-*`: Ignition
+//! references, proxies, CAs, disks, RAID, local files, trees, drop-ins, GRUB).
 
 use mco_render::butane::{emit, translate, FileSet, Options};
 use serde_json::Value;

@@ -91,6 +91,40 @@ fn resource(out: &mut Vec<Finding>, res: &Map<String, Value>, path: &str) {
     }
 }
 
+/// An inline Ignition config to merge or replace with, checked as Butane checks it: its
+/// version must parse (the error names the inline config's own path, `$.ignition.version`),
+/// and a version other than the spec's skips the rest with a warning. Configs that are not
+/// JSON, and the validation of configs of the spec's own version, are left to Ignition.
+fn inline_ignition_config(
+    out: &mut Vec<Finding>,
+    res: &Map<String, Value>,
+    path: &str,
+    ignition: &str,
+) {
+    let Some(inline) = res.get("inline").and_then(Value::as_str) else {
+        return;
+    };
+    let Ok(config) = serde_json::from_str::<Value>(inline) else {
+        return;
+    };
+    let version = config
+        .get("ignition")
+        .and_then(|i| i.get("version"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match semver::Version::parse(version) {
+        Err(_) => out.push(err(
+            "$.ignition.version".into(),
+            "invalid config version (couldn't parse)",
+        )),
+        Ok(v) if v.to_string() != ignition => out.push(warn(
+            format!("{path}.version"),
+            "skipping validation for the merge/replace ignition config due to an unkown version",
+        )),
+        Ok(_) => {}
+    }
+}
+
 /// openshift 4.19+: CEX on the root volume (boot device or a `root` LUKS volume) needs the
 /// kernel argument naming its key file; each of the two is checked on its own.
 fn cex_kernel_argument(out: &mut Vec<Finding>, cfg: &Map<String, Value>) {
@@ -139,11 +173,22 @@ pub fn source(cfg: &Map<String, Value>, minor: u8) -> Vec<Finding> {
     }
     let ign = get("ignition");
     if let Some(c) = ign.get("config").and_then(Value::as_object) {
+        let ignition = super::SpecVersion::from_minor(minor).map_or("", |v| v.ignition_version());
         for (j, r) in objs(c.get("merge")) {
-            resource(&mut out, r, &format!("$.ignition.config.merge.{j}"));
+            let p = format!("$.ignition.config.merge.{j}");
+            let before = out.len();
+            resource(&mut out, r, &p);
+            if out.len() == before {
+                inline_ignition_config(&mut out, r, &p, ignition);
+            }
         }
         if let Some(r) = c.get("replace").and_then(Value::as_object) {
-            resource(&mut out, r, "$.ignition.config.replace");
+            let p = "$.ignition.config.replace";
+            let before = out.len();
+            resource(&mut out, r, p);
+            if out.len() == before {
+                inline_ignition_config(&mut out, r, p, ignition);
+            }
         }
     }
     let cas = ign
@@ -363,4 +408,68 @@ fn boot_device(out: &mut Vec<Finding>, bd: &Map<String, Value>, minor: u8) {
             ));
         }
     }
+}
+
+/// The fcos translation's warnings on partitions (of the disks after the boot device's are
+/// merged in): a `root` partition that cannot grow or is under 8 GiB, and the reserved
+/// labels at numbers other than the image's, on disks not wiped.
+pub fn partitions(disks: &[Value]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for disk in disks {
+        let parts: Vec<&Map<String, Value>> = disk
+            .get("partitions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+            .collect();
+        let wiped = disk.get("wipeTable").and_then(Value::as_bool) == Some(true);
+        for (p, part) in parts.iter().enumerate() {
+            let Some(label) = part.get("label").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(origin) = part.get(super::generated::ORIGIN).and_then(Value::as_str) else {
+                continue;
+            };
+            let int = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_i64);
+            if label == "root" {
+                match int(part, "sizeMiB") {
+                    None | Some(0) => {
+                        let follows = parts
+                            .iter()
+                            .enumerate()
+                            .any(|(i, o)| i != p && int(o, "startMiB").unwrap_or(0) == 0);
+                        if follows {
+                            out.push(warn(
+                                format!("{origin}.label"),
+                                "root partition cannot expand; it is set to fill available space but is followed by an auto-positioned partition",
+                            ));
+                        }
+                    }
+                    Some(size) if size < 8192 => out.push(warn(
+                        format!("{origin}.size_mib"),
+                        "root should have 8GiB of space assigned",
+                    )),
+                    Some(_) => {}
+                }
+            }
+            if !wiped {
+                let number = int(part, "number").unwrap_or(0);
+                let expected = match label {
+                    "BIOS-BOOT" | "PowerPC-PReP-boot" => Some(1),
+                    "EFI-SYSTEM" => Some(2),
+                    "boot" => Some(3),
+                    "root" => Some(4),
+                    _ => None,
+                };
+                if expected.is_some_and(|n| n != number) {
+                    out.push(warn(
+                        format!("{origin}.label"),
+                        "incorrect partition number; a new partition will be created using reserved label",
+                    ));
+                }
+            }
+        }
+    }
+    out
 }

@@ -196,6 +196,13 @@ fn filters(cfg: &Map<String, Value>, grub_users: bool, v: SpecVersion, out: &mut
             "directories are not supported in this spec version",
         ));
     }
+    // GRUB's users become the first file, appended to.
+    if grub_users {
+        out.push(error(
+            "$.grub.users".into(),
+            "appending to files is not supported in this spec version",
+        ));
+    }
     for (i, f) in storage
         .and_then(|s| s.get("files"))
         .and_then(Value::as_array)
@@ -222,12 +229,6 @@ fn filters(cfg: &Map<String, Value>, grub_users: bool, v: SpecVersion, out: &mut
                 "file HTTP headers are not supported in this spec version",
             ));
         }
-    }
-    if grub_users {
-        out.push(error(
-            "$.grub.users".into(),
-            "appending to files is not supported in this spec version",
-        ));
     }
     if storage.and_then(|s| s.get("links")).is_some_and(nonzero) {
         out.push(error(
@@ -428,30 +429,7 @@ pub(super) fn run(
         }
     }
 
-    let mut storage = take_obj(&mut cfg, "storage");
-    let trees = storage.remove("trees");
-    for (i, f) in arr_mut(&mut storage, "files") {
-        let p = format!("$.storage.files.{i}");
-        if let Some(Value::Object(c)) = f.get_mut("contents") {
-            ctx.resource(c, &format!("{p}.contents"));
-        }
-        for (j, a) in arr_mut(f, "append") {
-            ctx.resource(a, &format!("{p}.append.{j}"));
-        }
-    }
-    for (i, l) in arr_mut(&mut storage, "luks") {
-        if let Some(Value::Object(k)) = l.get_mut("keyFile") {
-            ctx.resource(k, &format!("$.storage.luks.{i}.key_file"));
-        }
-    }
-    let mut systemd = take_obj(&mut cfg, "systemd");
-    for (i, u) in arr_mut(&mut systemd, "units") {
-        let p = format!("$.systemd.units.{i}");
-        ctx.contents_local(u, &p);
-        for (j, d) in arr_mut(u, "dropins") {
-            ctx.contents_local(d, &format!("{p}.dropins.{j}"));
-        }
-    }
+    // Butane's translation order: passwd, storage, systemd.
     let mut passwd = take_obj(&mut cfg, "passwd");
     for (i, u) in arr_mut(&mut passwd, "users") {
         let Some(Value::Array(locals)) = u.remove("ssh_authorized_keys_local") else {
@@ -489,6 +467,31 @@ pub(super) fn run(
         u.insert(SSH_ORIGINS.into(), Value::Array(origins));
     }
 
+    let mut storage = take_obj(&mut cfg, "storage");
+    let trees = storage.remove("trees");
+    for (i, f) in arr_mut(&mut storage, "files") {
+        let p = format!("$.storage.files.{i}");
+        if let Some(Value::Object(c)) = f.get_mut("contents") {
+            ctx.resource(c, &format!("{p}.contents"));
+        }
+        for (j, a) in arr_mut(f, "append") {
+            ctx.resource(a, &format!("{p}.append.{j}"));
+        }
+    }
+    for (i, l) in arr_mut(&mut storage, "luks") {
+        if let Some(Value::Object(k)) = l.get_mut("keyFile") {
+            ctx.resource(k, &format!("$.storage.luks.{i}.key_file"));
+        }
+    }
+    let mut systemd = take_obj(&mut cfg, "systemd");
+    for (i, u) in arr_mut(&mut systemd, "units") {
+        let p = format!("$.systemd.units.{i}");
+        // The drop-ins are translated with the unit's fields, its own contents after.
+        for (j, d) in arr_mut(u, "dropins") {
+            ctx.contents_local(d, &format!("{p}.dropins.{j}"));
+        }
+        ctx.contents_local(u, &p);
+    }
     // Mount units for `with_mount_unit`, merged in as a parent config.
     let luks_tang: Vec<String> = storage
         .get("luks")
@@ -635,6 +638,24 @@ pub(super) fn run(
         config.insert(k, v);
     }
     let grub_users = grub.get("users").is_some_and(nonzero);
+    // The fcos translation's warnings on the partitions of the disks, the boot device's
+    // merged in.
+    let mut disks = Map::new();
+    if let Some(bd) = sugar::boot_device(&boot_device) {
+        disks.insert("storage".into(), Value::Object(bd));
+    }
+    if let Some(user) = config.get("storage").and_then(|s| s.get("disks")) {
+        sugar::merge(
+            &mut disks,
+            Map::from_iter([("storage".into(), json!({ "disks": user }))]),
+        );
+    }
+    let merged_disks = disks
+        .get("storage")
+        .and_then(|s| s.get("disks"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    ctx.findings.extend(checks::partitions(merged_disks));
     // The RHCOS and MCO checks are part of the translation; the field filters come after.
     mco_support(&config, version.minor(), &mut ctx.findings);
     if ctx.findings.iter().any(|f| !f.2) {

@@ -22,6 +22,13 @@ impl SpecVersion {
             .then_some(SpecVersion { minor })
     }
 
+    /// `4.<minor>.0`, for a known minor.
+    pub fn from_minor(minor: u8) -> Option<SpecVersion> {
+        Self::MINORS
+            .contains(&minor)
+            .then_some(SpecVersion { minor })
+    }
+
     /// The minor version.
     pub fn minor(self) -> u8 {
         self.minor
