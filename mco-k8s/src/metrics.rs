@@ -1,13 +1,18 @@
 //! The controller's Prometheus metrics under upstream's names: the machine counts of every
 //! pool (`mco_machine_count`, `mco_updated_machine_count`, `mco_degraded_machine_count`,
-//! `mco_unavailable_machine_count`, by `pool`) and `mcc_drain_err` (1 while a node's drain
-//! is reported failed, by `node`), served at `/metrics` when `--metrics-listen` is given.
+//! `mco_unavailable_machine_count`, by `pool`), `mcc_drain_err` (1 while a node's drain
+//! is reported failed, by `node`) and `mcc_pool_alert` (1 for a node that matches the master
+//! pool and a custom pool, so follows master, by `node`), served at `/metrics` when
+//! `--metrics-listen` is given.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
+
+use mco_render::api::{MachineConfigPool, Node};
+use mco_render::controllers::node_pool::master_overrides_custom;
 
 type Labels = Vec<(String, String)>;
 
@@ -20,6 +25,7 @@ pub struct ControllerMetrics {
     degraded: Family<Labels, Gauge>,
     unavailable: Family<Labels, Gauge>,
     drain_err: Family<Labels, Gauge>,
+    pool_alert: Family<Labels, Gauge>,
 }
 
 /// One pool's machine counts.
@@ -65,6 +71,11 @@ impl ControllerMetrics {
             "a drain of the node is reported failed",
             m.drain_err.clone(),
         );
+        reg.register(
+            "mcc_pool_alert",
+            "the node matches the master pool and a custom pool and follows master",
+            m.pool_alert.clone(),
+        );
         Arc::new(m)
     }
 
@@ -81,6 +92,18 @@ impl ControllerMetrics {
     pub fn set_drain_failed(&self, node: &str, failed: bool) {
         let l = vec![("node".to_string(), node.to_string())];
         self.drain_err.get_or_create(&l).set(i64::from(failed));
+    }
+
+    /// Sets `mcc_pool_alert` for `nodes` from the `pools` they match
+    /// ([`master_overrides_custom`]); a node no pool takes, or whose pools cannot be decided,
+    /// keeps its value, as upstream's.
+    pub fn set_pool_alerts(&self, pools: &[MachineConfigPool], nodes: &[&Node]) {
+        for n in nodes {
+            if let Some(alert) = master_overrides_custom(n, pools) {
+                let l = vec![("node".to_string(), n.name().to_string())];
+                self.pool_alert.get_or_create(&l).set(i64::from(alert));
+            }
+        }
     }
 
     /// The exposition text.
@@ -153,6 +176,47 @@ mod tests {
         assert!(text.contains("mcc_drain_err{node=\"worker-0\"} 1"));
         m.set_drain_failed("worker-0", false);
         assert!(m.render().contains("mcc_drain_err{node=\"worker-0\"} 0"));
+    }
+
+    #[test]
+    fn the_pool_alert_follows_the_nodes_pools() {
+        let node = |name: &str, labels: &[(&str, &str)]| {
+            let mut n = Node::default();
+            n.metadata.name = name.into();
+            for (k, v) in labels {
+                n.metadata.labels.insert((*k).into(), (*v).into());
+            }
+            n
+        };
+        let pool = |name: &str| {
+            let mut p = MachineConfigPool::default();
+            p.metadata.name = name.into();
+            let mut s = mco_render::api::LabelSelector::default();
+            s.match_labels
+                .insert(format!("node-role.kubernetes.io/{name}"), String::new());
+            p.spec.node_selector = Some(s);
+            p
+        };
+        let pools = vec![pool("master"), pool("worker"), pool("infra")];
+        let both = node(
+            "m-0",
+            &[
+                ("node-role.kubernetes.io/master", ""),
+                ("node-role.kubernetes.io/infra", ""),
+            ],
+        );
+        let worker = node("w-0", &[("node-role.kubernetes.io/worker", "")]);
+        let none = node("x-0", &[]);
+        let m = ControllerMetrics::new();
+        m.set_pool_alerts(&pools, &[&both, &worker, &none]);
+        let text = m.render();
+        assert!(text.contains("mcc_pool_alert{node=\"m-0\"} 1"), "{text}");
+        assert!(text.contains("mcc_pool_alert{node=\"w-0\"} 0"), "{text}");
+        assert!(!text.contains("x-0"), "{text}");
+        // The custom role removed: the alert clears.
+        let master_only = node("m-0", &[("node-role.kubernetes.io/master", "")]);
+        m.set_pool_alerts(&pools, &[&master_only]);
+        assert!(m.render().contains("mcc_pool_alert{node=\"m-0\"} 0"));
     }
 
     #[tokio::test]

@@ -959,3 +959,48 @@ fn a_failed_rebase_to_a_layered_image_rolls_back_to_the_plain_config() {
     let on_disk = read_current(&root).unwrap();
     assert_eq!((on_disk.name(), on_disk.image()), ("r1", ""));
 }
+
+/// `ApplyOutcome::pivot`, which `mcd_pivot_errors_total` follows: a failed rebase is a pivot
+/// error, an OS update that goes through clears it, a failure before the rebase (the
+/// extensions image) or an update without an OS part says nothing.
+#[test]
+fn the_outcome_says_whether_the_pivot_failed() {
+    let (_d, root) = setup();
+    let old = os_mc("r1", json!({"osImageURL": IMAGE_A}));
+    let new = os_mc("r2", json!({"osImageURL": IMAGE_B}));
+
+    let mut host = RecordingHost::failing_on("rpm-ostree rebase");
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Degraded, "{:?}", out.status);
+    assert_eq!(out.pivot, Some(true));
+
+    let mut host = RecordingHost::new();
+    host.respond("rpm-ostree status --json", &status(IMAGE_A, &[], &[], None));
+    let out = update(&root, &mut host, &old, &new);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(out.pivot, Some(false));
+
+    let mut host = Spy::new(&root);
+    host.inner.fail_on.push("podman pull".into());
+    let ext_old = os_mc(
+        "r2",
+        json!({"osImageURL": IMAGE_B, "baseOSExtensionsContainerImage": EXT_IMAGE}),
+    );
+    let ext_new = os_mc(
+        "r3",
+        json!({"osImageURL": IMAGE_B, "baseOSExtensionsContainerImage": EXT_IMAGE, "extensions": ["sysstat"]}),
+    );
+    let out = update(&root, &mut host, &ext_old, &ext_new);
+    assert_eq!(out.status.state, NodeState::Degraded, "{:?}", out.status);
+    assert_eq!(out.pivot, None);
+
+    let files_only = os_mc(
+        "r4",
+        json!({"osImageURL": IMAGE_B, "config": {"ignition": {"version": "3.4.0"},
+               "storage": {"files": [file("/etc/motd", "hi\n")]}}}),
+    );
+    let out = update(&root, &mut RecordingHost::new(), &new, &files_only);
+    assert_eq!(out.status.state, NodeState::Done, "{:?}", out.status);
+    assert_eq!(out.pivot, None);
+}

@@ -424,6 +424,7 @@ impl Cluster {
             tracing::warn!(node = n.name(), "{e}");
         }
         let members: Vec<String> = mine.iter().map(|n| n.name().to_string()).collect();
+        self.opts.metrics.set_pool_alerts(&view.pools, &mine);
         let defer = if name == MASTER {
             std::env::var("NODE_NAME").ok()
         } else {

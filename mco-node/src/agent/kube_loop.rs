@@ -515,6 +515,7 @@ impl<H: Host> Agent<H> {
         for l in &out.log {
             tracing::info!("{l}");
         }
+        self.opts.metrics.record_pivot(out.pivot);
         let step = match after_apply(&out) {
             Some(s @ Step::Reboot { .. }) => s,
             Some(s) => {
@@ -785,6 +786,7 @@ impl<H: Host> Agent<H> {
                     for l in &out.log {
                         tracing::info!("{l}");
                     }
+                    self.opts.metrics.record_pivot(out.pivot);
                     let applied = after_apply(&out);
                     if matches!(applied, None | Some(Step::Reboot { .. })) {
                         // Committed.

@@ -1,7 +1,9 @@
 //! The agent's Prometheus metrics under upstream's names: `mcd_state` (1 for the node's
 //! state and reason), `mcd_update_state` (1 for the last completed update's config, or its
 //! error), `mcd_config_drift` (when drift was last seen, 0 when none) and
-//! `mcd_reboots_failed_total`, served at `/metrics` with `--metrics-listen`.
+//! `mcd_reboots_failed_total`, `mcd_pivot_errors_total` (OS updates that failed since the
+//! last one that went through) and `mcd_kubelet_state` (the kubelet health checks failed in a
+//! row, [`super::kubelet_health`]), served at `/metrics` with `--metrics-listen`.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -20,6 +22,8 @@ pub struct AgentMetrics {
     update: Family<Labels, Gauge>,
     reboots_failed: Counter,
     config_drift: Gauge,
+    pivot_errors: Gauge,
+    kubelet_state: Gauge,
 }
 
 impl AgentMetrics {
@@ -46,6 +50,17 @@ impl AgentMetrics {
             "mcd_reboots_failed",
             "Total number of reboots that failed.",
             m.reboots_failed.clone(),
+        );
+        // A gauge despite its name, as upstream's: an OS update that goes through resets it.
+        reg.register(
+            "mcd_pivot_errors_total",
+            "OS update (pivot) failures since the last OS update that went through",
+            m.pivot_errors.clone(),
+        );
+        reg.register(
+            "mcd_kubelet_state",
+            "kubelet health checks failed in a row",
+            m.kubelet_state.clone(),
         );
         Arc::new(m)
     }
@@ -75,6 +90,25 @@ impl AgentMetrics {
     /// Counts a reboot that failed.
     pub fn reboot_failed(&self) {
         self.reboots_failed.inc();
+    }
+
+    /// Records an OS update's outcome ([`crate::apply::ApplyOutcome::pivot`]): a failure
+    /// counts one more, one that went through resets the count, `None` leaves it.
+    pub fn record_pivot(&self, failed: Option<bool>) {
+        match failed {
+            Some(true) => {
+                self.pivot_errors.inc();
+            }
+            Some(false) => {
+                self.pivot_errors.set(0);
+            }
+            None => {}
+        }
+    }
+
+    /// The kubelet health checks failed in a row now (0 after one that passed).
+    pub fn set_kubelet_failures(&self, failures: u32) {
+        self.kubelet_state.set(i64::from(failures));
     }
 
     /// The exposition text.
@@ -134,5 +168,28 @@ mod tests {
         assert!(!text.contains("state=\"Working\""), "{text}");
         assert!(text.contains("mcd_update_state{config=\"rendered-worker-1\",err=\"\"} 1"));
         assert!(text.contains("mcd_reboots_failed_total 1"));
+        assert!(text.contains("mcd_pivot_errors_total 0\n"), "{text}");
+        assert!(text.contains("mcd_kubelet_state 0\n"), "{text}");
+    }
+
+    #[test]
+    fn pivot_errors_count_until_an_os_update_goes_through() {
+        let m = AgentMetrics::new();
+        m.record_pivot(Some(true));
+        m.record_pivot(Some(true));
+        assert!(m.render().contains("mcd_pivot_errors_total 2\n"));
+        m.record_pivot(None);
+        assert!(m.render().contains("mcd_pivot_errors_total 2\n"));
+        m.record_pivot(Some(false));
+        assert!(m.render().contains("mcd_pivot_errors_total 0\n"));
+    }
+
+    #[test]
+    fn kubelet_state_is_the_failures_in_a_row() {
+        let m = AgentMetrics::new();
+        m.set_kubelet_failures(3);
+        assert!(m.render().contains("mcd_kubelet_state 3\n"));
+        m.set_kubelet_failures(0);
+        assert!(m.render().contains("mcd_kubelet_state 0\n"));
     }
 }

@@ -19,6 +19,7 @@ pub mod cert_writer;
 pub mod cluster;
 pub mod drift_watch;
 pub mod kube_loop;
+pub mod kubelet_health;
 pub mod metrics;
 pub mod node_conditions;
 pub mod os_check;

@@ -344,6 +344,7 @@ fn after_apply_maps_outcomes() {
         drift: Vec::new(),
         rollback: None,
         reboot_pending: reboot,
+        pivot: None,
     };
     assert_eq!(after_apply(&out(NodeState::Done, "", false)), None);
     assert_eq!(

@@ -56,6 +56,10 @@ pub enum ApplyError {
     /// The OS update failed (a check, or rpm-ostree's state).
     #[error("{0}")]
     Os(String),
+    /// The OS image could not be changed (the rebase, or undoing the kernel swap before it):
+    /// upstream's pivot error.
+    #[error("{0}")]
+    Pivot(String),
 }
 
 /// One thing the update does, in order.
@@ -280,6 +284,10 @@ pub struct ApplyOutcome {
     pub rollback: Option<RollbackReport>,
     /// A reboot is required and was not performed.
     pub reboot_pending: bool,
+    /// The OS update's pivot: `Some(true)` when changing the OS image failed
+    /// ([`ApplyError::Pivot`]), `Some(false)` when the OS part went through, `None` when it did
+    /// not run or failed on another step (`mcd_pivot_errors_total` follows it).
+    pub pivot: Option<bool>,
 }
 
 /// A health check run before the update commits (`try` mode): `Err` reverts the update.
@@ -302,6 +310,7 @@ pub fn run_update(
         drift: Vec::new(),
         rollback: None,
         reboot_pending: false,
+        pivot: None,
     };
     let finish = |mut out: ApplyOutcome, state: NodeState, reason: String| {
         out.status = AgentStatus::new(
@@ -372,6 +381,13 @@ pub fn run_update(
                 .and_then(|()| os::run(root, host, u, &mut out.log)),
             Action::SkipOs(_) => Ok(()),
         };
+        if let Action::Os(_) = a {
+            out.pivot = match &r {
+                Ok(()) => Some(false),
+                Err(ApplyError::Pivot(_)) => Some(true),
+                Err(_) => None,
+            };
+        }
         match r {
             Ok(()) if matches!(a, Action::Os(_)) => {}
             Ok(()) => out.log.push(match a {

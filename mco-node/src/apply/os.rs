@@ -326,6 +326,12 @@ fn os_err(e: impl std::fmt::Display) -> ApplyError {
     ApplyError::Os(e.to_string())
 }
 
+/// A failure of the steps upstream counts in `mcd_pivot_errors_total`: the kernel swap's undo
+/// and the change of OS image.
+fn pivot_err(e: String) -> ApplyError {
+    ApplyError::Pivot(e)
+}
+
 fn query_status(host: &mut dyn Host) -> Result<Status, ApplyError> {
     rpm_ostree::query(host).map_err(|e| match e {
         rpm_ostree::StatusError::Host(h) => ApplyError::Host(h),
@@ -416,7 +422,7 @@ fn run_steps(
     };
     if let (true, Some(b)) = (u.revert_kernel_swap, &booted) {
         match revert_kernel_swap(b) {
-            Some(call) => run_call(host, &call, log)?,
+            Some(call) => run_call(host, &call, log).map_err(|e| pivot_err(e.to_string()))?,
             None => log.push("no kernel overrides to undo".into()),
         }
     }
@@ -434,7 +440,7 @@ fn run_steps(
                 image: image.clone(),
             };
             run_call(host, &call, log)
-                .map_err(|e| os_err(format!("failed to update OS to {image}: {e}")))?;
+                .map_err(|e| pivot_err(format!("failed to update OS to {image}: {e}")))?;
         }
     }
     if let Some(args) = &u.kargs {

@@ -35,6 +35,19 @@ enum HostMode {
     Print,
 }
 
+/// The kubelet health monitor (upstream's flags), which keeps `mcd_kubelet_state`.
+#[derive(clap::Args)]
+struct KubeletHealthArgs {
+    /// Check the kubelet's healthz endpoint every 30 s (`--kubelet-healthz-enabled=false`
+    /// turns the check off).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true")]
+    kubelet_healthz_enabled: bool,
+    /// The kubelet's healthz endpoint (plain http).
+    #[arg(long, default_value = mco_node::agent::kubelet_health::DEFAULT_ENDPOINT)]
+    kubelet_healthz_endpoint: String,
+}
+
 #[derive(clap::Args)]
 struct Common {
     /// Host root directory.
@@ -138,6 +151,8 @@ enum Cmd {
         /// Serve Prometheus metrics at http://ADDR/metrics (upstream: 127.0.0.1:8797).
         #[arg(long)]
         metrics_listen: Option<String>,
+        #[command(flatten)]
+        kubelet_health: KubeletHealthArgs,
     },
 }
 
@@ -271,12 +286,18 @@ fn cluster(
     drain_timeout: u64,
     kubeconfig: Option<PathBuf>,
     metrics_listen: Option<String>,
+    kubelet_health: KubeletHealthArgs,
 ) -> Result<ExitCode, String> {
     use mco_node::agent::kube_loop::AgentOptions;
+    use mco_node::agent::kubelet_health;
     let node_name = node_name
         .or_else(|| std::env::var("NODE_NAME").ok())
         .filter(|n| !n.is_empty())
         .ok_or("--node-name or NODE_NAME is required")?;
+    let healthz = kubelet_health
+        .kubelet_healthz_enabled
+        .then(|| kubelet_health::Endpoint::parse(&kubelet_health.kubelet_healthz_endpoint))
+        .transpose()?;
     let (root, mut host) = open(common)?;
     journal::recover(&root, host.as_mut()).map_err(|e| e.to_string())?;
     let mut opts = AgentOptions::new(&node_name);
@@ -295,6 +316,14 @@ fn cluster(
                 .await
                 .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
             tokio::spawn(opts.metrics.clone().serve(listener));
+        }
+        if let Some(endpoint) = healthz {
+            tokio::spawn(kubelet_health::run(
+                endpoint,
+                kubelet_health::INTERVAL,
+                kubelet_health::TIMEOUT,
+                opts.metrics.clone(),
+            ));
         }
         let client = mco_node::agent::kube_loop::connect(kubeconfig.as_deref(), &node_name)
             .await
@@ -317,6 +346,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             drain_timeout,
             kubeconfig,
             metrics_listen,
+            kubelet_health,
         } => cluster(
             &common,
             node_name,
@@ -324,6 +354,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             drain_timeout,
             kubeconfig,
             metrics_listen,
+            kubelet_health,
         ),
         Cmd::OnceFrom {
             file,

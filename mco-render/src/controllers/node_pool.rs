@@ -35,22 +35,7 @@ pub fn pools_for_node<'a>(
     if node.is_windows() {
         return Ok(Vec::new());
     }
-    let (mut master, mut worker, mut custom) = (None, None, Vec::new());
-    for p in pools {
-        let sel = match &p.spec.node_selector {
-            None => continue,
-            Some(s) if s.is_empty() => continue,
-            Some(s) => s.compile()?,
-        };
-        if !sel.matches(&node.metadata.labels) {
-            continue;
-        }
-        match p.name() {
-            MASTER => master = Some(p),
-            WORKER => worker = Some(p),
-            _ => custom.push(p),
-        }
-    }
+    let (master, worker, custom) = matching(node, pools)?;
     let mut out = Vec::new();
     match custom.len() {
         0 => match (master, worker) {
@@ -70,6 +55,52 @@ pub fn pools_for_node<'a>(
         }
     }
     Ok(out)
+}
+
+/// Upstream's pool alert (`mcc_pool_alert`) for a node: `Some(true)` when it matches the
+/// master pool and one custom pool, so it follows master and the custom pool's config never
+/// reaches it; `Some(false)` for any other node a pool takes; `None` when no pool takes it
+/// (Windows, no selector matches) or its pools cannot be decided.
+pub fn master_overrides_custom(node: &Node, pools: &[MachineConfigPool]) -> Option<bool> {
+    if node.is_windows() {
+        return None;
+    }
+    match matching(node, pools).ok()? {
+        (None, None, c) if c.is_empty() => None,
+        (_, _, c) if c.len() > 1 => None,
+        (master, _, c) => Some(master.is_some() && c.len() == 1),
+    }
+}
+
+/// The master pool, the worker pool and the custom pools that match a node.
+type Matching<'a> = (
+    Option<&'a MachineConfigPool>,
+    Option<&'a MachineConfigPool>,
+    Vec<&'a MachineConfigPool>,
+);
+
+/// The pools whose selectors match the node, by kind.
+fn matching<'a>(
+    node: &Node,
+    pools: &'a [MachineConfigPool],
+) -> Result<Matching<'a>, NodePoolError> {
+    let (mut master, mut worker, mut custom) = (None, None, Vec::new());
+    for p in pools {
+        let sel = match &p.spec.node_selector {
+            None => continue,
+            Some(s) if s.is_empty() => continue,
+            Some(s) => s.compile()?,
+        };
+        if !sel.matches(&node.metadata.labels) {
+            continue;
+        }
+        match p.name() {
+            MASTER => master = Some(p),
+            WORKER => worker = Some(p),
+            _ => custom.push(p),
+        }
+    }
+    Ok((master, worker, custom))
 }
 
 /// The pool whose config the node follows, if any.
@@ -148,6 +179,28 @@ mod tests {
         );
         let win = node("n", &[(w, ""), ("kubernetes.io/os", "windows")]);
         assert!(pools_for_node(&win, &ps).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_pool_alert_is_master_over_a_custom_pool() {
+        let ps = pools();
+        let m = "node-role.kubernetes.io/master";
+        let w = "node-role.kubernetes.io/worker";
+        let i = "node-role.kubernetes.io/infra";
+        let g = "node-role.kubernetes.io/gpu";
+        let a = |l: &[(&str, &str)]| master_overrides_custom(&node("n", l), &ps);
+        assert_eq!(a(&[(m, ""), (i, "")]), Some(true));
+        assert_eq!(a(&[(m, ""), (w, ""), (i, "")]), Some(true));
+        assert_eq!(a(&[(m, ""), (w, "")]), Some(false));
+        assert_eq!(a(&[(w, ""), (i, "")]), Some(false));
+        assert_eq!(a(&[(m, "")]), Some(false));
+        assert_eq!(a(&[(w, "")]), Some(false));
+        assert_eq!(a(&[]), None);
+        assert_eq!(a(&[(m, ""), (i, ""), (g, "")]), None);
+        assert_eq!(
+            a(&[(m, ""), (i, ""), ("kubernetes.io/os", "windows")]),
+            None
+        );
     }
 
     #[test]
