@@ -7,11 +7,12 @@
 //! give the same bytes.
 //!
 //! The cases: written by hand for each rule (`bool-*`, `str-*`, `int-*`, `type-*`, `dup-*`,
-//! `cex-*`, `luks-*`, `v-*`, `ver-*`, `fips-*`, `clevis-*`, `yaml-*`, ...), corpus configs with their
-//! booleans and modes respelled or list entries doubled (`b*~bools`, `~modes`, `~dup`,
-//! `~dupblock`), and configs drawn at random from the fields above, mostly wrong (`rand-*`) or
-//! mostly right (`valid-*`), or over the other sections (`more-*`: Ignition
-//! references, proxies, CAs, disks, RAID, local files, trees, drop-ins, GRUB).
+//! `cex-*`, `luks-*`, `v-*`, `ver-*`, `fips-*`, `clevis-*`, `yaml-*`, ...); corpus configs
+//! with their booleans and modes respelled, list entries doubled or the spec version changed
+//! (`b*~bools`, `~modes`, `~dup`, `~dupblock`, `~4.N.0`); configs drawn at random, mostly
+//! wrong (`rand-*`) or mostly right (`valid-*`), over the other sections (`more-*`: Ignition
+//! references, proxies, CAs, disks, RAID, local files, trees, drop-ins, GRUB), or with any
+//! scalar or collection in any typed field (`typed-*`).
 
 use mco_render::butane::{emit, translate, FileSet, Options};
 use serde_json::Value;

@@ -18,6 +18,8 @@ pub const ORIGIN: &str = "\u{0}origin";
 pub const MERGED_INTO: &str = "\u{0}merged";
 /// The hidden key holding, for such an entry, the fields the config set.
 pub const OWN_FIELDS: &str = "\u{0}own";
+/// The hidden key marking sugar whose fields all come from its own source path.
+pub const FLAT: &str = "\u{0}flat";
 /// The hidden key holding, for a user, the Butane path of each SSH key.
 pub const SSH_ORIGINS: &str = "\u{0}ssh";
 
@@ -54,26 +56,74 @@ fn snake(s: &str) -> String {
 struct At {
     json: String,
     yaml: String,
+    /// Whether Butane can name the node's source: when its translations went through a
+    /// merge of configs, a node holding nothing (a plain Go value at its zero, a struct or
+    /// list of such) loses its source, and findings name `$.spec.config.<output path>`.
+    translated: bool,
+    /// Whether the config's translations went through such a merge.
+    merged: bool,
+    /// For sugar (mirrored disks, mount units, tree files): every field comes from the
+    /// sugar's own source path.
+    flat: bool,
     /// For an entry the config merged into one of the sugar's: the sugar entry's path, which
     /// the fields the config left alone keep, and the fields the config set.
     base: Option<(String, Vec<String>)>,
 }
 
+/// Whether a value leaves a trace in Ignition's merge transcript: anything but a plain Go
+/// value at its zero (`""`, `0`), a null, or a struct or list holding only such.
+fn transcribed(v: &Value, plain: bool) -> bool {
+    match v {
+        Value::Null => false,
+        Value::String(s) if plain => !s.is_empty(),
+        Value::Number(n) if plain => n.as_f64() != Some(0.0),
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| !k.starts_with('\u{0}') && transcribed(v, plain_field(k))),
+        Value::Array(a) => a.iter().any(|v| transcribed(v, true)),
+        _ => true,
+    }
+}
+
+/// The Ignition fields held as plain Go values rather than pointers.
+fn plain_field(key: &str) -> bool {
+    matches!(key, "name" | "url" | "number" | "version")
+}
+
 impl At {
-    /// The field `key` of this object, which the source set.
+    fn new(json: &str, yaml: &str, merged: bool) -> At {
+        At {
+            json: json.into(),
+            yaml: yaml.into(),
+            translated: true,
+            merged,
+            flat: false,
+            base: None,
+        }
+    }
+
+    /// The output's path under `$.spec.config`, as Butane names an untranslated node.
+    fn untranslated(&self) -> String {
+        let snaked: Vec<String> = self.json.split('.').map(snake).collect();
+        format!("$.spec.config.{}", snaked.join("."))
+    }
+
+    /// The field `key` of this object.
     fn child(&self, key: &str) -> At {
         if let Some((base, own)) = &self.base {
             if !own.iter().any(|k| k == key) {
                 let from_base = At {
-                    json: self.json.clone(),
                     yaml: base.clone(),
                     base: None,
+                    ..self.clone()
                 };
                 return from_base.child(key);
             }
         }
         // The LUKS volume boot_device renders: its fields come from boot_device.luks itself.
-        let yaml = if self.yaml == "$.boot_device.luks" {
+        let yaml = if self.flat {
+            self.yaml.clone()
+        } else if self.yaml == "$.boot_device.luks" {
             match key {
                 "discard" => format!("{}.{key}", self.yaml),
                 _ => self.yaml.clone(),
@@ -85,28 +135,48 @@ impl At {
             json: format!("{}.{key}", self.json),
             yaml,
             base: None,
+            ..self.clone()
         }
     }
 
     /// The path a finding about field `key` of `obj` is reported at: the Butane path when the
-    /// field is set (or is a plain Go value, always translated), else the output's path.
-    fn field(&self, obj: &Map<String, Value>, key: &str, always: bool) -> String {
-        if always || obj.get(key).is_some_and(|v| !v.is_null()) {
-            self.child(key).yaml
+    /// source set the field (`plain`: a plain Go value, translated even when unset unless the
+    /// config went through a merge), else the output's path.
+    fn field(&self, obj: &Map<String, Value>, key: &str, plain: bool) -> String {
+        let child = self.child(key);
+        if !self.translated {
+            return child.untranslated();
+        }
+        if self.flat {
+            return child.yaml;
+        }
+        let v = obj.get(key).unwrap_or(&Value::Null);
+        let known = if self.merged {
+            transcribed(v, plain)
         } else {
-            let json = format!("{}.{key}", self.json);
-            let snaked: Vec<String> = json.split('.').map(snake).collect();
-            format!("$.spec.config.{}", snaked.join("."))
+            plain || !v.is_null()
+        };
+        if known {
+            child.yaml
+        } else {
+            child.untranslated()
+        }
+    }
+
+    /// The path of this node as a finding names it.
+    fn path(&self) -> String {
+        if self.translated {
+            self.yaml.clone()
+        } else {
+            self.untranslated()
         }
     }
 
     /// Entry `i` of the list `key`.
     fn entry(&self, key: &str, i: usize, item: &Value) -> At {
         let base = self.child(key);
-        let yaml = item
-            .get(ORIGIN)
-            .and_then(Value::as_str)
-            .map_or_else(|| format!("{}.{i}", base.yaml), str::to_string);
+        let origin = item.get(ORIGIN).and_then(Value::as_str);
+        let yaml = origin.map_or_else(|| format!("{}.{i}", base.yaml), str::to_string);
         let merged = item.get(MERGED_INTO).and_then(Value::as_str).map(|b| {
             let own = item
                 .get(OWN_FIELDS)
@@ -120,9 +190,14 @@ impl At {
                 .unwrap_or_default();
             (b.to_string(), own)
         });
+        let flat = item.get(FLAT).is_some();
+        let translated = self.translated && (flat || !self.merged || transcribed(item, true));
         At {
             json: format!("{}.{i}", base.json),
             yaml,
+            translated,
+            merged: self.merged,
+            flat,
             base: merged,
         }
     }
@@ -215,7 +290,7 @@ fn dups(
             let path = origins
                 .and_then(|o| o.get(i))
                 .and_then(Value::as_str)
-                .map_or_else(|| at.entry(key, i, item).yaml, str::to_string);
+                .map_or_else(|| at.entry(key, i, item).path(), str::to_string);
             err(out, path, "duplicate entry defined");
         }
     }
@@ -230,20 +305,20 @@ fn dups_of(out: &mut Vec<Finding>, at: &At, obj: &Map<String, Value>, key: &str,
 ///
 /// `minor` is the spec's minor version: up to 4.13 a RAID's level is a plain string, which
 /// always has a source path.
-pub fn check(spec: &Map<String, Value>, config: &Map<String, Value>, minor: u8) -> Vec<Finding> {
+///
+/// `merged`: whether the config's translations went through a merge of configs (always
+/// from 4.14; up to 4.13 when the config has filesystems or the boot device renders any).
+pub fn check(
+    spec: &Map<String, Value>,
+    config: &Map<String, Value>,
+    minor: u8,
+    merged: bool,
+) -> Vec<Finding> {
     let mut out = Vec::new();
-    let os = At {
-        json: "spec".into(),
-        yaml: "$.openshift".into(),
-        base: None,
-    };
+    let os = At::new("spec", "$.openshift", false);
     dups_of(&mut out, &os, spec, "kernelArguments", KeyBy::Str);
     dups_of(&mut out, &os, spec, "extensions", KeyBy::Str);
-    let root = At {
-        json: String::new(),
-        yaml: "$".into(),
-        base: None,
-    };
+    let root = At::new("", "$", merged);
     config_dups(&mut out, &root, config);
     validate_config(&mut out, &root, config, minor);
     // Paths under the root begin with a dot in JSON space.
@@ -264,7 +339,7 @@ fn root_child(at: &At, key: &str) -> At {
         At {
             json: key.into(),
             yaml: format!("$.{}", snake(key)),
-            base: None,
+            ..at.clone()
         }
     } else {
         at.child(key)
@@ -424,7 +499,7 @@ fn path_error(p: &str) -> Option<&'static str> {
 }
 
 /// The scheme Go's `url.Parse` finds (lower-cased), `Err` when it refuses the URL.
-fn url_scheme(u: &str) -> Result<String, ()> {
+pub(super) fn url_scheme(u: &str) -> Result<String, ()> {
     for (i, c) in u.char_indices() {
         match c {
             'a'..='z' | 'A'..='Z' => {}
@@ -518,10 +593,10 @@ fn validate_resource(out: &mut Vec<Finding>, at: &At, r: &Map<String, Value>) {
 
 fn required_source(out: &mut Vec<Finding>, at: &At, r: &Map<String, Value>) {
     match s(r, "source").filter(|s| !s.is_empty()) {
-        None => err(out, at.yaml.clone(), "source is required"),
+        None => err(out, at.path(), "source is required"),
         Some(src) => {
             if let Some(e) = url_error(src) {
-                err(out, at.yaml.clone(), e);
+                err(out, at.path(), e);
             }
         }
     }
@@ -531,7 +606,7 @@ fn validate_node_owner(out: &mut Vec<Finding>, at: &At, n: &Map<String, Value>) 
     for key in ["group", "user"] {
         if let Some(o) = obj(n, key) {
             if o.get("id").is_some_and(|v| !v.is_null()) && set(o, "name") {
-                err(out, at.child(key).yaml, "cannot set both id and name");
+                err(out, at.child(key).path(), "cannot set both id and name");
             }
         }
     }
@@ -701,7 +776,7 @@ fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>, mi
         }
         for (j, d) in list(r, "devices").iter().enumerate() {
             if let Some(e) = path_error(d.as_str().unwrap_or("")) {
-                err(out, at.entry("devices", j, d).yaml, e);
+                err(out, at.entry("devices", j, d).path(), e);
             }
         }
     }
@@ -711,7 +786,7 @@ fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
     let device = s(d, "device").unwrap_or("");
     if device.is_empty() {
         // Butane has no source path for an empty disk device.
-        err(out, at.field(d, "device", false), "disk device is required");
+        err(out, at.field(d, "device", true), "disk device is required");
         return;
     }
     if let Some(e) = path_error(device) {
@@ -720,7 +795,7 @@ fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
     let parts: Vec<(usize, &Value, &Map<String, Value>)> = objects(d, "partitions").collect();
     let num = |p: &Map<String, Value>| p.get("number").and_then(Value::as_i64).unwrap_or(0);
     let int = |p: &Map<String, Value>, k: &str| p.get(k).and_then(Value::as_i64);
-    let part_at = |i: usize| at.entry("partitions", i, &parts[i].1.clone()).yaml;
+    let part_at = |i: usize| at.entry("partitions", i, &parts[i].1.clone()).path();
     // Numbers: the second entry of the first colliding number (map order: by number here).
     let mut by_number: Vec<(i64, Vec<usize>)> = Vec::new();
     for (i, _, p) in &parts {
@@ -803,14 +878,14 @@ fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
         {
             err(
                 out,
-                at.yaml.clone(),
+                at.path(),
                 "shouldExist specified false with other options also specified",
             );
         }
         if num(p) == 0 && !present("label") {
             err(
                 out,
-                at.yaml.clone(),
+                at.path(),
                 "a partition number >= 1 or a label must be specified",
             );
         }
@@ -1215,7 +1290,6 @@ fn validate_systemd(out: &mut Vec<Finding>, at: &At, sd: &Map<String, Value>) {
                 let enabled = truthy(u, "enabled");
                 if enabled
                     && contents.is_some_and(|c| !c.is_empty())
-                    && !sections.is_empty()
                     && !sections.iter().any(|s| s == "Install")
                 {
                     warn(

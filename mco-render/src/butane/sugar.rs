@@ -1,7 +1,7 @@
 //! Butane's sugar, expanded into Ignition: `boot_device` (mirrored disks, LUKS root), mount
 //! units for `with_mount_unit` filesystems, and systemd's unit-name path escaping.
 
-use super::generated::{MERGED_INTO, ORIGIN, OWN_FIELDS};
+use super::generated::{FLAT, MERGED_INTO, ORIGIN, OWN_FIELDS};
 use serde_json::{json, Map, Value};
 
 const RESERVED_GUID: &str = "8DA63339-0007-60C0-C436-083AC8230908";
@@ -68,13 +68,13 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
             parts.push(json!({"label": format!("root-{n}")}));
             let origin = format!("$.boot_device.mirror.devices.{i}");
             disks.push(
-                json!({"device": device, "partitions": parts, "wipeTable": true, ORIGIN: origin}),
+                json!({"device": device, "partitions": parts, "wipeTable": true, ORIGIN: origin, FLAT: true}),
             );
             if efi {
                 filesystems.push(json!({
                     "device": format!("/dev/disk/by-partlabel/esp-{n}"),
                     "format": "vfat", "label": format!("esp-{n}"), "wipeFilesystem": true,
-                    ORIGIN: origin,
+                    ORIGIN: origin, FLAT: true,
                 }));
             }
         }
@@ -86,11 +86,11 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
         storage.insert(
             "raid".into(),
             json!([
-                {"devices": members("boot"), "level": "raid1", "name": "md-boot", "options": ["--metadata=1.0"], ORIGIN: "$.boot_device.mirror"},
-                {"devices": members("root"), "level": "raid1", "name": "md-root", ORIGIN: "$.boot_device.mirror"},
+                {"devices": members("boot"), "level": "raid1", "name": "md-boot", "options": ["--metadata=1.0"], ORIGIN: "$.boot_device.mirror", FLAT: true},
+                {"devices": members("root"), "level": "raid1", "name": "md-root", ORIGIN: "$.boot_device.mirror", FLAT: true},
             ]),
         );
-        filesystems.push(json!({"device": "/dev/md/md-boot", "format": "ext4", "label": "boot", "wipeFilesystem": true, ORIGIN: "$.boot_device.mirror"}));
+        filesystems.push(json!({"device": "/dev/md/md-boot", "format": "ext4", "label": "boot", "wipeFilesystem": true, ORIGIN: "$.boot_device.mirror", FLAT: true}));
     }
     if want_luks {
         let base_device = luks.get("device").and_then(Value::as_str).unwrap_or("");
@@ -127,7 +127,7 @@ pub fn boot_device(bd: &Map<String, Value>) -> Option<Map<String, Value>> {
     } else {
         "/dev/md/md-root"
     };
-    filesystems.push(json!({"device": root, "format": "xfs", "label": "root", "wipeFilesystem": true, ORIGIN: "$.boot_device"}));
+    filesystems.push(json!({"device": root, "format": "xfs", "label": "root", "wipeFilesystem": true, ORIGIN: "$.boot_device", FLAT: true}));
     if !disks.is_empty() {
         storage.insert("disks".into(), Value::Array(disks));
     }

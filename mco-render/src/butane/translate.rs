@@ -5,7 +5,7 @@
 use super::checks::{self, Finding};
 use super::contents::make_data_url;
 use super::files::{FileSet, LocalError};
-use super::generated::{self, ORIGIN, SSH_ORIGINS};
+use super::generated::{self, FLAT, ORIGIN, SSH_ORIGINS};
 use super::schema::{Converter, DuplicateKeys, GoNames, Kind, ScalarSource, CONFIG};
 use super::sugar;
 use super::version::SpecVersion;
@@ -240,8 +240,9 @@ fn filters(cfg: &Map<String, Value>, grub_users: bool, v: SpecVersion, out: &mut
 
 /// The MCO's own refusals (after the filters).
 /// `minor` is the spec's minor version: format `none` is refused from 4.14 (Ignition 3.2 has
-/// no such format), special mode bits from 4.10.
-fn mco_support(cfg: &Map<String, Value>, minor: u8, out: &mut Vec<Finding>) {
+/// no such format), special mode bits from 4.10. `merged`: whether the translations went
+/// through a merge of configs (see `generated::check`).
+fn mco_support(cfg: &Map<String, Value>, minor: u8, merged: bool, out: &mut Vec<Finding>) {
     let storage = cfg.get("storage");
     let filesystems = || {
         storage
@@ -280,8 +281,8 @@ fn mco_support(cfg: &Map<String, Value>, minor: u8, out: &mut Vec<Finding>) {
             .and_then(|c| c.get("source"))
             .and_then(Value::as_str)
         {
-            let scheme = src.split_once(':').map(|(s, _)| s);
-            if scheme.is_some_and(|s| s != "data" && !s.contains('/')) {
+            // Any URL Go parses whose scheme is not `data`, none included.
+            if generated::url_scheme(src).is_ok_and(|s| s != "data") {
                 out.push(error(
                     format!("$.storage.files.{i}.contents.source"),
                     "file contents source must be data URL in this spec version",
@@ -307,9 +308,16 @@ fn mco_support(cfg: &Map<String, Value>, minor: u8, out: &mut Vec<Finding>) {
         .flatten()
         .enumerate()
     {
-        if u.get("name").and_then(Value::as_str) != Some("core") {
+        let name = u.get("name").and_then(Value::as_str).unwrap_or("");
+        if name != "core" {
+            // An empty name has no source once the translations went through a merge.
+            let path = if merged && name.is_empty() {
+                format!("$.spec.config.passwd.users.{i}.name")
+            } else {
+                format!("$.passwd.users.{i}.name")
+            };
             out.push(error(
-                format!("$.passwd.users.{i}.name"),
+                path,
                 "users other than \"core\" are not supported in this spec version",
             ));
         }
@@ -517,7 +525,11 @@ pub(super) fn run(
         });
         let mut unit = sugar::mount_unit(fs, remote, version.minor() >= 14);
         if let Value::Object(u) = &mut unit {
-            u.insert(ORIGIN.into(), json!(format!("$.storage.filesystems.{i}")));
+            u.insert(
+                ORIGIN.into(),
+                json!(format!("$.storage.filesystems.{i}.with_mount_unit")),
+            );
+            u.insert(FLAT.into(), json!(true));
         }
         mount_units.push(unit);
     }
@@ -586,7 +598,8 @@ pub(super) fn run(
                 let entry = match at {
                     Some(i) => &mut files_list[i],
                     None => {
-                        tree_files.push((path.clone(), json!({"path": path, ORIGIN: p})));
+                        tree_files
+                            .push((path.clone(), json!({"path": path, ORIGIN: p, FLAT: true})));
                         let Some(last) = tree_files.last_mut() else {
                             continue;
                         };
@@ -657,7 +670,16 @@ pub(super) fn run(
         .map_or(&[][..], Vec::as_slice);
     ctx.findings.extend(checks::partitions(merged_disks));
     // The RHCOS and MCO checks are part of the translation; the field filters come after.
-    mco_support(&config, version.minor(), &mut ctx.findings);
+    // Up to 4.13 the translations go through a merge only for filesystems (mount units) and
+    // a boot device that renders anything; from 4.14 GRUB's merge always runs.
+    let merged = version.minor() >= 14
+        || config
+            .get("storage")
+            .and_then(|s| s.get("filesystems"))
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+        || sugar::boot_device(&boot_device).is_some();
+    mco_support(&config, version.minor(), merged, &mut ctx.findings);
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "source config is invalid");
     }
@@ -684,8 +706,12 @@ pub(super) fn run(
     if version.minor() <= 19 && openshift.get("fips").and_then(Value::as_bool) == Some(true) {
         fips_luks_options(&mut config);
     }
-    ctx.findings
-        .extend(generated::check(&openshift, &config, version.minor()));
+    ctx.findings.extend(generated::check(
+        &openshift,
+        &config,
+        version.minor(),
+        merged,
+    ));
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "config generated was invalid");
     }
