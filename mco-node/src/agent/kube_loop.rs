@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
-use mco_render::api::node::DRAIN_FAILURE;
+use mco_render::api::node::{DRAIN_FAILURE, FORCE};
 use mco_render::api::MachineConfig;
 use mco_render::api::Node;
 use mco_render::plan::MachineConfiguration;
@@ -349,6 +349,22 @@ impl<H: Host> Agent<H> {
         let node: Node = convert(&format!("Node {}", self.opts.node_name), &updated)?;
         self.report(step, &node).await;
         Ok(node)
+    }
+
+    /// Removes the [`FORCE`] annotation once the update it let past the drift check is
+    /// committed, as the force file is removed then.
+    async fn clear_force(&mut self) -> Result<Node, AgentError> {
+        let patch = json!({"metadata": {"annotations": {FORCE: null}}});
+        let updated = self
+            .nodes
+            .patch(
+                &self.opts.node_name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        self.written = updated.metadata.resource_version.clone();
+        convert(&format!("Node {}", self.opts.node_name), &updated)
     }
 
     /// Records `step`'s phases on the node's MachineConfigNode (created, owned by the Node,
@@ -716,7 +732,9 @@ impl<H: Host> Agent<H> {
             if self.on_disk.as_ref().map(DesiredConfig::name) != Some(current.name()) {
                 self.on_disk = Some(current.clone());
             }
-            let force = self.root.exists(FORCE_FILE)?;
+            // The force annotation is the API's force file: either skips the drift check.
+            let force_asked = node.annotation(FORCE).is_some();
+            let force = force_asked || self.root.exists(FORCE_FILE)?;
             let idle_on_current = want == current.name()
                 && want_image == current.image()
                 && node.current_config() == current.name();
@@ -794,6 +812,9 @@ impl<H: Host> Agent<H> {
                         if force {
                             let mut dirty = std::collections::BTreeSet::new();
                             self.root.remove(FORCE_FILE, &mut dirty)?;
+                        }
+                        if force_asked {
+                            node = self.clear_force().await?;
                         }
                         self.report(&step, &node).await;
                     }

@@ -25,6 +25,10 @@ pub const LAST_APPLIED_DRAIN: &str = "machineconfiguration.openshift.io/lastAppl
 /// timeout and removed when the drain completes; while it is there the pool is NodeDegraded,
 /// and the daemon puts it in its Degraded reason. (Upstream only logs the pods.)
 pub const DRAIN_FAILURE: &str = "machineconfiguration.openshift.io/drainFailure";
+/// The API's `/run/machine-config-daemon-force` (this project's addition): while the Node
+/// carries it, its daemon skips the on-disk check as it does for that file, and its next
+/// update removes both. `kubectl mco force NODE` writes it (the time asked, RFC 3339).
+pub const FORCE: &str = "agent.mco.dev/force";
 /// The zone label rollouts are ordered by.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 /// The OS label; Windows nodes are not managed.

@@ -1219,3 +1219,43 @@ async fn without_the_machine_config_node_api_an_idle_agent_waits_for_its_crd() {
     drop(agent);
     let _ = server.await;
 }
+
+#[tokio::test]
+async fn the_force_annotation_lets_an_update_past_drift_and_is_cleared_with_it() {
+    let (fake, dir, root) = setup();
+    // Drift: the disk no longer matches r1, so the update is refused.
+    std::fs::write(dir.path().join("etc/foo"), "tampered").unwrap_or_default();
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r2", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut opts = AgentOptions::new("w1");
+    opts.retry_after = Duration::ZERO;
+    let mut agent = Agent::new(client, root, RecordingHost::new(), opts);
+    let r = agent.sync(node_of(&fake)).await;
+    assert_eq!(r.ok(), Some(Synced::Retrying));
+    assert_eq!(node_of(&fake).annotation(STATE), Some("Degraded"));
+    requests(&fake);
+
+    // `kubectl mco force w1`: the update goes past the drift, the annotation is cleared.
+    let force = mco_render::api::node::FORCE;
+    lock(&fake).node["metadata"]["annotations"][force] = json!("2026-03-07T12:00:00Z");
+    let r = agent.sync(node_of(&fake)).await;
+    assert_eq!(r.ok(), Some(Synced::Waiting("uncordon-r2".into())));
+    let kubelet = std::fs::read_to_string(dir.path().join("var/lib/kubelet/config.json"));
+    assert_eq!(kubelet.ok().as_deref(), Some("b"));
+    let n = node_of(&fake);
+    assert_eq!(n.annotation(force), None);
+    let cleared: Vec<Value> = requests(&fake)
+        .into_iter()
+        .filter(|(m, _, body)| m == "PATCH" && body["metadata"]["annotations"].get(force).is_some())
+        .map(|(_, _, body)| body)
+        .collect();
+    assert_eq!(
+        cleared,
+        vec![json!({"metadata": {"annotations": {force: null}}})]
+    );
+    drop(agent);
+    let _ = server.await;
+}
