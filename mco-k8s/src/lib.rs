@@ -10,6 +10,7 @@ pub mod mcs;
 pub mod metrics;
 pub mod objects;
 pub mod operator;
+pub mod plugin;
 pub mod reflect;
 pub mod tasks;
 pub mod webhook;

@@ -227,6 +227,9 @@ pub struct Cluster {
     pub machine_configuration: Option<MachineConfiguration>,
     /// Objects left out because they do not decode, each naming its file, kind and name.
     pub skipped: Vec<String>,
+    /// Kinds a live view could not read, each with why and what the view misses
+    /// ([`super::sources::unread_note`]).
+    pub unread: Vec<String>,
 }
 
 fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {

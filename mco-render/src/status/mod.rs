@@ -7,13 +7,18 @@
 //! them); and the reasons the rollout does not move, each with what to do ([`stuck`]).
 //! [`render`] prints it; the JSON output is the same value through serde.
 //!
-//! The offline view reads a dump ([`Cluster::from_manifests`]); a live view builds the same
-//! [`Cluster`] from watch caches and calls the same function.
+//! The offline view reads a dump ([`Cluster::from_manifests`]); the live one (`kubectl mco
+//! status`) lists or watches the kinds [`sources`] names and builds the same [`Cluster`]
+//! ([`Cluster::insert`]), then calls the same function. [`frame`] is the live view's
+//! `--watch` screen; [`actions`] decides what its one-step actions write.
 
+pub mod actions;
 pub mod assess;
 pub mod estimate;
+pub mod frame;
 pub mod input;
 pub mod render;
+pub mod sources;
 pub mod stuck;
 
 #[cfg(test)]
@@ -21,6 +26,7 @@ mod tests;
 
 pub use assess::{NodeAssessment, NodePhase, NodeStatus, Overview, PoolAssessment};
 pub use input::Cluster;
+pub use sources::{Source, Unread};
 pub use stuck::{Finding, Kind, Severity};
 
 use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
@@ -353,9 +359,22 @@ fn assess_pool_status(
     (status, findings)
 }
 
+/// Why `c` cannot be shown (for `pool`, when given): no pool at all, or none of that name.
+pub fn check_pools(c: &Cluster, pool: Option<&str>) -> Result<(), String> {
+    if c.pools.is_empty() {
+        return Err("no MachineConfigPool found".into());
+    }
+    match pool {
+        Some(p) if !c.pools.iter().any(|x| x.name() == p) => {
+            Err(format!("no MachineConfigPool named {p:?}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The status of every pool (or `opts.pool`) of `c` at `opts.now`.
 pub fn status(c: &Cluster, opts: &Options) -> ClusterStatus {
-    let mut notes: Vec<String> = c.skipped.clone();
+    let mut notes: Vec<String> = c.unread.iter().chain(&c.skipped).cloned().collect();
     let mut pools = Vec::new();
     let mut findings = Vec::new();
     for pool in &c.pools {

@@ -4,6 +4,7 @@
 
 use super::{ClusterStatus, PoolAssessment, PoolStatus, Severity};
 use jiff::Timestamp;
+use serde::Serialize;
 use std::fmt::Write;
 
 /// Columns as Go's `tabwriter` (padding 3) aligns them; the last column is not padded and
@@ -149,4 +150,21 @@ pub fn text(s: &ClusterStatus) -> String {
         out.push_str("\nNothing is stuck.\n");
     }
     out
+}
+
+/// How a view is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Format {
+    /// Tables and findings, for a terminal ([`text`]).
+    Text,
+    /// The same view as a value, for programs (pretty JSON, one newline after it).
+    Json,
+}
+
+/// The view as both `status` commands print it on standard output.
+pub fn output(s: &ClusterStatus, format: Format) -> Result<String, serde_json::Error> {
+    Ok(match format {
+        Format::Text => text(s),
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(s)?),
+    })
 }

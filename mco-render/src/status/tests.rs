@@ -864,3 +864,156 @@ fn the_table_aligns_as_tabwriter_does() {
         "NAME       EST    MESSAGE\nworker-1   +10m\nw          ?      Not ready\n"
     );
 }
+
+/// The objects of an example dump, each with the kind [`Source`] it is listed as.
+fn example_objects(name: &str) -> (Manifests, Vec<(Source, Vec<serde_json::Value>)>) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/status")
+        .join(name);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("example folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    let mut m = Manifests::default();
+    let mut by_source: Vec<(Source, Vec<serde_json::Value>)> =
+        Source::ALL.iter().map(|s| (*s, Vec::new())).collect();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("example file");
+        m.add_file(&f.display().to_string(), &text)
+            .expect("example");
+        for doc in crate::manifests::documents(&text).expect("documents") {
+            let items = match doc.get("items").and_then(serde_json::Value::as_array) {
+                Some(items) => items.clone(),
+                None => vec![doc],
+            };
+            for v in items {
+                let kind = v["kind"].as_str().unwrap_or("");
+                if let Some((_, list)) = by_source.iter_mut().find(|(s, _)| s.served().kind == kind)
+                {
+                    list.push(v);
+                }
+            }
+        }
+    }
+    (m, by_source)
+}
+
+#[test]
+fn a_cluster_listed_kind_by_kind_reads_as_its_dump() {
+    for name in [
+        "healthy-rollout",
+        "drain-blocked",
+        "canary-paused",
+        "closed-window",
+        "build-running",
+        "degraded-node",
+    ] {
+        let (m, sources) = example_objects(name);
+        let dumped = status(&Cluster::from_manifests(m), &opts());
+        let listed = status(&Cluster::from_sources(sources), &opts());
+        assert_eq!(listed, dumped, "{name}");
+        assert!(!listed.pools.is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn listed_objects_that_do_not_decode_are_named_and_unread_kinds_noted() {
+    let mut c = Cluster::from_sources([
+        (
+            Source::Nodes,
+            vec![json!({"apiVersion": "v1", "kind": "Node",
+                        "metadata": {"name": "w1", "labels": "not a map"}})],
+        ),
+        (
+            Source::MachineConfigurations,
+            vec![
+                json!({"kind": "MachineConfiguration", "metadata": {"name": "other"},
+                       "spec": {"nodeDisruptionPolicy": {}}}),
+                json!({"kind": "MachineConfiguration", "metadata": {"name": "cluster"}}),
+            ],
+        ),
+    ]);
+    assert!(c.nodes.is_empty());
+    assert_eq!(c.skipped.len(), 1);
+    assert!(
+        c.skipped[0].starts_with("nodes: Node \"w1\": "),
+        "{:?}",
+        c.skipped
+    );
+    assert!(c.machine_configuration.is_some());
+    c.pools.push(pool(NEW));
+    c.mark_unread(Source::Pods, &Unread::Forbidden);
+    c.mark_unread(Source::Jobs, &Unread::Forbidden);
+    let s = status(&c, &opts());
+    assert_eq!(
+        s.notes[..2],
+        [
+            "Pods (pods) listing them is forbidden: blocked drains are explained without the budgets and pods in their way".to_string(),
+            "Jobs (jobs.batch) listing them in namespace openshift-machine-config-operator is forbidden: failed image builds are not explained".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn progress_bars_fill_with_the_updated_nodes() {
+    assert_eq!(frame::bar(0, 4), format!("[{}]", ".".repeat(30)));
+    assert_eq!(
+        frame::bar(1, 4),
+        format!("[{}{}]", "#".repeat(7), ".".repeat(23))
+    );
+    assert_eq!(frame::bar(4, 4), format!("[{}]", "#".repeat(30)));
+    assert_eq!(frame::bar(9, 4), frame::bar(4, 4));
+    assert_eq!(frame::bar(0, 0), frame::bar(4, 4));
+}
+
+#[test]
+fn a_frame_shows_each_pools_bar_and_finish_then_the_view() {
+    let c = cluster(
+        pool(NEW),
+        vec![
+            worker("worker-0", NEW, NEW, STATE_DONE),
+            worker("worker-1", OLD, OLD, STATE_DONE),
+        ],
+    );
+    let f = frame::frame(&c, &opts());
+    let lines: Vec<&str> = f.text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Every change: kubectl mco status --watch   2026-03-07T12:00:00Z"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "worker   [{}{}]   50% (1/2)   Progressing   finish 2026-03-07T12:15:00Z (in 15m)",
+            "#".repeat(15),
+            ".".repeat(15)
+        )
+    );
+    // Then the view status prints.
+    assert!(f.text.ends_with(&render::text(&f.status)), "{}", f.text);
+    assert!(!f.done());
+
+    // Paused: no estimate, and said why.
+    let mut p = pool(NEW);
+    p.spec.paused = true;
+    let f = frame::frame(&cluster(p, c.nodes.clone()), &opts());
+    assert!(
+        f.text
+            .lines()
+            .nth(2)
+            .is_some_and(|l| l.ends_with("no estimate: paused")),
+        "{}",
+        f.text
+    );
+
+    // Every node done: done.
+    let c = cluster(pool(NEW), vec![worker("worker-0", NEW, NEW, STATE_DONE)]);
+    let f = frame::frame(&c, &opts());
+    assert!(f.done(), "{}", f.text);
+    assert!(f
+        .text
+        .lines()
+        .nth(2)
+        .is_some_and(|l| l.ends_with("Completed   done")));
+}

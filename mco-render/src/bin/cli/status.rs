@@ -1,8 +1,8 @@
 //! `mco-render status --cluster-dir DUMP`: where each pool's rollout stands and why a pool is
 //! stuck, from a folder of `oc get ... -o yaml` (or `-o json`) outputs.
 
-use super::{to_json, write_stdout, Failure};
-use mco_render::status::{render, status, Cluster, Options};
+use super::{write_stdout, Failure};
+use mco_render::status::{check_pools, render, status, Cluster, Options};
 use std::path::PathBuf;
 
 /// How the view is printed.
@@ -46,20 +46,8 @@ pub(crate) fn run(a: &Args) -> Result<(), Failure> {
     let m = mco_render::load::read_manifests(std::slice::from_ref(&a.cluster_dir))
         .map_err(|e| Failure::input(e.to_string()))?;
     let cluster = Cluster::from_manifests(m);
-    if cluster.pools.is_empty() {
-        return Err(Failure::input(format!(
-            "{}: no MachineConfigPool found",
-            a.cluster_dir.display()
-        )));
-    }
-    if let Some(p) = &a.pool {
-        if !cluster.pools.iter().any(|x| x.name() == p) {
-            return Err(Failure::input(format!(
-                "{}: no MachineConfigPool named {p:?}",
-                a.cluster_dir.display()
-            )));
-        }
-    }
+    check_pools(&cluster, a.pool.as_deref())
+        .map_err(|e| Failure::input(format!("{}: {e}", a.cluster_dir.display())))?;
     let view = status(
         &cluster,
         &Options {
@@ -72,10 +60,13 @@ pub(crate) fn run(a: &Args) -> Result<(), Failure> {
     for n in &view.notes {
         eprintln!("warning: {n}");
     }
-    match a.output {
-        StatusFormat::Text => write_stdout(&render::text(&view)),
-        StatusFormat::Json => write_stdout(&format!("{}\n", to_json(&view)?)),
-    }
+    let format = match a.output {
+        StatusFormat::Text => render::Format::Text,
+        StatusFormat::Json => render::Format::Json,
+    };
+    let text = render::output(&view, format)
+        .map_err(|e| Failure::input(format!("cannot write JSON: {e}")))?;
+    write_stdout(&text);
     if view.stuck {
         return Err(Failure {
             code: 1,

@@ -254,7 +254,7 @@ fn paused_pool(f: &PoolFacts<'_>) -> Option<Finding> {
         f.overview.total
     );
     x.action = format!(
-        "unpause it when the update may go on: oc patch mcp/{} --type merge -p '{{\"spec\":{{\"paused\":false}}}}'",
+        "unpause it when the update may go on: kubectl mco resume {0} (oc patch mcp/{0} --type merge -p '{{\"spec\":{{\"paused\":false}}}}')",
         f.pool.name()
     );
     Some(x)

@@ -226,8 +226,9 @@ pub(super) fn degraded(f: &PoolFacts<'_>, n: &Node) -> Option<Finding> {
         "the change cannot be applied in place: revert it (or replace the node)".into()
     } else if drift {
         format!(
-            "the {} was changed on the node: restore it, or have the daemon rewrite it (touch /run/machine-config-daemon-force on the node)",
-            if what.is_empty() { "config" } else { what.as_str() }
+            "the {} was changed on the node: restore it, or have the daemon accept it (kubectl mco force {}, or touch /run/machine-config-daemon-force on the node)",
+            if what.is_empty() { "config" } else { what.as_str() },
+            n.name()
         )
     } else if !writers.is_empty() {
         format!(

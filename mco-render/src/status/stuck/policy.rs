@@ -67,7 +67,8 @@ pub(super) fn findings(f: &PoolFacts<'_>) -> Vec<Finding> {
         };
         x.action = if s.rollback {
             format!(
-                "fix the config and roll out a newer one, or go forward again: {}",
+                "fix the config and roll out a newer one, or go forward again: kubectl mco resume {} ({})",
+                f.pool.name(),
                 patch("\"rollback\":false")
             )
         } else {
@@ -98,9 +99,10 @@ pub(super) fn findings(f: &PoolFacts<'_>) -> Vec<Finding> {
             pause.message
         );
         x.action = format!(
-            "fix {nodes} (or the config), then resume: {}; or roll back: {}",
+            "fix {nodes} (or the config), then resume: kubectl mco resume {pool} ({}); or roll back: kubectl mco rollback {pool} ({})",
             patch(&format!("\"resumedAt\":\"{}\"", rfc3339(f.now))),
-            patch("\"rollback\":true")
+            patch("\"rollback\":true"),
+            pool = f.pool.name()
         );
         out.push(x);
     }

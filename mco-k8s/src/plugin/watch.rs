@@ -1,0 +1,243 @@
+//! `kubectl mco status --watch`: a watch per kind (kube-runtime's watcher feeding a reflector
+//! store), and a frame ([`mco_render::status::frame`]) drawn from the stores whenever one
+//! changes, at most once per `--min-interval`, and every [`CLOCK`] for the durations. A kind
+//! the server does not serve or the caller may not list (its first LIST answered 404 or 403)
+//! is not watched; the frame says so. No polling of the API server: after the first LIST of
+//! each kind, only WATCHes (and a re-LIST when a watch's resourceVersion expires).
+
+use super::read::{api, api_resource, assemble, classify, values, Unreadable};
+use futures::StreamExt;
+use kube::api::DynamicObject;
+use kube::runtime::reflector::{self, store::Writer, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Client;
+use mco_render::status::frame::{frame, Frame};
+use mco_render::status::{Cluster, Options, Source, Unread};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// How often a frame is drawn without any change, for its durations and estimates.
+pub const CLOCK: Duration = Duration::from_secs(30);
+
+/// How long the first frame waits for kinds that neither list nor fail for good (a server
+/// answering 500s): then it is drawn without them.
+pub const FIRST_FRAME_WAIT: Duration = Duration::from_secs(20);
+
+/// Where one kind's watch stands.
+#[derive(Debug, Clone)]
+enum State {
+    /// Not listed yet; the last error, if any.
+    Listing(Option<String>),
+    /// Listed; its store follows the watch.
+    Ready,
+    /// Not served, or forbidden: not watched.
+    Unread(Unread),
+}
+
+/// One kind's watch.
+struct Kind {
+    source: Source,
+    store: Store<DynamicObject>,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Kind {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a watch error means before the kind listed.
+fn classify_watch(e: &watcher::Error) -> Unread {
+    match e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => classify(e),
+        watcher::Error::WatchError(s) if s.code == 404 => Unread::NotServed,
+        watcher::Error::WatchError(s) if s.code == 403 => Unread::Forbidden,
+        e => Unread::Failed(e.to_string()),
+    }
+}
+
+/// Starts watching `source`, notifying `changed` after each change to its store.
+fn start(client: &Client, source: Source, changed: Arc<Notify>) -> Kind {
+    let writer: Writer<DynamicObject> = Writer::new(api_resource(source));
+    let store = writer.as_reader();
+    let state = Arc::new(Mutex::new(State::Listing(None)));
+    let stream = reflector::reflector(
+        writer,
+        watcher::watcher(api(client, source), watcher::Config::default()).default_backoff(),
+    );
+    let st = state.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(watcher::Event::InitDone) => {
+                    *lock(&st) = State::Ready;
+                    changed.notify_one();
+                }
+                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => changed.notify_one(),
+                Ok(_) => {}
+                Err(e) => {
+                    let mut s = lock(&st);
+                    if matches!(*s, State::Ready) {
+                        // A dropped watch: the backoff retries it; the store stays as it was.
+                        continue;
+                    }
+                    match classify_watch(&e) {
+                        Unread::Failed(why) => *s = State::Listing(Some(why)),
+                        why => {
+                            *s = State::Unread(why);
+                            drop(s);
+                            changed.notify_one();
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Kind {
+        source,
+        store,
+        state,
+        task,
+    }
+}
+
+/// Whether every kind listed or failed for good; with `required_only`, the required ones.
+fn settled(kinds: &[Kind], required_only: bool) -> bool {
+    kinds
+        .iter()
+        .filter(|k| !required_only || k.source.required())
+        .all(|k| !matches!(*lock(&k.state), State::Listing(_)))
+}
+
+/// The cluster the stores hold now.
+fn snapshot(kinds: &[Kind]) -> Result<Cluster, Unreadable> {
+    let v = kinds
+        .iter()
+        .map(|k| {
+            let state = lock(&k.state).clone();
+            let r = match state {
+                State::Ready => Ok(values(k.store.state().iter().map(|o| o.as_ref()))),
+                State::Unread(why) => Err(why),
+                State::Listing(e) => Err(Unread::Failed(match e {
+                    Some(e) => format!("not listed yet: {e}"),
+                    None => "not listed yet".into(),
+                })),
+            };
+            (k.source, r)
+        })
+        .collect();
+    assemble(v)
+}
+
+/// How the watch runs.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// The least time between two frames.
+    pub min_interval: Duration,
+    /// Stop (exit 0) once every pool is Completed and nothing is stuck or waiting.
+    pub exit_when_done: bool,
+    /// Clear the screen before each frame (a terminal); otherwise frames follow each other.
+    pub clear: bool,
+}
+
+/// Where the frames go.
+pub trait Screen {
+    /// Draws one frame; an error ends the watch (standard output closed).
+    fn draw(&mut self, f: &Frame, clear: bool) -> std::io::Result<()>;
+}
+
+impl<W: std::io::Write> Screen for W {
+    fn draw(&mut self, f: &Frame, clear: bool) -> std::io::Result<()> {
+        if clear {
+            self.write_all(b"\x1b[H\x1b[2J")?;
+        } else {
+            self.write_all(b"\n")?;
+        }
+        self.write_all(f.text.as_bytes())?;
+        self.flush()
+    }
+}
+
+/// Watches the cluster and draws a frame per change until stopped; returns the exit status
+/// (0 when `exit_when_done` saw every pool done, 2 when a required kind cannot be read or
+/// the screen closed).
+pub async fn run(
+    client: &Client,
+    opts: &Options,
+    now: impl Fn() -> jiff::Timestamp,
+    w: &WatchOptions,
+    screen: &mut dyn Screen,
+) -> i32 {
+    let changed = Arc::new(Notify::new());
+    let kinds: Vec<Kind> = Source::ALL
+        .iter()
+        .map(|&s| start(client, s, changed.clone()))
+        .collect();
+    // The first frame: once every kind listed or failed for good (the required ones
+    // however long that takes, the others for a while).
+    let started = Instant::now();
+    let mut told = String::new();
+    while !(settled(&kinds, true)
+        && (settled(&kinds, false) || started.elapsed() >= FIRST_FRAME_WAIT))
+    {
+        let waiting: Vec<String> = kinds
+            .iter()
+            .filter(|k| k.source.required())
+            .filter_map(|k| match &*lock(&k.state) {
+                State::Listing(Some(e)) => Some(format!("{}: {e}", k.source.label())),
+                _ => None,
+            })
+            .collect();
+        let line = waiting.join("; ");
+        if !line.is_empty() && line != told {
+            eprintln!("waiting: {line}");
+            told = line;
+        }
+        tokio::select! {
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+    let mut last: Option<Instant> = None;
+    loop {
+        if let Some(l) = last {
+            tokio::time::sleep_until(l + w.min_interval).await;
+        }
+        let c = match snapshot(&kinds) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        };
+        let mut o = opts.clone();
+        o.now = now();
+        let f = frame(&c, &o);
+        if let Err(e) = screen.draw(&f, w.clear) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                eprintln!("error: writing the frame: {e}");
+            }
+            return 2;
+        }
+        last = Some(Instant::now());
+        if w.exit_when_done && f.done() {
+            return 0;
+        }
+        tokio::select! {
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(CLOCK) => {}
+        }
+    }
+}

@@ -1,0 +1,609 @@
+//! `kubectl-mco`, the kubectl plugin, run as a process against the in-process API server:
+//! `status` on a cluster seeded with each `examples/status` dump prints exactly what the
+//! offline `status` prints on a dump of the same stored objects (kinds the server does not
+//! serve named on standard error); the one-step actions make exactly their write with `--yes`
+//! and none when the answer is no; `--watch` draws a new frame after a change.
+
+mod support;
+
+use mco_render::api::node::{FORCE, STATE};
+use mco_render::status::{check_pools, render, status, Cluster, Options, Source};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use support::apiserver::{resource, ApiServer};
+use support::cluster::repo;
+use support::{edit, yaml_docs, PATIENCE};
+
+const NOW: &str = "2026-03-04T10:00:00Z";
+const EXAMPLES: [&str; 6] = [
+    "healthy-rollout",
+    "drain-blocked",
+    "canary-paused",
+    "closed-window",
+    "build-running",
+    "degraded-node",
+];
+
+/// The resource the test server stores a kind under; `None` for kinds it does not serve or
+/// status does not read.
+fn plural_of(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "MachineConfigPool" => "machineconfigpools",
+        "MachineConfig" => "machineconfigs",
+        "ControllerConfig" => "controllerconfigs",
+        "Node" => "nodes",
+        "MachineConfigNode" => "machineconfignodes",
+        "Pod" => "pods",
+        "Event" => "events",
+        "RolloutPolicy" => "rolloutpolicies",
+        "MachineOSConfig" => "machineosconfigs",
+        "MachineOSBuild" => "machineosbuilds",
+        "Job" => "jobs",
+        _ => return None,
+    })
+}
+
+/// A `v1` Event as `events.k8s.io/v1` serves it.
+fn events_v1(v: &Value) -> Value {
+    if v["apiVersion"] == "events.k8s.io/v1" {
+        return v.clone();
+    }
+    json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": v["metadata"],
+        "regarding": v["involvedObject"],
+        "reason": v["reason"],
+        "note": v["message"],
+        "type": v["type"],
+        "deprecatedFirstTimestamp": v["firstTimestamp"],
+        "deprecatedLastTimestamp": v["lastTimestamp"],
+        "deprecatedCount": v["count"],
+        "reportingController": v["source"]["component"],
+    })
+}
+
+/// Stores one object as the cluster it was dumped from held it (its status through the
+/// status subresource).
+fn store(server: &ApiServer, v: Value) {
+    let kind = v["kind"].as_str().unwrap_or("").to_string();
+    let Some(plural) = plural_of(&kind) else {
+        return;
+    };
+    let def = resource(plural).unwrap();
+    let mut v = if kind == "Event" { events_v1(&v) } else { v };
+    if kind == "Job" && v["spec"]["template"].is_null() {
+        v["spec"]["template"] = json!({"spec": {
+            "containers": [{"name": "image-build", "image": "builder"}],
+            "restartPolicy": "Never"}});
+    }
+    let ns = v["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let name = v["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let status = v.get("status").cloned();
+    server
+        .store
+        .create(def, &ns, v)
+        .unwrap_or_else(|e| panic!("{kind} {name}: {e:?}"));
+    if let Some(s) = status.filter(|_| def.status) {
+        edit(&server.store, plural, &ns, &name, true, |o| o["status"] = s);
+    }
+}
+
+/// A server holding the objects of `examples/status/<name>` it serves.
+async fn seeded(name: &str) -> ApiServer {
+    let server = ApiServer::start().await.unwrap();
+    let dir = repo(&format!("examples/status/{name}"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    for f in files {
+        for doc in yaml_docs(&f) {
+            let items = match doc["items"].as_array() {
+                Some(items) if doc["kind"].as_str().is_some_and(|k| k.ends_with("List")) => {
+                    items.clone()
+                }
+                _ => vec![doc],
+            };
+            for item in items {
+                store(&server, item);
+            }
+        }
+    }
+    server
+}
+
+/// Writes what the server stores of every kind status reads as `oc get -o json` lists.
+fn dump(server: &ApiServer, dir: &Path) {
+    for s in Source::ALL {
+        let served = s.served();
+        let items: Vec<Value> = server
+            .store
+            .list(served.plural)
+            .into_iter()
+            .filter(|v| {
+                served
+                    .namespace
+                    .is_none_or(|ns| v["metadata"]["namespace"] == ns)
+            })
+            .collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        std::fs::write(
+            dir.join(format!("{}.json", served.plural)),
+            serde_json::to_string_pretty(&list).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+/// The offline status of a dump folder, as `mco-render status --cluster-dir DIR --now NOW`
+/// prints it (the same library calls), with its exit status.
+fn offline(dir: &Path, pool: Option<&str>) -> (i32, String) {
+    let m = mco_render::load::read_manifests(&[dir.to_path_buf()]).unwrap();
+    let c = Cluster::from_manifests(m);
+    check_pools(&c, pool).unwrap();
+    let view = status(
+        &c,
+        &Options {
+            now: NOW.parse().unwrap(),
+            per_node: Duration::from_secs(15 * 60),
+            pool: pool.map(str::to_string),
+        },
+    );
+    let text = render::output(&view, render::Format::Text).unwrap();
+    (i32::from(view.stuck), text)
+}
+
+fn kubeconfig(dir: &Path, server: &ApiServer) -> PathBuf {
+    let path = dir.join("kubeconfig");
+    server.write_kubeconfig(&path).unwrap();
+    path
+}
+
+/// Runs the plugin with `args` and `stdin`; exit status, stdout, stderr.
+async fn plugin(kubeconfig: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (kc, input) = (kubeconfig.to_path_buf(), stdin.to_string());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-mco"))
+            .args(&args)
+            .env("KUBECONFIG", &kc)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(mut i) = child.stdin.take() {
+            let _ = i.write_all(input.as_bytes());
+        }
+        child.wait_with_output().unwrap()
+    });
+    let out = tokio::time::timeout(PATIENCE, out)
+        .await
+        .expect("the plugin did not finish")
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The writes the server served: every request but GET, LIST and WATCH.
+fn writes(server: &ApiServer) -> BTreeMap<String, u64> {
+    server
+        .store
+        .request_counts()
+        .into_iter()
+        .filter(|(k, _)| !["GET ", "LIST ", "WATCH "].iter().any(|m| k.starts_with(m)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_prints_what_the_offline_command_prints_on_a_dump_of_the_same_objects() {
+    for name in EXAMPLES {
+        let server = seeded(name).await;
+        let dir = tempfile::tempdir().unwrap();
+        let dump_dir = dir.path().join("dump");
+        std::fs::create_dir(&dump_dir).unwrap();
+        dump(&server, &dump_dir);
+        let kc = kubeconfig(dir.path(), &server);
+        for pool in [None, Some("worker")] {
+            let (want_code, want) = offline(&dump_dir, pool);
+            let mut args = vec!["status", "--now", NOW];
+            if let Some(p) = pool {
+                args.extend(["--pool", p]);
+            }
+            let (code, out, err) = plugin(&kc, &args, "").await;
+            assert_eq!(out, want, "{name} {pool:?}: stderr {err}");
+            assert_eq!(code, want_code, "{name} {pool:?}: {err}");
+            // The kinds the test server does not serve are named, with what they leave out;
+            // nothing else is said.
+            let warnings: Vec<&str> = err.lines().collect();
+            assert_eq!(
+                warnings,
+                vec![
+                    "warning: PodDisruptionBudgets (poddisruptionbudgets.policy) not served by the API server: blocked drains are explained without the budgets and pods in their way",
+                    "warning: MachineConfigurations (machineconfigurations.operator.openshift.io) not served by the API server: disruptions are computed with the built-in node disruption policies",
+                ],
+                "{name}"
+            );
+        }
+        // JSON too.
+        let (_, out, _) = plugin(&kc, &["status", "--now", NOW, "-o", "json"], "").await;
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{name}: {e}: {out}"));
+        assert_eq!(v["now"], NOW, "{name}");
+        assert!(
+            v["pools"].as_array().is_some_and(|p| !p.is_empty()),
+            "{name}"
+        );
+        // Reading made no write.
+        assert_eq!(writes(&server), BTreeMap::new(), "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_finds_the_cluster_as_kubectl_does_and_needs_pools() {
+    let server = seeded("healthy-rollout").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+    // --kubeconfig and --context, instead of KUBECONFIG and its current context.
+    let out = tokio::task::spawn_blocking({
+        let kc = kc.clone();
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_kubectl-mco"))
+                .args(["status", "--now", NOW, "--context", "test", "--kubeconfig"])
+                .arg(&kc)
+                .env("KUBECONFIG", "/nonexistent")
+                .env_remove("KUBERNETES_SERVICE_HOST")
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("POOL "), "{text}");
+    // A context the kubeconfig lacks is an error.
+    let (code, _, err) = plugin(&kc, &["status", "--context", "elsewhere"], "").await;
+    assert_eq!(code, 2);
+    assert!(err.contains("elsewhere"), "{err}");
+    // A pool that does not exist.
+    let (code, _, err) = plugin(&kc, &["status", "--pool", "infra"], "").await;
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "error: no MachineConfigPool named \"infra\"\n")
+    );
+    // Without the pools' API there is no view.
+    server.store.uninstall("machineconfigpools");
+    let (code, out, err) = plugin(&kc, &["status"], "").await;
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(
+        err,
+        "error: MachineConfigPools (machineconfigpools.machineconfiguration.openshift.io) not served by the API server: no pool can be shown\n"
+    );
+}
+
+/// Runs an action twice: answered no (nothing written), then with `--yes` (its writes).
+async fn act(server: &ApiServer, kc: &Path, args: &[&str]) -> (String, String) {
+    let before = writes(server);
+    let (code, asked, err) = plugin(kc, args, "n\n").await;
+    assert_eq!(code, 1, "{args:?}: {asked}{err}");
+    assert!(
+        asked.contains("[y/N]") && asked.contains("Nothing written."),
+        "{asked}"
+    );
+    assert_eq!(writes(server), before, "{args:?} answered no");
+    let mut yes = args.to_vec();
+    yes.push("--yes");
+    let (code, out, err) = plugin(kc, &yes, "").await;
+    assert_eq!(code, 0, "{yes:?}: {out}{err}");
+    assert!(!out.contains("[y/N]"), "{out}");
+    (asked, out)
+}
+
+fn new_writes(server: &ApiServer, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    writes(server)
+        .into_iter()
+        .filter_map(|(k, n)| {
+            let d = n - before.get(&k).copied().unwrap_or(0);
+            (d > 0).then_some((k, d))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_and_rollback_make_exactly_their_write() {
+    let server = seeded("canary-paused").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+
+    // The canary's failure paused the rollout: resume past it.
+    let before = writes(&server);
+    let (asked, out) = act(&server, &kc, &["resume", "worker"]).await;
+    assert!(
+        asked.contains("RolloutPolicy worker: the rollout of rendered-worker-")
+            && asked.contains(
+                "kubectl patch rolloutpolicy/worker --type merge -p '{\"spec\":{\"resumedAt\":\""
+            ),
+        "{asked}"
+    );
+    assert!(out.ends_with("rolloutpolicy/worker patched\n"), "{out}");
+    assert_eq!(
+        new_writes(&server, &before),
+        BTreeMap::from([("PATCH rolloutpolicies".to_string(), 1)])
+    );
+    let p = server.store.get("rolloutpolicies", "", "worker").unwrap();
+    let resumed: jiff::Timestamp = p["spec"]["resumedAt"].as_str().unwrap().parse().unwrap();
+    let since: jiff::Timestamp = p["status"]["pause"]["since"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(since <= resumed, "{p}");
+    // Asked again before the controller acted: refused, nothing written.
+    let before = writes(&server);
+    let (code, _, err) = plugin(&kc, &["resume", "worker", "--yes"], "").await;
+    assert_eq!(code, 1);
+    assert!(err.contains("requested already"), "{err}");
+    assert_eq!(new_writes(&server, &before), BTreeMap::new());
+
+    // Back to the last known good config.
+    let before = writes(&server);
+    let (asked, _) = act(&server, &kc, &["rollback", "worker"]).await;
+    assert!(
+        asked.contains(
+            r#"kubectl patch rolloutpolicy/worker --type merge -p '{"spec":{"rollback":true}}'"#
+        ),
+        "{asked}"
+    );
+    assert_eq!(
+        new_writes(&server, &before),
+        BTreeMap::from([("PATCH rolloutpolicies".to_string(), 1)])
+    );
+    let p = server.store.get("rolloutpolicies", "", "worker").unwrap();
+    assert_eq!(p["spec"]["rollback"], true);
+
+    // A paused pool is unpaused.
+    edit(
+        &server.store,
+        "machineconfigpools",
+        "",
+        "worker",
+        false,
+        |p| p["spec"]["paused"] = json!(true),
+    );
+    edit(&server.store, "rolloutpolicies", "", "worker", false, |p| {
+        p["spec"]["rollback"] = json!(false)
+    });
+    let before = writes(&server);
+    let (asked, _) = act(&server, &kc, &["resume", "worker"]).await;
+    assert!(
+        asked.contains(
+            r#"kubectl patch machineconfigpool/worker --type merge -p '{"spec":{"paused":false}}'"#
+        ),
+        "{asked}"
+    );
+    assert_eq!(
+        new_writes(&server, &before),
+        BTreeMap::from([("PATCH machineconfigpools".to_string(), 1)])
+    );
+    let pool = server
+        .store
+        .get("machineconfigpools", "", "worker")
+        .unwrap();
+    assert_eq!(pool["spec"]["paused"], false);
+
+    // Nothing left to resume on master: an error, no write.
+    let before = writes(&server);
+    let (code, out, err) = plugin(&kc, &["resume", "master", "--yes"], "").await;
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.starts_with("error: nothing to resume: "), "{err}");
+    assert_eq!(new_writes(&server, &before), BTreeMap::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_annotates_and_retry_writes_nothing() {
+    let server = seeded("degraded-node").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+    let degraded: String = server
+        .store
+        .list("nodes")
+        .into_iter()
+        .find(|n| n["metadata"]["annotations"][STATE] == "Degraded")
+        .and_then(|n| n["metadata"]["name"].as_str().map(str::to_string))
+        .expect("a degraded node in the example");
+
+    // retry: said, not written.
+    let before = writes(&server);
+    let (code, out, err) = plugin(&kc, &["retry", &degraded], "").await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("nothing to write") && out.contains("tries its update"),
+        "{out}"
+    );
+    assert!(!out.contains("[y/N]"), "{out}");
+    assert_eq!(new_writes(&server, &before), BTreeMap::new());
+
+    let before = writes(&server);
+    let (asked, out) = act(&server, &kc, &["force", &degraded]).await;
+    assert!(
+        asked.contains(&format!(
+            "kubectl patch node/{degraded} --type merge -p '{{\"metadata\":{{\"annotations\":{{\"{FORCE}\":\""
+        )),
+        "{asked}"
+    );
+    assert!(
+        out.ends_with(&format!("node/{degraded} patched\n")),
+        "{out}"
+    );
+    assert_eq!(
+        new_writes(&server, &before),
+        BTreeMap::from([("PATCH nodes".to_string(), 1)])
+    );
+    let n = server.store.get("nodes", "", &degraded).unwrap();
+    assert!(n["metadata"]["annotations"][FORCE].is_string(), "{n}");
+
+    // A node that is fine: nothing to force or retry.
+    let fine: String = server
+        .store
+        .list("nodes")
+        .into_iter()
+        .find(|n| n["metadata"]["annotations"][STATE] == "Done")
+        .and_then(|n| n["metadata"]["name"].as_str().map(str::to_string))
+        .expect("a node that is done");
+    let before = writes(&server);
+    for verb in ["force", "retry"] {
+        let (code, _, err) = plugin(&kc, &[verb, &fine, "--yes"], "").await;
+        assert_eq!(code, 1, "{verb}");
+        assert!(err.contains("is not degraded"), "{verb}: {err}");
+    }
+    let (code, _, err) = plugin(&kc, &["force", "nowhere", "--yes"], "").await;
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "error: no Node named \"nowhere\"\n")
+    );
+    assert_eq!(new_writes(&server, &before), BTreeMap::new());
+}
+
+/// Kills the watching plugin when the test ends, however it ends.
+struct Watching(Child);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for the output seen so far to satisfy `done`.
+fn read_until(
+    lines: &mpsc::Receiver<String>,
+    seen: &mut String,
+    what: &str,
+    done: impl Fn(&str) -> bool,
+) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !done(seen) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(l) => {
+                seen.push_str(&l);
+                seen.push('\n');
+            }
+            Err(e) => panic!("waiting for {what} ({e}); output so far:\n{seen}"),
+        }
+    }
+}
+
+const HEADER: &str = "Every change: kubectl mco status --watch";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_draws_a_new_frame_after_a_change() {
+    let server = seeded("healthy-rollout").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-mco"))
+        .args([
+            "status",
+            "--watch",
+            "--now",
+            NOW,
+            "--min-interval-ms",
+            "100",
+        ])
+        .env("KUBECONFIG", &kc)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _watching = Watching(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    // The first frame: progress bars, the view, the kinds not served.
+    read_until(&rx, &mut seen, "the first frame", |s| {
+        s.contains(HEADER)
+            && s.contains("Nothing is stuck.")
+            && s.contains("warning: MachineConfigurations")
+    });
+    assert!(seen.contains("worker   ["), "{seen}");
+    assert!(!seen.contains("Paused:           yes"), "{seen}");
+    let frames = seen.matches(HEADER).count();
+    let listed = server.store.request_counts();
+
+    // Pausing the pool shows in a new frame.
+    edit(
+        &server.store,
+        "machineconfigpools",
+        "",
+        "worker",
+        false,
+        |p| p["spec"]["paused"] = json!(true),
+    );
+    read_until(&rx, &mut seen, "a frame with the pool paused", |s| {
+        s.contains("Paused:           yes") && s.contains("no estimate: paused")
+    });
+    assert!(seen.matches(HEADER).count() > frames, "{seen}");
+    // Drawn from the watches: no LIST after the first ones.
+    let lists = |counts: &BTreeMap<String, u64>| -> u64 {
+        counts
+            .iter()
+            .filter(|(k, _)| k.starts_with("LIST "))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert_eq!(lists(&server.store.request_counts()), lists(&listed));
+    assert!(server.store.open_watches() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_exits_when_done_if_asked() {
+    let server = seeded("healthy-rollout").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+    // The master pool is done: one frame, exit 0.
+    let (code, out, err) = plugin(
+        &kc,
+        &[
+            "status",
+            "--watch",
+            "--exit-when-done",
+            "--pool",
+            "master",
+            "--now",
+            NOW,
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(HEADER).count(), 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "master   {}",
+            "[".to_string() + &"#".repeat(30) + "]"
+        )),
+        "{out}"
+    );
+}
