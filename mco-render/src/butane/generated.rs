@@ -191,7 +191,16 @@ impl At {
             (b.to_string(), own)
         });
         let flat = item.get(FLAT).is_some();
-        let translated = self.translated && (flat || !self.merged || transcribed(item, true));
+        // An entry holding nothing has no translation of its own, except (until a merge of
+        // configs drops it) the types Butane translates by hand, which always translate
+        // their plain fields.
+        let by_hand = matches!(
+            key,
+            "files" | "directories" | "links" | "users" | "units" | "dropins"
+        );
+        let plain = by_hand || !item.is_object();
+        let translated =
+            self.translated && (flat || (plain && !self.merged) || transcribed(item, true));
         At {
             json: format!("{}.{i}", base.json),
             yaml,
@@ -784,21 +793,34 @@ fn validate_storage(out: &mut Vec<Finding>, at: &At, st: &Map<String, Value>, mi
 
 fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
     let device = s(d, "device").unwrap_or("");
+    let parts: Vec<(usize, &Value, &Map<String, Value>)> = objects(d, "partitions").collect();
     if device.is_empty() {
-        // Butane has no source path for an empty disk device.
         err(out, at.field(d, "device", true), "disk device is required");
-        return;
+    } else {
+        disk_checks(out, at, d, device, &parts);
     }
+    // Each partition's own checks, whatever the disk's.
+    partition_checks(out, at, &parts);
+}
+
+/// Ignition's checks of a disk with a device: its path, and its partitions together.
+fn disk_checks(
+    out: &mut Vec<Finding>,
+    at: &At,
+    d: &Map<String, Value>,
+    device: &str,
+    parts: &[(usize, &Value, &Map<String, Value>)],
+) {
     if let Some(e) = path_error(device) {
         err(out, at.field(d, "device", true), e);
     }
-    let parts: Vec<(usize, &Value, &Map<String, Value>)> = objects(d, "partitions").collect();
+
     let num = |p: &Map<String, Value>| p.get("number").and_then(Value::as_i64).unwrap_or(0);
     let int = |p: &Map<String, Value>, k: &str| p.get(k).and_then(Value::as_i64);
     let part_at = |i: usize| at.entry("partitions", i, &parts[i].1.clone()).path();
     // Numbers: the second entry of the first colliding number (map order: by number here).
     let mut by_number: Vec<(i64, Vec<usize>)> = Vec::new();
-    for (i, _, p) in &parts {
+    for (i, _, p) in parts {
         let n = num(p);
         if n != 0 {
             match by_number.iter_mut().find(|(k, _)| *k == n) {
@@ -821,14 +843,14 @@ fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
             st + sz - 1
         }
     };
-    'overlap: for (_, pv, p) in &parts {
+    'overlap: for (_, pv, p) in parts {
         let (Some(ps), Some(_)) = (int(p, "startMiB"), int(p, "sizeMiB")) else {
             continue;
         };
         if ps == 0 {
             continue;
         }
-        for (i, ov, o) in &parts {
+        for (i, ov, o) in parts {
             let (Some(os), Some(_)) = (int(o, "startMiB"), int(o, "sizeMiB")) else {
                 continue;
             };
@@ -854,7 +876,7 @@ fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
         );
     }
     let mut labels = HashSet::new();
-    for (i, _, p) in &parts {
+    for (i, _, p) in parts {
         if let Some(l) = s(p, "label") {
             if !labels.insert(l) {
                 err(
@@ -866,7 +888,16 @@ fn validate_disk(out: &mut Vec<Finding>, at: &At, d: &Map<String, Value>) {
             }
         }
     }
-    for (i, item, p) in &parts {
+}
+
+/// Each partition's own checks.
+fn partition_checks(
+    out: &mut Vec<Finding>,
+    at: &At,
+    parts: &[(usize, &Value, &Map<String, Value>)],
+) {
+    let num = |p: &Map<String, Value>| p.get("number").and_then(Value::as_i64).unwrap_or(0);
+    for (i, item, p) in parts {
         let at = at.entry("partitions", *i, item);
         let present = |k: &str| p.get(k).is_some_and(|v| !v.is_null());
         if p.get("shouldExist").and_then(Value::as_bool) == Some(false)

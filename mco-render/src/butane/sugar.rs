@@ -240,15 +240,24 @@ pub fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
         match (base.get_mut(&k), v) {
             (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
             (Some(Value::Array(b)), Value::Array(o)) => {
-                // Child entries match the parent's only, never each other.
+                // Child entries match the parent's only, never each other; of the child
+                // entries matching one of the parent's, the last is merged into it and the
+                // others are dropped.
                 let parent_len = b.len();
-                for item in o {
-                    let key = merge_key(&k, &item);
-                    let at = key.as_ref().and_then(|key| {
+                let positions: Vec<Option<usize>> = o
+                    .iter()
+                    .map(|item| {
+                        let key = merge_key(&k, item)?;
                         b[..parent_len]
                             .iter()
-                            .position(|e| merge_key(&k, e).as_ref() == Some(key))
-                    });
+                            .position(|e| merge_key(&k, e).as_ref() == Some(&key))
+                    })
+                    .collect();
+                for (n, item) in o.into_iter().enumerate() {
+                    let at = positions[n];
+                    if at.is_some() && positions[n + 1..].contains(&at) {
+                        continue;
+                    }
                     match (at, item) {
                         (Some(i), Value::Object(o)) => {
                             if let Value::Object(bi) = &mut b[i] {

@@ -113,6 +113,31 @@ fn arr_mut<'a>(
         .filter_map(|(i, v)| v.as_object_mut().map(|o| (i, o)))
 }
 
+/// Drops the plain Go fields Ignition marks `omitempty` when at their zero: a partition's
+/// `number` 0, a Tang server's empty `url`.
+fn omit_empty_plain_fields(config: &mut Value) {
+    let Some(storage) = config.get_mut("storage").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (_, disk) in arr_mut(storage, "disks") {
+        for (_, part) in arr_mut(disk, "partitions") {
+            if part.get("number").and_then(Value::as_i64) == Some(0) {
+                part.remove("number");
+            }
+        }
+    }
+    for (_, luks) in arr_mut(storage, "luks") {
+        let Some(clevis) = luks.get_mut("clevis").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (_, tang) in arr_mut(clevis, "tang") {
+            if tang.get("url").and_then(Value::as_str) == Some("") {
+                tang.remove("url");
+            }
+        }
+    }
+}
+
 /// Drops empty objects and lists, as Butane's output omits them.
 fn prune(v: &mut Value) -> bool {
     match v {
@@ -242,29 +267,36 @@ fn filters(cfg: &Map<String, Value>, grub_users: bool, v: SpecVersion, out: &mut
 /// `minor` is the spec's minor version: format `none` is refused from 4.14 (Ignition 3.2 has
 /// no such format), special mode bits from 4.10. `merged`: whether the translations went
 /// through a merge of configs (see `generated::check`).
-fn mco_support(cfg: &Map<String, Value>, minor: u8, merged: bool, out: &mut Vec<Finding>) {
+///
+/// `filesystems`: the filesystems once the boot device's are merged in, each naming its
+/// source.
+fn mco_support(
+    cfg: &Map<String, Value>,
+    filesystems: &[Value],
+    minor: u8,
+    merged: bool,
+    out: &mut Vec<Finding>,
+) {
     let storage = cfg.get("storage");
-    let filesystems = || {
-        storage
-            .and_then(|s| s.get("filesystems"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
+    let format_at = |fs: &Value, i: usize| {
+        fs.get(ORIGIN)
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("$.storage.filesystems.{i}"), str::to_string)
+            + ".format"
     };
     // RHCOS first (no mkfs.btrfs), then the MCO.
-    for (i, fs) in filesystems() {
+    for (i, fs) in filesystems.iter().enumerate() {
         if fs.get("format").and_then(Value::as_str) == Some("btrfs") {
             out.push(error(
-                format!("$.storage.filesystems.{i}.format"),
+                format_at(fs, i),
                 "btrfs is not supported in this spec version",
             ));
         }
     }
-    for (i, fs) in filesystems() {
+    for (i, fs) in filesystems.iter().enumerate() {
         if minor >= 14 && fs.get("format").and_then(Value::as_str) == Some("none") {
             out.push(error(
-                format!("$.storage.filesystems.{i}.format"),
+                format_at(fs, i),
                 "format \"none\" is not supported in this spec version",
             ));
         }
@@ -653,22 +685,29 @@ pub(super) fn run(
     let grub_users = grub.get("users").is_some_and(nonzero);
     // The fcos translation's warnings on the partitions of the disks, the boot device's
     // merged in.
-    let mut disks = Map::new();
+    let mut preview = Map::new();
     if let Some(bd) = sugar::boot_device(&boot_device) {
-        disks.insert("storage".into(), Value::Object(bd));
+        preview.insert("storage".into(), Value::Object(bd));
     }
-    if let Some(user) = config.get("storage").and_then(|s| s.get("disks")) {
-        sugar::merge(
-            &mut disks,
-            Map::from_iter([("storage".into(), json!({ "disks": user }))]),
-        );
+    let mut user_storage = Map::new();
+    for key in ["disks", "filesystems"] {
+        if let Some(user) = config.get("storage").and_then(|s| s.get(key)) {
+            user_storage.insert(key.into(), user.clone());
+        }
     }
-    let merged_disks = disks
-        .get("storage")
-        .and_then(|s| s.get("disks"))
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
-    ctx.findings.extend(checks::partitions(merged_disks));
+    sugar::merge(
+        &mut preview,
+        Map::from_iter([("storage".into(), Value::Object(user_storage))]),
+    );
+    let merged_list = |key: &str| {
+        preview
+            .get("storage")
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    };
+    ctx.findings
+        .extend(checks::partitions(merged_list("disks")));
     // The RHCOS and MCO checks are part of the translation; the field filters come after.
     // Up to 4.13 the translations go through a merge only for filesystems (mount units) and
     // a boot device that renders anything; from 4.14 GRUB's merge always runs.
@@ -679,7 +718,13 @@ pub(super) fn run(
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty())
         || sugar::boot_device(&boot_device).is_some();
-    mco_support(&config, version.minor(), merged, &mut ctx.findings);
+    mco_support(
+        &config,
+        merged_list("filesystems"),
+        version.minor(),
+        merged,
+        &mut ctx.findings,
+    );
     if ctx.findings.iter().any(|f| !f.2) {
         return done(ctx.findings, "source config is invalid");
     }
@@ -748,6 +793,7 @@ pub(super) fn run(
     } else {
         Vec::new()
     };
+    omit_empty_plain_fields(&mut config);
     prune(&mut config);
     for (i, custom) in kept {
         let luks = config
