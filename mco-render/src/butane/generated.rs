@@ -68,6 +68,8 @@ struct At {
     /// For an entry the config merged into one of the sugar's: the sugar entry's path, which
     /// the fields the config left alone keep, and the fields the config set.
     base: Option<(String, Vec<String>)>,
+    /// Whether that sugar entry is flat.
+    base_flat: bool,
 }
 
 /// Whether a value leaves a trace in Ignition's merge transcript: anything but a plain Go
@@ -99,6 +101,7 @@ impl At {
             merged,
             flat: false,
             base: None,
+            base_flat: false,
         }
     }
 
@@ -115,6 +118,7 @@ impl At {
                 let from_base = At {
                     yaml: base.clone(),
                     base: None,
+                    flat: self.base_flat,
                     ..self.clone()
                 };
                 return from_base.child(key);
@@ -190,7 +194,9 @@ impl At {
                 .unwrap_or_default();
             (b.to_string(), own)
         });
-        let flat = item.get(FLAT).is_some();
+        // A config entry merged into flat sugar is not flat itself.
+        let base_flat = item.get(FLAT).is_some();
+        let flat = base_flat && merged.is_none();
         // An entry holding nothing has no translation of its own, except (until a merge of
         // configs drops it) the types Butane translates by hand, which always translate
         // their plain fields.
@@ -208,6 +214,7 @@ impl At {
             merged: self.merged,
             flat,
             base: merged,
+            base_flat,
         }
     }
 }
