@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use mco_k8s::controller::templates::read_tree;
-use mco_k8s::controller::{generators, run, Options};
+use mco_k8s::controller::{run_leading, Options};
 use mco_k8s::leader::{run_elected, LeaderArgs};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -97,19 +97,16 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // One watch per kind for the whole process: the webhook's caches (on every replica) and,
+    // while this replica leads, the controllers' share them.
+    let registry = mco_k8s::reflect::Registry::new(client.clone());
     // The admission webhook serves on every replica, leader or not, once its certificate
     // is there (the webhook configuration's failurePolicy is Ignore meanwhile).
-    let _webhook = cli.webhook.spawn(&client, opts.render.clone());
+    let _webhook = cli.webhook.spawn_with(&registry, opts.render.clone());
     // The render/rollout loop and the generating controllers run side by side, only while
     // this replica holds the controller's Lease; the process ends when either stops.
     let settings = cli.leader.settings("machine-config-controller");
-    let work = async {
-        let generators = generators::run(client.clone(), opts.clone());
-        tokio::select! {
-            r = run(client.clone(), opts) => r.map_err(|e| e.to_string()),
-            () = generators => Ok(()),
-        }
-    };
+    let work = run_leading(&registry, opts);
     match run_elected(client.clone(), settings, work).await {
         Ok(None) | Ok(Some(Ok(()))) => ExitCode::SUCCESS,
         Ok(Some(Err(e))) => {

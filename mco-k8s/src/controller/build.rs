@@ -43,7 +43,8 @@ pub(crate) fn ignore_absent(r: Result<(), kube::Error>) -> Result<(), kube::Erro
     }
 }
 
-fn ignore_exists<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
+/// A create that found the name taken is `None`.
+pub(crate) fn ignore_exists<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
     match r {
         Ok(t) => Ok(Some(t)),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
@@ -155,7 +156,21 @@ impl Builds {
         }
         let mut digests = Vec::new();
         for build in &d.digest_wanted {
-            match self.config_maps.get_opt(&digest_config_map(build)).await? {
+            // From the cache when it holds it (the Job's own watch event may come first: then
+            // from the API server).
+            let name = digest_config_map(build);
+            let cached = view.build_inputs.as_ref().and_then(|i| {
+                i.config_maps
+                    .state()
+                    .into_iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+                    .map(|c| (*c).clone())
+            });
+            let found = match cached {
+                Some(cm) => Some(cm),
+                None => self.config_maps.get_opt(&name).await?,
+            };
+            match found {
                 Some(cm) => {
                     let digest = cm
                         .data

@@ -7,15 +7,18 @@
 //! run on a change that concerns them (not a pool's status, not a rendered config), debounced,
 //! and on the resync timer.
 //!
-//! Every kind a pass reads comes from the watch caches of [`Caches`]: a pass makes no LIST
-//! and no GET of them, only its writes (the template controller still GETs the pull secret).
+//! Every kind a pass reads comes from the watch caches of [`Caches`] (the pull secret the
+//! ControllerConfig names from a watch of that one Secret): a pass makes no LIST and no GET,
+//! only its writes. With a [`Registry`] the caches are the watches the rest of the process
+//! reads ([`run_with`]).
 
 use super::cluster_config::{image_resources, ClusterConfigs};
 use super::resources::{config_resources, Resources};
 use super::templates::Templates;
 use super::Options;
 use crate::objects::{self, Model, Stored};
-use crate::reflect::{wake_on, Reflector, Wake};
+use crate::reflect::{Registry, Subscription, Wake, Watched};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -27,19 +30,33 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use tokio::sync::mpsc;
 
-/// The watch caches the generating controllers read: the MCO kinds they take in, and the
+/// The watch caches the generating controllers read: the MCO kinds they take in, the
 /// cluster-wide `config.openshift.io`/`operator.openshift.io` objects (an API the server does
-/// not serve holds nothing). Dropping it stops the watches.
+/// not serve holds nothing), and the pull secret the ControllerConfig names. Dropping it ends
+/// its subscriptions (and the watches no other loop holds).
 pub struct Caches {
-    kubelet_configs: Reflector<Stored<KubeletConfig>>,
-    runtime_configs: Reflector<Stored<ContainerRuntimeConfig>>,
-    mcs: Reflector<Stored<MachineConfig>>,
-    pools: Reflector<Stored<MachineConfigPool>>,
-    ccs: Reflector<Stored<ControllerConfig>>,
+    registry: Registry,
+    tx: mpsc::Sender<()>,
+    kubelet_configs: Watched<Stored<KubeletConfig>>,
+    runtime_configs: Watched<Stored<ContainerRuntimeConfig>>,
+    mcs: Watched<Stored<MachineConfig>>,
+    pools: Watched<Stored<MachineConfigPool>>,
+    ccs: Watched<Stored<ControllerConfig>>,
     /// FeatureGate, APIServer, Node (`config_resources`), then Image, ClusterVersion,
     /// ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy
     /// (`image_resources`).
-    config: Vec<Reflector<DynamicObject>>,
+    config: Vec<Watched<DynamicObject>>,
+    /// The Secret watched by name: (namespace, name), its watch and wake-up.
+    secret: std::sync::Mutex<Option<NamedSecret>>,
+    _subscriptions: Vec<Subscription>,
+}
+
+/// A Secret watched by name.
+struct NamedSecret {
+    namespace: String,
+    name: String,
+    watched: Watched<Secret>,
+    _wake: Subscription,
 }
 
 /// A cluster-wide kind [`Caches`] watches (its value is the index of its cache).
@@ -73,17 +90,33 @@ fn all<M: Model>(store: &Store<Stored<M>>) -> Vec<M> {
 }
 
 impl Caches {
-    /// Starts the watches; each change `wake` names for its kind sends into `tx`.
+    /// Starts the watches with a registry of their own; each change that concerns the
+    /// generating controllers sends into `tx`.
     pub fn start(client: &Client, tx: &mpsc::Sender<()>) -> Self {
-        fn typed<M: Model>(
-            client: &Client,
+        Self::start_with(&Registry::new(client.clone()), tx)
+    }
+
+    /// Takes the watches from `registry` (starting those not running); each change that
+    /// concerns the generating controllers sends into `tx`.
+    pub fn start_with(registry: &Registry, tx: &mpsc::Sender<()>) -> Self {
+        let client = registry.client();
+        let mut subscriptions = Vec::new();
+        fn subscribed<M: Model>(
+            registry: &Registry,
             what: &'static str,
             wake: Wake,
             tx: &mpsc::Sender<()>,
-        ) -> Reflector<Stored<M>> {
-            let ar = M::KIND.api_resource();
-            let cfg = watcher::Config::default();
-            wake_on(objects::api::<M>(client), cfg, ar, what, wake, tx.clone())
+            subscriptions: &mut Vec<Subscription>,
+        ) -> Watched<Stored<M>> {
+            let api = objects::api::<M>(registry.client());
+            let w = registry.watch(
+                api,
+                watcher::Config::default(),
+                M::KIND.api_resource(),
+                what,
+            );
+            subscriptions.push(w.wake(wake, tx.clone()));
+            w
         }
         let config = config_resources()
             .into_iter()
@@ -92,44 +125,54 @@ impl Caches {
                 let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
                 let cfg = watcher::Config::default();
                 let what = "config.openshift.io objects";
-                wake_on(api, cfg, ar, what, Wake::Every, tx.clone())
+                let w = registry.watch(api, cfg, ar, what);
+                subscriptions.push(w.wake(Wake::Every, tx.clone()));
+                w
             })
             .collect();
+        let s = &mut subscriptions;
         Caches {
-            kubelet_configs: typed::<KubeletConfig>(client, "KubeletConfigs", Wake::Every, tx),
-            runtime_configs: typed::<ContainerRuntimeConfig>(
-                client,
+            kubelet_configs: subscribed::<KubeletConfig>(
+                registry,
+                "KubeletConfigs",
+                Wake::Every,
+                tx,
+                s,
+            ),
+            runtime_configs: subscribed::<ContainerRuntimeConfig>(
+                registry,
                 "ContainerRuntimeConfigs",
                 Wake::Every,
                 tx,
+                s,
             ),
-            mcs: typed::<MachineConfig>(client, "MachineConfigs", Wake::NotRendered, tx),
-            pools: typed::<MachineConfigPool>(client, "MachineConfigPools", Wake::SpecChanges, tx),
-            ccs: typed::<ControllerConfig>(client, "ControllerConfigs", Wake::Every, tx),
+            mcs: subscribed::<MachineConfig>(registry, "MachineConfigs", Wake::NotRendered, tx, s),
+            pools: subscribed::<MachineConfigPool>(
+                registry,
+                "MachineConfigPools",
+                Wake::SpecChanges,
+                tx,
+                s,
+            ),
+            ccs: subscribed::<ControllerConfig>(registry, "ControllerConfigs", Wake::Every, tx, s),
             config,
+            registry: registry.clone(),
+            tx: tx.clone(),
+            secret: std::sync::Mutex::new(None),
+            _subscriptions: subscriptions,
         }
     }
 
     /// Waits until every cache holds its kind as listed (or knows its API is not served).
     /// False when a watch stopped first.
     pub async fn ready(&self) -> bool {
-        let mut ok = self
-            .kubelet_configs
-            .store()
-            .wait_until_ready()
-            .await
-            .is_ok()
-            && self
-                .runtime_configs
-                .store()
-                .wait_until_ready()
-                .await
-                .is_ok()
-            && self.mcs.store().wait_until_ready().await.is_ok()
-            && self.pools.store().wait_until_ready().await.is_ok()
-            && self.ccs.store().wait_until_ready().await.is_ok();
+        let mut ok = self.kubelet_configs.wait_until_ready().await.is_ok()
+            && self.runtime_configs.wait_until_ready().await.is_ok()
+            && self.mcs.wait_until_ready().await.is_ok()
+            && self.pools.wait_until_ready().await.is_ok()
+            && self.ccs.wait_until_ready().await.is_ok();
         for r in &self.config {
-            ok = ok && r.store().wait_until_ready().await.is_ok();
+            ok = ok && r.wait_until_ready().await.is_ok();
         }
         ok
     }
@@ -141,7 +184,43 @@ impl Caches {
             && self.mcs.is_finished()
             && self.pools.is_finished()
             && self.ccs.is_finished()
-            && self.config.iter().all(Reflector::is_finished)
+            && self.config.iter().all(Watched::is_finished)
+    }
+
+    /// The Secret `namespace/name`, from a watch of that one Secret (started on first use,
+    /// replaced when another is asked for; a change to it wakes the loop). `None` when it
+    /// does not exist, or its watch stopped before it listed.
+    pub async fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
+        let watched = {
+            let mut slot = self.secret.lock().unwrap_or_else(|e| e.into_inner());
+            let current = slot
+                .as_ref()
+                .filter(|s| s.namespace == namespace && s.name == name);
+            match current {
+                Some(s) => s.watched.clone(),
+                None => {
+                    let api: Api<Secret> =
+                        Api::namespaced(self.registry.client().clone(), namespace);
+                    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+                    let watched = self.registry.watch(api, cfg, (), "the pull secret");
+                    let wake = watched.wake(Wake::Every, self.tx.clone());
+                    *slot = Some(NamedSecret {
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                        watched: watched.clone(),
+                        _wake: wake,
+                    });
+                    watched
+                }
+            }
+        };
+        watched.wait_until_ready().await.ok()?;
+        let found = watched
+            .store()
+            .state()
+            .into_iter()
+            .find(|s| s.metadata.name.as_deref() == Some(name))?;
+        Some((*found).clone())
     }
 
     /// Every KubeletConfig.
@@ -183,7 +262,7 @@ impl Caches {
     }
 
     fn config_store(&self, kind: ConfigKind) -> Option<&Store<DynamicObject>> {
-        self.config.get(kind as usize).map(Reflector::store)
+        self.config.get(kind as usize).map(Watched::store)
     }
 
     /// Every object of a cluster-wide kind, as JSON.
@@ -209,11 +288,19 @@ impl Caches {
     }
 }
 
-/// Runs the generating controllers until their watches end. Dropping the future (aborting
-/// its task) stops its watches too.
+/// Runs the generating controllers until their watches end, with watches of their own.
+/// Dropping the future (aborting its task) stops its watches too.
 pub async fn run(client: Client, opts: Options) {
+    run_with(&Registry::new(client), opts).await
+}
+
+/// Runs the generating controllers until their watches end, on the watches of `registry`
+/// (shared with the process's other loops). Dropping the future (aborting its task) ends its
+/// subscriptions, and the watches no other loop holds.
+pub async fn run_with(registry: &Registry, opts: Options) {
+    let client = registry.client().clone();
     let (tx, mut rx) = mpsc::channel::<()>(1);
-    let caches = Caches::start(&client, &tx);
+    let caches = Caches::start_with(registry, &tx);
     if !caches.ready().await {
         tracing::warn!("generator caches stopped before they were ready");
         return;

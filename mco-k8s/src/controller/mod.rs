@@ -15,9 +15,11 @@
 //! controller LISTs only when a watch must re-list, and pods only while a health gate waits
 //! on them.
 //!
-//! Next to it, [`generators::run`] runs the controllers that write MachineConfigs: the
+//! Next to it, [`generators::run_with`] runs the controllers that write MachineConfigs: the
 //! template controller (with a templates folder), the cluster-config controllers and the
-//! KubeletConfig and ContainerRuntimeConfig controllers, reading watch caches of their own.
+//! KubeletConfig and ContainerRuntimeConfig controllers. Both read the watches of one
+//! [`Registry`] ([`run_leading`]), which the admission webhook shares: each kind is watched once
+//! per process.
 
 pub mod build;
 pub mod cluster_config;
@@ -31,11 +33,11 @@ pub mod writes;
 
 use crate::crd;
 use crate::objects::{self, Model, Stored};
-use crate::reflect::{reflect, reflect_with, Change, ObjectRef, Reflector};
+use crate::reflect::{Change, ObjectRef, Registry, Subscription, Watched};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Node as KubeNode, Secret};
-use kube::api::ApiResource;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config as ApplierConfig};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -51,7 +53,7 @@ use mco_render::controllers::node_pool::primary_pool;
 use mco_render::controllers::pinned_image_sets::pool_pinned_image_sets as pool_sets;
 use pool_sync::{decode_node, Cluster, SyncError, View, CONTROLLER_CONFIG_NAME};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Controller settings.
@@ -102,7 +104,7 @@ struct Context {
     pools: Store<PoolObject>,
     ccs: Store<Stored<ControllerConfig>>,
     nodes: Store<KubeNode>,
-    policies: Store<Stored<RolloutPolicy>>,
+    policies: Store<DynamicObject>,
     mcns: Store<Stored<MachineConfigNode>>,
     moscs: Store<Stored<MachineOSConfig>>,
     mosbs: Store<Stored<MachineOSBuild>>,
@@ -153,7 +155,7 @@ impl Context {
                 .policies
                 .state()
                 .iter()
-                .map(|o| RolloutPolicy::from_object((**o).clone()))
+                .filter_map(|o| decode_policy(o))
                 .collect(),
             mcns: self
                 .mcns
@@ -215,9 +217,28 @@ impl Enqueue {
     }
 }
 
-/// Runs the controller until the process stops. Dropping the future (aborting its task)
-/// stops the controller's watches too.
+/// A RolloutPolicy as the core reads it; one that does not decode is skipped and logged.
+fn decode_policy(o: &DynamicObject) -> Option<RolloutPolicy> {
+    match serde_json::to_value(o).and_then(serde_json::from_value::<RolloutPolicy>) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(name = ?o.metadata.name, "RolloutPolicy skipped: {e}");
+            None
+        }
+    }
+}
+
+/// Runs the controller until the process stops, with watches of its own. Dropping the future
+/// (aborting its task) stops the controller's watches too.
 pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
+    run_with(&Registry::new(client), opts).await
+}
+
+/// Runs the controller until the process stops, on the watches of `registry` (shared with the
+/// process's other loops: each kind is watched once). Dropping the future (aborting its task)
+/// ends its subscriptions, and the watches no other loop holds.
+pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncError> {
+    let client = registry.client().clone();
     let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<PoolObject>>();
     let pool_ar = crd::MACHINE_CONFIG_POOL.api_resource();
     let enqueue = Enqueue {
@@ -225,164 +246,148 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         resource: pool_ar.clone(),
     };
     let cfg = watcher::Config::default;
+    let mut subscriptions: Vec<Subscription> = Vec::new();
 
     // Pools first: the other kinds' callbacks read the pool cache to know which to enqueue.
-    let pool_store: Arc<OnceLock<Store<PoolObject>>> = Arc::new(OnceLock::new());
-    let q = enqueue.clone();
-    let pools: Reflector<PoolObject> = reflect_with(
+    let pools: Watched<PoolObject> = registry.watch(
         objects::api::<MachineConfigPool>(&client),
         cfg(),
         pool_ar,
         "MachineConfigPools",
-        move |change, store| match change {
-            Change::Applied(p) | Change::Deleted(p) => {
-                if let Some(name) = &p.metadata.name {
-                    q.pool(name);
-                }
-            }
-            Change::Relisted => q.all(store),
-        },
     );
-    let _ = pool_store.set(pools.store().clone());
+    let pool_store = pools.store().clone();
+    let q = enqueue.clone();
+    subscriptions.push(pools.subscribe(move |change, store| match change {
+        Change::Applied(p) | Change::Deleted(p) => {
+            if let Some(name) = &p.metadata.name {
+                q.pool(name);
+            }
+        }
+        Change::Relisted => q.all(store),
+    }));
 
     let every_pool = |what: &'static str| {
         let q = enqueue.clone();
         let pools = pool_store.clone();
         move |_: Change<'_, _>, _: &Store<_>| {
-            if let Some(p) = pools.get() {
-                tracing::trace!("{what} changed");
-                q.all(p);
-            }
+            tracing::trace!("{what} changed");
+            q.all(&pools);
         }
     };
-    let q = enqueue.clone();
-    let pools_for_mcs = pool_store.clone();
-    let mcs: Reflector<Stored<MachineConfig>> = reflect_with(
+    let mcs: Watched<Stored<MachineConfig>> = registry.watch(
         objects::api::<MachineConfig>(&client),
         cfg(),
         crd::MACHINE_CONFIG.api_resource(),
         "MachineConfigs",
-        move |change, _| {
-            let Some(pools) = pools_for_mcs.get() else {
-                return;
-            };
-            // A rendered config concerns its own pool; any other MachineConfig may be
-            // selected by any pool.
-            let rendered = match &change {
-                Change::Applied(m) | Change::Deleted(m) => m
-                    .metadata
-                    .name
-                    .as_deref()
-                    .and_then(|n| n.strip_prefix("rendered-"))
-                    .map(str::to_string),
-                Change::Relisted => None,
-            };
-            match rendered {
-                Some(rest) => {
-                    for p in pools.state() {
-                        let name = p.metadata.name.clone().unwrap_or_default();
-                        if rest.starts_with(&format!("{name}-")) {
-                            q.pool(&name);
-                        }
+    );
+    let q = enqueue.clone();
+    let pools_for_mcs = pool_store.clone();
+    subscriptions.push(mcs.subscribe(move |change, _| {
+        // A rendered config concerns its own pool; any other MachineConfig may be
+        // selected by any pool.
+        let rendered = match &change {
+            Change::Applied(m) | Change::Deleted(m) => m
+                .metadata
+                .name
+                .as_deref()
+                .and_then(|n| n.strip_prefix("rendered-"))
+                .map(str::to_string),
+            Change::Relisted => None,
+        };
+        match rendered {
+            Some(rest) => {
+                for p in pools_for_mcs.state() {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    if rest.starts_with(&format!("{name}-")) {
+                        q.pool(&name);
                     }
                 }
-                None => q.all(pools),
             }
-        },
-    );
-    let ccs: Reflector<Stored<ControllerConfig>> = reflect_with(
+            None => q.all(&pools_for_mcs),
+        }
+    }));
+    let ccs: Watched<Stored<ControllerConfig>> = registry.watch(
         objects::api::<ControllerConfig>(&client),
         cfg(),
         crd::CONTROLLER_CONFIG.api_resource(),
         "ControllerConfigs",
-        every_pool("ControllerConfig"),
     );
+    subscriptions.push(ccs.subscribe(every_pool("ControllerConfig")));
+
     // A Node concerns the pool it belongs to now and the one it belonged to before.
+    let nodes: Watched<KubeNode> = registry.watch(Api::all(client.clone()), cfg(), (), "Nodes");
     let q = enqueue.clone();
     let pools_for_nodes = pool_store.clone();
     let mut node_pool: BTreeMap<String, String> = BTreeMap::new();
-    let nodes: Reflector<KubeNode> = reflect(
-        Api::all(client.clone()),
-        cfg(),
-        "Nodes",
-        move |change, _| {
-            let Some(pools) = pools_for_nodes.get() else {
-                return;
-            };
-            let node = match change {
-                Change::Applied(n) | Change::Deleted(n) => n,
-                Change::Relisted => return q.all(pools),
-            };
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let core: Vec<MachineConfigPool> = pools
-                .state()
-                .iter()
-                .map(|p| MachineConfigPool::from_object((**p).clone()))
-                .collect();
-            let now = decode_node(node).ok().and_then(|n: Node| {
-                primary_pool(&n, &core)
-                    .ok()
-                    .flatten()
-                    .map(|p| p.name().to_string())
-            });
-            let before = match &now {
-                Some(p) => node_pool.insert(name, p.clone()),
-                None => node_pool.remove(&name),
-            };
-            for p in now.iter().chain(before.iter()) {
-                q.pool(p);
-            }
-            if now.is_none() && before.is_none() {
-                // Not in any pool yet (e.g. no role label): the pools still count it.
-                q.all(pools);
-            }
-        },
-    );
+    subscriptions.push(nodes.subscribe(move |change, _| {
+        let node = match change {
+            Change::Applied(n) | Change::Deleted(n) => n,
+            Change::Relisted => return q.all(&pools_for_nodes),
+        };
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let core: Vec<MachineConfigPool> = pools_for_nodes
+            .state()
+            .iter()
+            .map(|p| MachineConfigPool::from_object((**p).clone()))
+            .collect();
+        let now = decode_node(node).ok().and_then(|n: Node| {
+            primary_pool(&n, &core)
+                .ok()
+                .flatten()
+                .map(|p| p.name().to_string())
+        });
+        let before = match &now {
+            Some(p) => node_pool.insert(name, p.clone()),
+            None => node_pool.remove(&name),
+        };
+        for p in now.iter().chain(before.iter()) {
+            q.pool(p);
+        }
+        if now.is_none() && before.is_none() {
+            // Not in any pool yet (e.g. no role label): the pools still count it.
+            q.all(&pools_for_nodes);
+        }
+    }));
 
     // A RolloutPolicy concerns the pool of its name (an absent API: an empty, ready store).
+    // Kept as loosely typed objects (the admission webhook reads the same watch): one that
+    // does not decode is skipped, not a failed watch.
+    let policy_ar = crd::ROLLOUT_POLICY.api_resource();
+    let policies: Watched<DynamicObject> = registry.watch(
+        Api::all_with(client.clone(), &policy_ar),
+        cfg(),
+        policy_ar,
+        "RolloutPolicies",
+    );
     let q = enqueue.clone();
     let pools_for_policies = pool_store.clone();
-    let policies: Reflector<Stored<RolloutPolicy>> = reflect_with(
-        objects::api::<RolloutPolicy>(&client),
-        cfg(),
-        crd::ROLLOUT_POLICY.api_resource(),
-        "RolloutPolicies",
-        move |change, _| match change {
-            Change::Applied(p) | Change::Deleted(p) => {
-                if let Some(name) = &p.metadata.name {
-                    q.pool(name);
-                }
+    subscriptions.push(policies.subscribe(move |change, _| match change {
+        Change::Applied(p) | Change::Deleted(p) => {
+            if let Some(name) = &p.metadata.name {
+                q.pool(name);
             }
-            Change::Relisted => {
-                if let Some(pools) = pools_for_policies.get() {
-                    q.all(pools);
-                }
-            }
-        },
-    );
+        }
+        Change::Relisted => q.all(&pools_for_policies),
+    }));
     // A MachineConfigNode concerns its node's pool (the health gate reads it).
-    let q = enqueue.clone();
-    let pools_for_mcns = pool_store.clone();
-    let mcns: Reflector<Stored<MachineConfigNode>> = reflect_with(
+    let mcns: Watched<Stored<MachineConfigNode>> = registry.watch(
         objects::api::<MachineConfigNode>(&client),
         cfg(),
         crd::MACHINE_CONFIG_NODE.api_resource(),
         "MachineConfigNodes",
-        move |change, _| {
-            let pool = match &change {
-                Change::Applied(m) | Change::Deleted(m) => Some(m.spec.pool.name.clone()),
-                Change::Relisted => None,
-            };
-            match pool.filter(|p| !p.is_empty()) {
-                Some(p) => q.pool(&p),
-                None => {
-                    if let Some(pools) = pools_for_mcns.get() {
-                        q.all(pools);
-                    }
-                }
-            }
-        },
     );
+    let q = enqueue.clone();
+    let pools_for_mcns = pool_store.clone();
+    subscriptions.push(mcns.subscribe(move |change, _| {
+        let pool = match &change {
+            Change::Applied(m) | Change::Deleted(m) => Some(m.spec.pool.name.clone()),
+            Change::Relisted => None,
+        };
+        match pool.filter(|p| !p.is_empty()) {
+            Some(p) => q.pool(&p),
+            None => q.all(&pools_for_mcns),
+        }
+    }));
 
     // On-cluster layering: a MachineOSConfig concerns its pool, a MachineOSBuild and a build
     // Job the pool they are labelled for.
@@ -392,66 +397,51 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
             .and_then(|l| l.get(TARGET_POOL_LABEL))
             .cloned()
     };
-    let q = enqueue.clone();
-    let pools_for_moscs = pool_store.clone();
-    let moscs: Reflector<Stored<MachineOSConfig>> = reflect_with(
+    let moscs: Watched<Stored<MachineOSConfig>> = registry.watch(
         objects::api::<MachineOSConfig>(&client),
         cfg(),
         crd::MACHINE_OS_CONFIG.api_resource(),
         "MachineOSConfigs",
-        move |change, _| match change {
-            Change::Applied(m) | Change::Deleted(m) => {
-                q.pool(&m.spec.machine_config_pool.name);
-            }
-            Change::Relisted => {
-                if let Some(pools) = pools_for_moscs.get() {
-                    q.all(pools);
-                }
-            }
-        },
     );
     let q = enqueue.clone();
-    let pools_for_mosbs = pool_store.clone();
-    let mosbs: Reflector<Stored<MachineOSBuild>> = reflect_with(
+    let pools_for_moscs = pool_store.clone();
+    subscriptions.push(moscs.subscribe(move |change, _| match change {
+        Change::Applied(m) | Change::Deleted(m) => {
+            q.pool(&m.spec.machine_config_pool.name);
+        }
+        Change::Relisted => q.all(&pools_for_moscs),
+    }));
+    let mosbs: Watched<Stored<MachineOSBuild>> = registry.watch(
         objects::api::<MachineOSBuild>(&client),
         cfg(),
         crd::MACHINE_OS_BUILD.api_resource(),
         "MachineOSBuilds",
-        move |change, _| match change {
-            Change::Applied(m) | Change::Deleted(m) => match label_pool(&m.metadata.labels) {
-                Some(p) => q.pool(&p),
-                None => {
-                    if let Some(pools) = pools_for_mosbs.get() {
-                        q.all(pools);
-                    }
-                }
-            },
-            Change::Relisted => {
-                if let Some(pools) = pools_for_mosbs.get() {
-                    q.all(pools);
-                }
-            }
+    );
+    let q = enqueue.clone();
+    let pools_for_mosbs = pool_store.clone();
+    subscriptions.push(mosbs.subscribe(move |change, _| match change {
+        Change::Applied(m) | Change::Deleted(m) => match label_pool(&m.metadata.labels) {
+            Some(p) => q.pool(&p),
+            None => q.all(&pools_for_mosbs),
         },
+        Change::Relisted => q.all(&pools_for_mosbs),
+    }));
+    let jobs: Watched<Job> = registry.watch(
+        Api::namespaced(client.clone(), BUILD_NAMESPACE),
+        cfg().labels(build::ON_CLUSTER_LAYERING_LABEL),
+        (),
+        "Jobs",
     );
     let q = enqueue.clone();
     let pools_for_jobs = pool_store.clone();
-    let jobs: Reflector<Job> = reflect(
-        Api::namespaced(client.clone(), BUILD_NAMESPACE),
-        cfg().labels(build::ON_CLUSTER_LAYERING_LABEL),
-        "Jobs",
-        move |change, _| match change {
-            Change::Applied(j) | Change::Deleted(j) => {
-                if let Some(p) = label_pool(&j.metadata.labels) {
-                    q.pool(&p);
-                }
+    subscriptions.push(jobs.subscribe(move |change, _| match change {
+        Change::Applied(j) | Change::Deleted(j) => {
+            if let Some(p) = label_pool(&j.metadata.labels) {
+                q.pool(&p);
             }
-            Change::Relisted => {
-                if let Some(pools) = pools_for_jobs.get() {
-                    q.all(pools);
-                }
-            }
-        },
-    );
+        }
+        Change::Relisted => q.all(&pools_for_jobs),
+    }));
 
     // A Secret or ConfigMap of the MCO namespace that a build may read (not one a build made)
     // concerns the pools MachineOSConfigs name: a build waiting for its push secret, pull
@@ -462,9 +452,7 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         let pools = pool_store.clone();
         move |labels: Option<&BTreeMap<String, String>>, relisted: bool| {
             if relisted {
-                if let Some(pools) = pools.get() {
-                    q.all(pools);
-                }
+                q.all(&pools);
                 return;
             }
             if build::is_build_object(labels) {
@@ -477,85 +465,82 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
         }
     };
     let on_secret = build_input("a build's Secret");
-    let secrets: Reflector<Secret> = reflect(
+    let secrets: Watched<Secret> = registry.watch(
         Api::namespaced(client.clone(), BUILD_NAMESPACE),
         cfg(),
+        (),
         "Secrets",
-        move |change, _| match change {
-            Change::Applied(o) | Change::Deleted(o) => on_secret(o.metadata.labels.as_ref(), false),
-            Change::Relisted => on_secret(None, true),
-        },
     );
+    subscriptions.push(secrets.subscribe(move |change, _| match change {
+        Change::Applied(o) | Change::Deleted(o) => on_secret(o.metadata.labels.as_ref(), false),
+        Change::Relisted => on_secret(None, true),
+    }));
     let on_config_map = build_input("a build's ConfigMap");
-    let config_maps: Reflector<ConfigMap> = reflect(
+    let config_maps: Watched<ConfigMap> = registry.watch(
         Api::namespaced(client.clone(), BUILD_NAMESPACE),
         cfg(),
+        (),
         "ConfigMaps",
-        move |change, _| match change {
-            Change::Applied(o) | Change::Deleted(o) => {
-                on_config_map(o.metadata.labels.as_ref(), false)
-            }
-            Change::Relisted => on_config_map(None, true),
-        },
     );
+    subscriptions.push(config_maps.subscribe(move |change, _| match change {
+        Change::Applied(o) | Change::Deleted(o) => on_config_map(o.metadata.labels.as_ref(), false),
+        Change::Relisted => on_config_map(None, true),
+    }));
 
     // A PinnedImageSet concerns the pools whose machineConfigSelector matches its labels,
     // before and after a change (a relabelled set leaves its old pools).
-    let q = enqueue.clone();
-    let pools_for_pinned = pool_store.clone();
-    let mut set_pools: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let pinned: Reflector<Stored<PinnedImageSet>> = reflect_with(
+    let pinned: Watched<Stored<PinnedImageSet>> = registry.watch(
         objects::api::<PinnedImageSet>(&client),
         cfg(),
         crd::PINNED_IMAGE_SET.api_resource(),
         "PinnedImageSets",
-        move |change, _| {
-            let Some(pools) = pools_for_pinned.get() else {
-                return;
-            };
-            let (set, deleted) = match change {
-                Change::Applied(s) => (s, false),
-                Change::Deleted(s) => (s, true),
-                Change::Relisted => return q.all(pools),
-            };
-            let name = set.metadata.name.clone().unwrap_or_default();
-            let set = PinnedImageSet::from_object(set.clone());
-            let now: Vec<String> = pools
-                .state()
-                .iter()
-                .map(|p| MachineConfigPool::from_object((**p).clone()))
-                .filter(|p| {
-                    pool_sets(p, std::slice::from_ref(&set))
-                        .ok()
-                        .flatten()
-                        .is_some_and(|r| !r.is_empty())
-                })
-                .map(|p| p.name().to_string())
-                .collect();
-            let before = if deleted {
-                set_pools.remove(&name)
-            } else {
-                set_pools.insert(name, now.clone())
-            };
-            for p in now.iter().chain(before.iter().flatten()) {
-                q.pool(p);
-            }
-        },
     );
+    let q = enqueue.clone();
+    let pools_for_pinned = pool_store.clone();
+    let mut set_pools: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    subscriptions.push(pinned.subscribe(move |change, _| {
+        let (set, deleted) = match change {
+            Change::Applied(s) => (s, false),
+            Change::Deleted(s) => (s, true),
+            Change::Relisted => return q.all(&pools_for_pinned),
+        };
+        let name = set.metadata.name.clone().unwrap_or_default();
+        let set = PinnedImageSet::from_object(set.clone());
+        let now: Vec<String> = pools_for_pinned
+            .state()
+            .iter()
+            .map(|p| MachineConfigPool::from_object((**p).clone()))
+            .filter(|p| {
+                pool_sets(p, std::slice::from_ref(&set))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|r| !r.is_empty())
+            })
+            .map(|p| p.name().to_string())
+            .collect();
+        let before = if deleted {
+            set_pools.remove(&name)
+        } else {
+            set_pools.insert(name, now.clone())
+        };
+        for p in now.iter().chain(before.iter().flatten()) {
+            q.pool(p);
+        }
+    }));
 
     for (what, ready) in [
-        ("pools", pools.store().wait_until_ready().await),
-        ("machineconfigs", mcs.store().wait_until_ready().await),
-        ("controllerconfigs", ccs.store().wait_until_ready().await),
-        ("nodes", nodes.store().wait_until_ready().await),
-        ("rolloutpolicies", policies.store().wait_until_ready().await),
-        ("machineconfignodes", mcns.store().wait_until_ready().await),
-        ("machineosconfigs", moscs.store().wait_until_ready().await),
-        ("machineosbuilds", mosbs.store().wait_until_ready().await),
-        ("jobs", jobs.store().wait_until_ready().await),
-        ("pinnedimagesets", pinned.store().wait_until_ready().await),
-        ("secrets", secrets.store().wait_until_ready().await),
-        ("configmaps", config_maps.store().wait_until_ready().await),
+        ("pools", pools.wait_until_ready().await),
+        ("machineconfigs", mcs.wait_until_ready().await),
+        ("controllerconfigs", ccs.wait_until_ready().await),
+        ("nodes", nodes.wait_until_ready().await),
+        ("rolloutpolicies", policies.wait_until_ready().await),
+        ("machineconfignodes", mcns.wait_until_ready().await),
+        ("machineosconfigs", moscs.wait_until_ready().await),
+        ("machineosbuilds", mosbs.wait_until_ready().await),
+        ("jobs", jobs.wait_until_ready().await),
+        ("pinnedimagesets", pinned.wait_until_ready().await),
+        ("secrets", secrets.wait_until_ready().await),
+        ("configmaps", config_maps.wait_until_ready().await),
     ] {
         if ready.is_err() {
             tracing::warn!("{what} cache stopped before it was ready");
@@ -597,9 +582,21 @@ pub async fn run(client: Client, opts: Options) -> Result<(), SyncError> {
             tracing::debug!("reconcile: {e}");
         }
     }
+    drop(subscriptions);
     drop((mcs, ccs, nodes, pools, policies, mcns));
     drop((moscs, mosbs, jobs, pinned, secrets, config_maps));
     Ok(())
+}
+
+/// What machine-config-controller runs while it leads: the render and rollout loop
+/// ([`run_with`]) and the generating controllers ([`generators::run_with`]) side by side on
+/// the watches of `registry`, until either stops. Dropping the future ends both.
+pub async fn run_leading(registry: &Registry, opts: Options) -> Result<(), String> {
+    let generators = generators::run_with(registry, opts.clone());
+    tokio::select! {
+        r = run_with(registry, opts) => r.map_err(|e| e.to_string()),
+        () = generators => Ok(()),
+    }
 }
 
 /// One pool's reconcile, from the caches.

@@ -8,7 +8,6 @@ use super::pool_sync::CONTROLLER_CONFIG_NAME;
 use super::resources::CLUSTER;
 use super::writes::{ensure, WriteError, Written};
 use crate::objects::{self, Stored};
-use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 use mco_render::api::value_at::str_at;
 use mco_render::api::{ControllerConfig, MachineConfig};
@@ -48,7 +47,6 @@ pub fn read_tree(dir: &Path) -> std::io::Result<TemplateTree> {
 /// The template controller's handle on the cluster.
 pub struct Templates {
     tree: TemplateTree,
-    client: Client,
     mcs: Api<Stored<MachineConfig>>,
     controller_version: String,
 }
@@ -59,29 +57,27 @@ impl Templates {
         Templates {
             tree,
             mcs: objects::api::<MachineConfig>(&client),
-            client,
             controller_version: controller_version.to_string(),
         }
     }
 
-    /// The pull secret the ControllerConfig names, compact; empty when it names none or the
-    /// Secret cannot be read.
-    async fn pull_secret(&self, cc: &ControllerConfig) -> String {
+    /// The pull secret the ControllerConfig names, compact, from the caches' watch of it;
+    /// empty when it names none or the Secret does not exist.
+    async fn pull_secret(caches: &Caches, cc: &ControllerConfig) -> String {
         let secret = cc.spec.extra.get("pullSecret").unwrap_or(&Value::Null);
         let name = str_at(secret, "/name");
         let ns = str_at(secret, "/namespace");
         if name.is_empty() || ns.is_empty() {
             return String::new();
         }
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        match secrets.get(name).await {
-            Ok(s) => s
+        match caches.secret(ns, name).await {
+            Some(s) => s
                 .data
                 .and_then(|d| d.get(DOCKER_CONFIG_KEY).cloned())
                 .map(|b| compact_json(&String::from_utf8_lossy(&b.0)))
                 .unwrap_or_default(),
-            Err(e) => {
-                tracing::warn!("pull secret {ns}/{name}: {e}");
+            None => {
+                tracing::warn!("pull secret {ns}/{name}: not found");
                 String::new()
             }
         }
@@ -108,7 +104,7 @@ impl Templates {
             );
         let opts = TemplateOptions {
             controller_version: self.controller_version.clone(),
-            pull_secret: self.pull_secret(&cc).await,
+            pull_secret: Self::pull_secret(caches, &cc).await,
             tls_min_version,
             tls_cipher_suites,
         };

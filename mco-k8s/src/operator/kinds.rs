@@ -1,4 +1,5 @@
-//! The kinds the operator can apply, and where the API server serves them.
+//! The kinds the operator can apply, the ones it only reads, and where the API server serves
+//! them.
 
 use kube::api::ApiResource;
 
@@ -86,14 +87,44 @@ const TABLE: &[(&str, &str, &str, bool)] = &[
     ("Image", "config.openshift.io/v1", "images", false),
 ];
 
-/// Where a kind is served, if the operator knows it.
+/// The kinds the operator reads but does not apply.
+const READ_ONLY: &[(&str, &str, &str, bool)] = &[
+    ("Node", "v1", "nodes", false),
+    (
+        "MachineConfigNode",
+        "machineconfiguration.openshift.io/v1",
+        "machineconfignodes",
+        false,
+    ),
+    (
+        "MachineOSConfig",
+        "machineconfiguration.openshift.io/v1",
+        "machineosconfigs",
+        false,
+    ),
+];
+
+/// Where a kind the operator applies is served, if the operator knows it.
 pub fn kind_info(kind: &str) -> Option<KindInfo> {
-    let (_, api_version, plural, namespaced) = TABLE.iter().find(|e| e.0 == kind)?;
+    TABLE.iter().find(|e| e.0 == kind).map(info)
+}
+
+/// Where a kind the operator reads is served (those it applies, Nodes, MachineConfigNodes and
+/// MachineOSConfigs).
+pub fn read_kind_info(kind: &str) -> Option<KindInfo> {
+    TABLE
+        .iter()
+        .chain(READ_ONLY)
+        .find(|e| e.0 == kind)
+        .map(info)
+}
+
+fn info((kind, api_version, plural, namespaced): &(&str, &str, &str, bool)) -> KindInfo {
     let (group, version) = match api_version.split_once('/') {
         Some((g, v)) => (g.to_string(), v.to_string()),
         None => (String::new(), api_version.to_string()),
     };
-    Some(KindInfo {
+    KindInfo {
         resource: ApiResource {
             group,
             version,
@@ -102,5 +133,5 @@ pub fn kind_info(kind: &str) -> Option<KindInfo> {
             plural: plural.to_string(),
         },
         namespaced: *namespaced,
-    })
+    }
 }

@@ -1,14 +1,14 @@
 //! The operator's layering Secrets: reads the pools, the MachineOSConfigs, the Nodes of layered
-//! pools, the cluster's pull secret and RHEL entitlement and their copies in the MCO namespace, asks
+//! pools, the cluster's pull secret and RHEL entitlement and their copies in the MCO namespace
+//! (from the watch caches in the running operator), asks
 //! `mco_render::controllers::operator::layering` what to write, and writes it.
 
-use super::machine_config_nodes::{list_nodes, list_pools};
+use super::machine_config_nodes::{nodes, pools};
+use super::reads::Reader;
 use super::OperatorError;
-use crate::controller::build::ignore_absent;
-use crate::controller::pool_sync::absent_is_empty;
-use crate::objects::{self, Model};
+use crate::controller::build::{ignore_absent, ignore_exists};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_render::api::{MachineOSConfig, Node};
 use mco_render::controllers::build::request::{GLOBAL_PULL_SECRET_COPY, NAMESPACE};
@@ -16,7 +16,6 @@ use mco_render::controllers::operator::layering::{
     layered_pools, layering_secrets, LayeringError, LayeringInputs, SecretIntent,
     ENTITLEMENT_NAMESPACE, ENTITLEMENT_SECRET, PULL_SECRET, PULL_SECRET_NAMESPACE,
 };
-use serde_json::Value;
 
 pub use mco_render::controllers::operator::layering::TASK;
 
@@ -37,41 +36,24 @@ impl From<kube::Error> for LayeringSyncError {
     }
 }
 
-async fn secret(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<Value>, OperatorError> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    match api.get_opt(name).await? {
-        Some(s) => Ok(Some(
-            serde_json::to_value(s).map_err(OperatorError::Encode)?,
-        )),
-        None => Ok(None),
-    }
-}
-
 /// Keeps the pull secret copy and the per-pool entitlement copies the layered pools' builds
 /// read; returns how many Secrets it wrote. Without the MachineOSConfig API (its CRD not
 /// installed) no pool is layered.
-pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
-    let pools = list_pools(client).await?;
-    let moscs: Vec<MachineOSConfig> = absent_is_empty(
-        objects::api::<MachineOSConfig>(client)
-            .list(&ListParams::default())
-            .await,
-    )?
-    .into_iter()
-    .map(MachineOSConfig::from_object)
-    .collect();
+pub async fn sync(client: &Client, reader: &Reader<'_>) -> Result<usize, LayeringSyncError> {
+    let pools = pools(reader).await?;
+    let moscs: Vec<MachineOSConfig> = reader.list_as("MachineOSConfig", None).await?;
     // The nodes only matter (must run CoreOS) while a pool is layered.
     let nodes: Vec<Node> = if layered_pools(&pools, &moscs).is_empty() {
         Vec::new()
     } else {
-        list_nodes(client).await?
+        nodes(reader).await?
     };
-    let pull = secret(client, PULL_SECRET_NAMESPACE, PULL_SECRET).await?;
-    let entitlement = secret(client, ENTITLEMENT_NAMESPACE, ENTITLEMENT_SECRET).await?;
+    let pull = reader
+        .get("Secret", Some(PULL_SECRET_NAMESPACE), PULL_SECRET)
+        .await?;
+    let entitlement = reader
+        .get("Secret", Some(ENTITLEMENT_NAMESPACE), ENTITLEMENT_SECRET)
+        .await?;
     let mut namespace_secrets = Vec::new();
     let names = std::iter::once(GLOBAL_PULL_SECRET_COPY.to_string()).chain(
         pools
@@ -79,7 +61,7 @@ pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
             .map(|p| format!("{ENTITLEMENT_SECRET}-{}", p.name())),
     );
     for name in names {
-        namespace_secrets.extend(secret(client, NAMESPACE, &name).await?);
+        namespace_secrets.extend(reader.get("Secret", Some(NAMESPACE), &name).await?);
     }
     let intents = layering_secrets(&LayeringInputs {
         pools: &pools,
@@ -97,7 +79,10 @@ pub async fn sync(client: &Client) -> Result<usize, LayeringSyncError> {
             SecretIntent::Create(s) => {
                 let s: Secret = serde_json::from_value(s).map_err(OperatorError::Encode)?;
                 tracing::info!("creating {name}");
-                api.create(&PostParams::default(), &s).await?;
+                // Created meanwhile (or the caches have not seen it yet): the next pass looks.
+                if ignore_exists(api.create(&PostParams::default(), &s).await)?.is_none() {
+                    continue;
+                }
             }
             SecretIntent::PatchData { patch, .. } => {
                 tracing::info!("updating {name}");

@@ -1,12 +1,13 @@
-//! The operator's MachineConfigNode sync: lists the Nodes, pools and MachineConfigNodes,
-//! asks `mco_render::controllers::operator::machine_config_nodes` what to write, and writes
-//! it (create, merge patch of the owner references and spec, delete).
+//! The operator's MachineConfigNode sync: reads the Nodes, pools and MachineConfigNodes (from
+//! the watch caches in the running operator), asks
+//! `mco_render::controllers::operator::machine_config_nodes` what to write, and writes it
+//! (create, merge patch of the owner references and spec, delete).
 
+use super::reads::Reader;
 use super::OperatorError;
 use crate::objects::{self, Model};
-use k8s_openapi::api::core::v1::Node as KubeNode;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::Client;
 use mco_render::api::{MachineConfigNode, MachineConfigPool, Node};
 use mco_render::controllers::operator::machine_config_nodes::sync_machine_config_nodes;
 use serde_json::json;
@@ -31,48 +32,33 @@ impl From<kube::Error> for McnSyncError {
     }
 }
 
-/// Every Node, listed now.
-pub(super) async fn list_nodes(client: &Client) -> Result<Vec<Node>, OperatorError> {
-    Api::<KubeNode>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .map(|n| {
-            serde_json::to_value(n)
-                .and_then(serde_json::from_value::<Node>)
-                .map_err(OperatorError::Encode)
-        })
-        .collect()
+/// Every Node.
+pub(super) async fn nodes(reader: &Reader<'_>) -> Result<Vec<Node>, OperatorError> {
+    reader.list_as("Node", None).await
 }
 
-/// Every pool, listed now.
-pub(super) async fn list_pools(client: &Client) -> Result<Vec<MachineConfigPool>, kube::Error> {
-    Ok(objects::api::<MachineConfigPool>(client)
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .map(MachineConfigPool::from_object)
-        .collect())
+/// Every pool.
+pub(super) async fn pools(reader: &Reader<'_>) -> Result<Vec<MachineConfigPool>, OperatorError> {
+    reader.list_as("MachineConfigPool", None).await
 }
 
 /// Gives every Node its MachineConfigNode and deletes those of Nodes that are gone; returns
-/// how many objects it wrote.
-pub async fn sync(client: &Client) -> Result<usize, McnSyncError> {
-    let nodes = list_nodes(client).await?;
-    let pools = list_pools(client).await?;
-    let api = objects::api::<MachineConfigNode>(client);
-    let existing: Vec<MachineConfigNode> = api
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .map(MachineConfigNode::from_object)
-        .collect();
+/// how many objects it wrote. A MachineConfigNode created meanwhile (or whose creation the
+/// caches have not seen yet) is left to the next pass.
+pub async fn sync(client: &Client, reader: &Reader<'_>) -> Result<usize, McnSyncError> {
+    let nodes = nodes(reader).await?;
+    let pools = pools(reader).await?;
+    let existing: Vec<MachineConfigNode> = reader.list_as("MachineConfigNode", None).await?;
     let writes = sync_machine_config_nodes(&nodes, &pools, &existing)?;
+    let api = objects::api::<MachineConfigNode>(client);
     let mut wrote = 0;
     for m in writes.create {
         tracing::info!(node = %m.metadata.name, "creating its MachineConfigNode");
-        api.create(&PostParams::default(), &m.into_object()).await?;
-        wrote += 1;
+        match api.create(&PostParams::default(), &m.into_object()).await {
+            Ok(_) => wrote += 1,
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     for m in writes.update {
         let patch = json!({

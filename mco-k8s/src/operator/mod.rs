@@ -12,27 +12,29 @@
 //! desired objects in order (create when missing, JSON merge patch when a field the operator
 //! owns differs, see `mco_render::controllers::operator::ownership`) and writes the status subresource
 //! when it changed.
+//!
+//! The running operator ([`run`]) reads everything from watch caches ([`caches`]), each kind
+//! listed once at start-up, and is woken by the changes that concern it: a pass over a
+//! cluster that has not changed makes no request. A one-off pass ([`Operator::sync_once`] on
+//! an operator made with [`Operator::new`]) reads the API server at once ([`reads`]).
 
 pub mod apply;
+pub mod caches;
 pub mod embedded;
 pub mod kinds;
 pub mod layering;
 pub mod machine_config_nodes;
+pub mod reads;
 
-use crate::objects::Model;
-use crate::reflect::{wake_on, Wake};
-use apply::{apply, Applied};
+use crate::reflect::Registry;
+use apply::Applied;
+use caches::Caches;
 use kinds::kind_info;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use kube::{Api, Client};
-use mco_render::api::MachineOSConfig;
 use mco_render::controllers::build::request::GLOBAL_PULL_SECRET_COPY;
 use mco_render::controllers::operator::certificates::{
-    ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef, BOOTSTRAP,
-    IMAGE_REGISTRY_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
-    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_CLOUD_CONFIG, MACHINE_CONFIG_SERVER_CA,
-    OPENSHIFT_CONFIG, ROOT_CA,
+    ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef,
 };
 use mco_render::controllers::operator::desired::is_workload;
 use mco_render::controllers::operator::layering as layering_consts;
@@ -42,6 +44,7 @@ use mco_render::controllers::operator::{
     ClusterConfigObjects, ClusterOperatorStatus, DesiredOptions, OsImagesError, StatusInput,
     SyncFailure, CLUSTER_OPERATOR_NAME, NAMESPACE, OS_IMAGE_URL_CONFIGMAP,
 };
+use reads::Reader;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -82,6 +85,19 @@ pub enum OperatorError {
     /// A CA ConfigMap is refused.
     #[error(transparent)]
     Certificates(#[from] CaError),
+    /// An object read from the cluster does not decode.
+    #[error("{kind} {name:?}: {message}")]
+    Decode {
+        /// Its kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A watch cache has not listed its kind (the API server refuses or fails the watch).
+    #[error("the watch of {0} objects has not listed yet")]
+    NotListed(String),
 }
 
 /// What one sync pass did.
@@ -135,15 +151,7 @@ pub struct Operator {
     client: Client,
     opts: Options,
     manifests: Vec<Value>,
-}
-
-async fn get_value(api: &Api<DynamicObject>, name: &str) -> Result<Option<Value>, OperatorError> {
-    match api.get_opt(name).await? {
-        Some(o) => Ok(Some(
-            serde_json::to_value(&o).map_err(OperatorError::Encode)?,
-        )),
-        None => Ok(None),
-    }
+    caches: Option<Caches>,
 }
 
 fn api_all(client: &Client, kind: &str) -> Result<Api<DynamicObject>, OperatorError> {
@@ -151,49 +159,130 @@ fn api_all(client: &Client, kind: &str) -> Result<Api<DynamicObject>, OperatorEr
     Ok(Api::all_with(client.clone(), &info.resource))
 }
 
+/// The namespace an object is applied in: its own, or the operator's for a namespaced kind
+/// that names none; `None` for a cluster-scoped kind (or one the operator does not know).
+fn namespace_of(obj: &Value) -> Option<String> {
+    let info = kind_info(obj.pointer("/kind").and_then(Value::as_str).unwrap_or(""))?;
+    info.namespaced.then(
+        || match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+            Some(ns) if !ns.is_empty() => ns.to_string(),
+            _ => NAMESPACE.to_string(),
+        },
+    )
+}
+
 impl Operator {
-    /// Decodes the manifests; fails on a manifest that does not decode.
+    /// Decodes the manifests; fails on a manifest that does not decode. Its passes read the
+    /// API server at once.
     pub fn new(client: Client, opts: Options) -> Result<Self, OperatorError> {
         let manifests = parse_manifests(&opts.manifests)?;
         Ok(Operator {
             client,
             opts,
             manifests,
+            caches: None,
         })
+    }
+
+    /// [`Operator::new`], its passes reading the watches of `registry` (started as they are
+    /// needed), each change that concerns the operator sending into `wake`.
+    pub fn watching(
+        registry: &Registry,
+        opts: Options,
+        wake: mpsc::Sender<()>,
+    ) -> Result<Self, OperatorError> {
+        let mut op = Operator::new(registry.client().clone(), opts)?;
+        op.caches = Some(Caches::new(registry, wake));
+        Ok(op)
+    }
+
+    fn reader(&self) -> Reader<'_> {
+        match &self.caches {
+            Some(c) => Reader::Caches(c),
+            None => Reader::Api(&self.client),
+        }
+    }
+
+    /// Starts, without waiting for them, the watches a pass reads: those of the manifests'
+    /// objects and of what the operator reads besides (none without caches).
+    pub fn prestart(&self) {
+        let Some(caches) = &self.caches else { return };
+        let namespaces: Vec<(String, Option<String>, String)> = self
+            .manifests
+            .iter()
+            .map(|o| {
+                (
+                    o.pointer("/kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    namespace_of(o),
+                    o.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            })
+            .collect();
+        caches.prestart(
+            namespaces
+                .iter()
+                .map(|(k, ns, n)| (k.as_str(), ns.as_deref(), n.as_str())),
+        );
+        let mut reads: Vec<(&str, Option<&str>, &str)> = vec![
+            ("ConfigMap", Some(NAMESPACE), OS_IMAGE_URL_CONFIGMAP),
+            ("Secret", Some(NAMESPACE), GLOBAL_PULL_SECRET_COPY),
+            (
+                "Secret",
+                Some(layering_consts::PULL_SECRET_NAMESPACE),
+                layering_consts::PULL_SECRET,
+            ),
+            (
+                "Secret",
+                Some(layering_consts::ENTITLEMENT_NAMESPACE),
+                layering_consts::ENTITLEMENT_SECRET,
+            ),
+            ("ClusterOperator", None, CLUSTER_OPERATOR_NAME),
+            ("MachineConfigPool", None, ""),
+            ("Node", None, ""),
+            ("MachineConfigNode", None, ""),
+            ("MachineOSConfig", None, ""),
+            ("Deployment", Some(NAMESPACE), ""),
+            ("DaemonSet", Some(NAMESPACE), ""),
+        ];
+        for kind in ["Infrastructure", "Network", "DNS", "Proxy", "Image"] {
+            reads.push((kind, None, "cluster"));
+        }
+        let cas: Vec<ConfigMapRef> = ca_configmaps(None, None);
+        reads.extend(
+            cas.iter()
+                .map(|r| ("ConfigMap", Some(r.namespace.as_str()), r.name.as_str())),
+        );
+        caches.prestart(reads);
     }
 
     /// The cluster's config.openshift.io `cluster` objects and the release's OS images (the
     /// `machine-config-osimageurl` ConfigMap in the operator's namespace). A missing object
     /// (or API group) is absent; any other error, or a ConfigMap for another release, fails
     /// the pass.
-    async fn cluster_config(&self) -> Result<ClusterConfigObjects, OperatorError> {
-        let absent_if_missing = |r: Result<Option<Value>, OperatorError>| match r {
-            Err(OperatorError::Kube(kube::Error::Api(e))) if e.code == 404 => Ok(None),
-            other => other,
-        };
-        let get = |kind: &'static str| async move {
-            let api = api_all(&self.client, kind)?;
-            absent_if_missing(get_value(&api, "cluster").await)
-        };
-        let os_images = match kind_info("ConfigMap") {
-            Some(info) => {
-                let api = Api::namespaced_with(self.client.clone(), NAMESPACE, &info.resource);
-                match absent_if_missing(get_value(&api, OS_IMAGE_URL_CONFIGMAP).await)? {
-                    Some(cm) => os_images_from_configmap(&cm, &self.opts.version)?,
-                    None => Default::default(),
-                }
-            }
+    async fn cluster_config(
+        &self,
+        reader: &Reader<'_>,
+    ) -> Result<ClusterConfigObjects, OperatorError> {
+        let get = |kind: &'static str| reader.get(kind, None, "cluster");
+        let os_images = match reader
+            .get("ConfigMap", Some(NAMESPACE), OS_IMAGE_URL_CONFIGMAP)
+            .await?
+        {
+            Some(cm) => os_images_from_configmap(&cm, &self.opts.version)?,
             None => Default::default(),
         };
         let proxy = get("Proxy").await?;
         let image = get("Image").await?;
         let mut configmaps = std::collections::BTreeMap::new();
-        if let Some(info) = kind_info("ConfigMap") {
-            for r in ca_configmaps(proxy.as_ref(), image.as_ref()) {
-                let api = Api::namespaced_with(self.client.clone(), &r.namespace, &info.resource);
-                if let Some(cm) = absent_if_missing(get_value(&api, &r.name).await)? {
-                    configmaps.insert(r, cm);
-                }
+        for r in ca_configmaps(proxy.as_ref(), image.as_ref()) {
+            if let Some(cm) = reader.get("ConfigMap", Some(&r.namespace), &r.name).await? {
+                configmaps.insert(r, cm);
             }
         }
         let sources = CaSources {
@@ -216,7 +305,11 @@ impl Operator {
 
     /// The objects this pass applies, in order.
     pub async fn desired(&self) -> Result<Vec<Value>, OperatorError> {
-        let cluster = self.cluster_config().await?;
+        self.desired_from(&self.reader()).await
+    }
+
+    async fn desired_from(&self, reader: &Reader<'_>) -> Result<Vec<Value>, OperatorError> {
+        let cluster = self.cluster_config(reader).await?;
         let mut objects = desired_objects(
             &self.manifests,
             &DesiredOptions {
@@ -225,7 +318,7 @@ impl Operator {
             },
             &cluster,
         );
-        if let Some(ca) = self.webhook_ca().await {
+        if let Some(ca) = Self::webhook_ca(reader).await {
             for o in &mut objects {
                 mco_render::admission::set_ca_bundle(o, &ca);
             }
@@ -235,10 +328,13 @@ impl Operator {
 
     /// The webhook certificate Secret's `ca.crt` (base64), when it has one (cert-manager's
     /// do; OpenShift's service CA fills `caBundle` itself). Unreadable means none.
-    async fn webhook_ca(&self) -> Option<String> {
-        let info = kind_info("Secret")?;
-        let api = Api::namespaced_with(self.client.clone(), NAMESPACE, &info.resource);
-        let secret = get_value(&api, mco_render::admission::WEBHOOK_TLS_SECRET)
+    async fn webhook_ca(reader: &Reader<'_>) -> Option<String> {
+        let secret = reader
+            .get(
+                "Secret",
+                Some(NAMESPACE),
+                mco_render::admission::WEBHOOK_TLS_SECRET,
+            )
             .await
             .ok()??;
         let ca = secret.pointer("/data/ca.crt")?.as_str()?;
@@ -246,10 +342,12 @@ impl Operator {
     }
 
     /// One pass: apply every object in order (stopping at the first failure), then read the
-    /// workloads and pools back and write the ClusterOperator status if it changed.
+    /// workloads and pools back and write the ClusterOperator status if it changed. With
+    /// caches, only what they say is missing or differs is asked of the API server.
     pub async fn sync_once(&self) -> Result<SyncReport, OperatorError> {
+        let reader = self.reader();
         let mut report = SyncReport::default();
-        let desired = match self.desired().await {
+        let desired = match self.desired_from(&reader).await {
             Ok(d) => d,
             Err(e) => {
                 report.failure = Some(SyncFailure {
@@ -261,7 +359,7 @@ impl Operator {
         };
         if report.failure.is_none() {
             for obj in &desired {
-                match apply(&self.client, obj).await {
+                match reader.apply(&self.client, obj).await {
                     Ok(Applied::Created) => report.created += 1,
                     Ok(Applied::Patched) => report.patched += 1,
                     Ok(Applied::Unchanged) => {}
@@ -277,7 +375,7 @@ impl Operator {
         }
         // After the manifests (the MachineConfigNode CRD among them), as upstream orders it.
         if report.failure.is_none() {
-            match machine_config_nodes::sync(&self.client).await {
+            match machine_config_nodes::sync(&self.client, &reader).await {
                 Ok(n) => report.machine_config_nodes = n,
                 Err(e) => {
                     report.failure = Some(SyncFailure {
@@ -288,7 +386,7 @@ impl Operator {
             }
         }
         if report.failure.is_none() {
-            match layering::sync(&self.client).await {
+            match layering::sync(&self.client, &reader).await {
                 Ok(n) => report.layering_secrets = n,
                 Err(e) => {
                     report.failure = Some(SyncFailure {
@@ -300,20 +398,28 @@ impl Operator {
         }
         let mut workloads = Vec::new();
         for obj in desired.iter().filter(|o| is_workload(o)) {
-            let (api, _) = apply::api_for(&self.client, obj)?;
+            let kind = obj["kind"].as_str().unwrap_or("");
             let name = obj
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            let namespace = namespace_of(obj);
             workloads.push(Workload {
-                kind: obj["kind"].as_str().unwrap_or("").to_string(),
+                kind: kind.to_string(),
                 name: name.to_string(),
-                observed: get_value(&api, name).await?,
+                observed: reader.get(kind, namespace.as_deref(), name).await?,
             });
         }
-        let pools = machine_config_nodes::list_pools(&self.client).await?;
+        let pools = machine_config_nodes::pools(&reader).await?;
         let co_api = api_all(&self.client, "ClusterOperator")?;
-        let live = match get_value(&co_api, CLUSTER_OPERATOR_NAME).await? {
+        let cached = reader
+            .get("ClusterOperator", None, CLUSTER_OPERATOR_NAME)
+            .await?;
+        let seen = match &self.caches {
+            Some(c) => c.cluster_operator(cached.clone()),
+            None => cached.clone(),
+        };
+        let live = match seen {
             Some(l) => l,
             None => {
                 let co = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
@@ -321,8 +427,13 @@ impl Operator {
                 let obj: DynamicObject =
                     serde_json::from_value(co).map_err(OperatorError::Encode)?;
                 report.status_written = true;
-                serde_json::to_value(co_api.create(&PostParams::default(), &obj).await?)
-                    .map_err(OperatorError::Encode)?
+                let created =
+                    serde_json::to_value(co_api.create(&PostParams::default(), &obj).await?)
+                        .map_err(OperatorError::Encode)?;
+                if let Some(c) = &self.caches {
+                    c.wrote_cluster_operator(cached.as_ref(), created.clone());
+                }
+                created
             }
         };
         // A status this project cannot read is replaced.
@@ -341,13 +452,17 @@ impl Operator {
         });
         if previous.as_ref() != Some(&status) {
             let body = json!({ "status": status });
-            co_api
+            let written = co_api
                 .patch_status(
                     CLUSTER_OPERATOR_NAME,
                     &PatchParams::default(),
                     &Patch::Merge(&body),
                 )
                 .await?;
+            if let Some(c) = &self.caches {
+                let written = serde_json::to_value(&written).map_err(OperatorError::Encode)?;
+                c.wrote_cluster_operator(cached.as_ref(), written);
+            }
             report.status_written = true;
         }
         report.status = status;
@@ -355,131 +470,19 @@ impl Operator {
     }
 }
 
-/// The CA ConfigMaps watched by name (the `openshift-config` namespace is watched whole: the
-/// Proxy and the Image `cluster` name ConfigMaps there).
-const WATCHED_CA_CONFIGMAPS: &[(&str, &str)] = &[
-    BOOTSTRAP,
-    ROOT_CA,
-    KUBE_APISERVER_CLIENT_CA,
-    KUBE_APISERVER_SERVER_CA,
-    IMAGE_REGISTRY_CA,
-    KUBE_CLOUD_CONFIG,
-    KUBE_APISERVER_TO_KUBELET_CLIENT_CA,
-    MACHINE_CONFIG_SERVER_CA,
-];
-
 /// Runs the operator until the process stops: a pass at start, then one after every change
-/// to the workloads, pools, cluster config objects, the OS images ConfigMap or a CA
-/// ConfigMap, and every `resync`.
+/// that concerns it (the workloads, pools, Nodes, MachineConfigNodes, MachineOSConfigs, the
+/// objects it applies, the cluster config objects, the ConfigMaps and Secrets it reads), and
+/// every `resync`. Everything is read from watch caches, each kind listed once at start-up.
 pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
-    let operator = Operator::new(client.clone(), opts.clone())?;
+    run_with(&Registry::new(client), opts).await
+}
+
+/// [`run`] on the watches of `registry`.
+pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), OperatorError> {
     let (tx, mut rx) = mpsc::channel::<()>(1);
-    let mut watchers = Vec::new();
-    for kind in ["Deployment", "DaemonSet"] {
-        if let Some(info) = kind_info(kind) {
-            let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
-            let cfg = watcher::Config::default();
-            let ar = info.resource.clone();
-            watchers.push(wake_on(api, cfg, ar, "workloads", Wake::Every, tx.clone()));
-        }
-    }
-    if let Some(info) = kind_info("ConfigMap") {
-        let api = Api::namespaced_with(client.clone(), NAMESPACE, &info.resource);
-        let only =
-            watcher::Config::default().fields(&format!("metadata.name={OS_IMAGE_URL_CONFIGMAP}"));
-        let ar = info.resource.clone();
-        watchers.push(wake_on(api, only, ar, "OS images", Wake::Every, tx.clone()));
-        for (namespace, name) in WATCHED_CA_CONFIGMAPS {
-            let r = ConfigMapRef {
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            };
-            debug_assert!(ca_configmaps(None, None).contains(&r));
-            let api = Api::namespaced_with(client.clone(), namespace, &info.resource);
-            let only = watcher::Config::default().fields(&format!("metadata.name={name}"));
-            let ar = info.resource.clone();
-            watchers.push(wake_on(
-                api,
-                only,
-                ar,
-                "CA ConfigMaps",
-                Wake::Every,
-                tx.clone(),
-            ));
-        }
-        let api = Api::namespaced_with(client.clone(), OPENSHIFT_CONFIG, &info.resource);
-        let ar = info.resource.clone();
-        watchers.push(wake_on(
-            api,
-            watcher::Config::default(),
-            ar,
-            "openshift-config ConfigMaps",
-            Wake::Every,
-            tx.clone(),
-        ));
-    }
-    for kind in [
-        "MachineConfigPool",
-        "Infrastructure",
-        "Network",
-        "DNS",
-        "Proxy",
-        "Image",
-    ] {
-        let api = api_all(&client, kind)?;
-        let ar = kind_info(kind)
-            .map(|i| i.resource.clone())
-            .ok_or_else(|| OperatorError::UnknownKind(kind.to_string()))?;
-        watchers.push(wake_on(
-            api,
-            watcher::Config::default(),
-            ar,
-            kind,
-            Wake::Every,
-            tx.clone(),
-        ));
-    }
-    // Pools opting into layering and out, and what the layering Secrets copy.
-    let moscs = MachineOSConfig::KIND.api_resource();
-    watchers.push(wake_on(
-        Api::<DynamicObject>::all_with(client.clone(), &moscs),
-        watcher::Config::default(),
-        moscs,
-        "MachineOSConfigs",
-        Wake::SpecChanges,
-        tx.clone(),
-    ));
-    let secrets = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&());
-    for (namespace, name) in [
-        (
-            layering_consts::PULL_SECRET_NAMESPACE,
-            layering_consts::PULL_SECRET,
-        ),
-        (
-            layering_consts::ENTITLEMENT_NAMESPACE,
-            layering_consts::ENTITLEMENT_SECRET,
-        ),
-        (NAMESPACE, GLOBAL_PULL_SECRET_COPY),
-    ] {
-        watchers.push(wake_on(
-            Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &secrets),
-            watcher::Config::default().fields(&format!("metadata.name={name}")),
-            secrets.clone(),
-            "layering Secrets",
-            Wake::Every,
-            tx.clone(),
-        ));
-    }
-    // Nodes joining and leaving: their MachineConfigNodes.
-    let nodes = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Node>(&());
-    watchers.push(wake_on(
-        Api::all_with(client.clone(), &nodes),
-        watcher::Config::default(),
-        nodes,
-        "Nodes",
-        Wake::SpecChanges,
-        tx.clone(),
-    ));
+    let operator = Operator::watching(registry, opts.clone(), tx)?;
+    operator.prestart();
     loop {
         match operator.sync_once().await {
             Ok(r) => {

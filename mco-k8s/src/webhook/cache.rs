@@ -1,5 +1,7 @@
 //! The webhook's view of the cluster: one watch per kind ([`crate::reflect`]) keeps the
-//! MachineConfigs, pools, the ControllerConfig, KubeletConfigs and ContainerRuntimeConfigs.
+//! MachineConfigs, pools, the ControllerConfig, KubeletConfigs and ContainerRuntimeConfigs;
+//! started from the process's [`Registry`], they are the same watches the controller reads
+//! while it leads.
 //! A change marks the view stale; a background task rebuilds it once the changes settle
 //! (decoding the stores into a [`ClusterView`] and rendering each pool once), and reviews read
 //! the last one built. No request makes an API call.
@@ -16,13 +18,13 @@
 use super::ViewSource;
 use crate::controller::pool_sync::CONTROLLER_CONFIG_NAME;
 use crate::objects::{self, Model, Stored};
-use crate::reflect::{reflect_with, Reflector};
+use crate::reflect::{Registry, Subscription, Watched};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::admission::ClusterView;
-use mco_render::api::rollout_policy::{self, RolloutPolicy};
+use mco_render::api::rollout_policy::RolloutPolicy;
 use mco_render::api::{
     ContainerRuntimeConfig, ControllerConfig, KubeletConfig, MachineConfig, MachineConfigPool,
 };
@@ -46,21 +48,10 @@ struct Stores {
     rollout_policies: Store<DynamicObject>,
 }
 
-/// The watches, one per kind.
-type Reflectors = (
-    Reflector<Stored<MachineConfig>>,
-    Reflector<Stored<MachineConfigPool>>,
-    Reflector<Stored<ControllerConfig>>,
-    Reflector<Stored<KubeletConfig>>,
-    Reflector<Stored<ContainerRuntimeConfig>>,
-);
-
 /// The watch caches and the last view built from them.
 pub struct WebhookCache {
-    // Held for their watch tasks (stopped on drop).
-    _reflectors: Reflectors,
-    _policies: Reflector<DynamicObject>,
-    _rollout_policies: Reflector<DynamicObject>,
+    // Held for their watches (each stopped when no loop of the process holds it any more).
+    _subscriptions: Vec<Subscription>,
     stores: Stores,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     stale: Arc<AtomicBool>,
@@ -82,18 +73,20 @@ impl std::fmt::Debug for WebhookCache {
 }
 
 fn watch<M: Model>(
-    client: &Client,
+    registry: &Registry,
     what: &'static str,
     stale: &Arc<AtomicBool>,
-) -> Reflector<Stored<M>> {
+    subscriptions: &mut Vec<Subscription>,
+) -> Watched<Stored<M>> {
     let stale = stale.clone();
-    reflect_with(
-        objects::api::<M>(client),
+    let watched = registry.watch(
+        objects::api::<M>(registry.client()),
         watcher::Config::default(),
         M::KIND.api_resource(),
         what,
-        move |_, _| stale.store(true, Ordering::Release),
-    )
+    );
+    subscriptions.push(watched.subscribe(move |_, _| stale.store(true, Ordering::Release)));
+    watched
 }
 
 /// The core objects of a store.
@@ -106,34 +99,50 @@ fn objects_of<M: Model>(store: &Store<Stored<M>>) -> Vec<M> {
 }
 
 impl WebhookCache {
-    /// Starts the watches (inside a Tokio runtime). Until the stores have listed, requests
-    /// are allowed unreviewed.
+    /// Starts the watches (inside a Tokio runtime), with a registry of their own. Until the
+    /// stores have listed, requests are allowed unreviewed.
     pub fn start(client: &Client, render: RenderOptions) -> Self {
+        Self::start_with(&Registry::new(client.clone()), render)
+    }
+
+    /// Takes the watches from `registry` (starting those not running). Until the stores have
+    /// listed, requests are allowed unreviewed.
+    pub fn start_with(registry: &Registry, render: RenderOptions) -> Self {
         let stale = Arc::new(AtomicBool::new(true));
         let ready = Arc::new(AtomicBool::new(false));
-        let reflectors = (
-            watch::<MachineConfig>(client, "MachineConfig", &stale),
-            watch::<MachineConfigPool>(client, "MachineConfigPool", &stale),
-            watch::<ControllerConfig>(client, "ControllerConfig", &stale),
-            watch::<KubeletConfig>(client, "KubeletConfig", &stale),
-            watch::<ContainerRuntimeConfig>(client, "ContainerRuntimeConfig", &stale),
-        );
-        let rollout_policies = watch_rollout_policies(client, stale.clone());
+        let mut subs = Vec::new();
+        let machine_configs = watch::<MachineConfig>(registry, "MachineConfigs", &stale, &mut subs);
+        let pools = watch::<MachineConfigPool>(registry, "MachineConfigPools", &stale, &mut subs);
+        let controller_configs =
+            watch::<ControllerConfig>(registry, "ControllerConfigs", &stale, &mut subs);
+        let kubelet_configs = watch::<KubeletConfig>(registry, "KubeletConfigs", &stale, &mut subs);
+        let runtime_configs =
+            watch::<ContainerRuntimeConfig>(registry, "ContainerRuntimeConfigs", &stale, &mut subs);
+        let rollout_policies = watch_rollout_policies(registry, stale.clone(), &mut subs);
         let stores = Stores {
-            machine_configs: reflectors.0.store().clone(),
-            pools: reflectors.1.store().clone(),
-            controller_configs: reflectors.2.store().clone(),
-            kubelet_configs: reflectors.3.store().clone(),
-            runtime_configs: reflectors.4.store().clone(),
+            machine_configs: machine_configs.store().clone(),
+            pools: pools.store().clone(),
+            controller_configs: controller_configs.store().clone(),
+            kubelet_configs: kubelet_configs.store().clone(),
+            runtime_configs: runtime_configs.store().clone(),
             policies: Arc::new(Mutex::new(None)),
             rollout_policies: rollout_policies.store().clone(),
         };
         let current = Arc::new(Mutex::new(None));
-        let policies = watch_policies(client, stores.policies.clone(), stale.clone());
+        subs.push(watch_policies(
+            registry,
+            stores.policies.clone(),
+            stale.clone(),
+        ));
         let mut tasks = Vec::new();
         // Once the MachineConfig, pool and ControllerConfig stores listed, keep a view built
         // (and its pool renders computed) after each settled burst of changes, so reviews find
         // it ready.
+        let listed = (
+            machine_configs.clone(),
+            pools.clone(),
+            controller_configs.clone(),
+        );
         let (st, flag, stale2, cur, opts) = (
             stores.clone(),
             ready.clone(),
@@ -142,9 +151,10 @@ impl WebhookCache {
             render.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let listed = st.machine_configs.wait_until_ready().await.is_ok()
-                && st.pools.wait_until_ready().await.is_ok()
-                && st.controller_configs.wait_until_ready().await.is_ok();
+            let (mcs, pools, ccs) = listed;
+            let listed = mcs.wait_until_ready().await.is_ok()
+                && pools.wait_until_ready().await.is_ok()
+                && ccs.wait_until_ready().await.is_ok();
             if !listed {
                 return;
             }
@@ -172,9 +182,7 @@ impl WebhookCache {
             }
         }));
         WebhookCache {
-            _reflectors: reflectors,
-            _policies: policies,
-            _rollout_policies: rollout_policies,
+            _subscriptions: subs,
             stores,
             tasks,
             stale,
@@ -271,16 +279,17 @@ fn machine_configuration_resource() -> ApiResource {
 }
 
 /// Keeps the MachineConfiguration `cluster` in `slot`, marking the view stale on each change
-/// (an absent API is rechecked with a growing delay, see [`crate::reflect`]).
+/// (an absent API is looked at again when its CRD appears, see [`crate::reflect`]).
 fn watch_policies(
-    client: &Client,
+    registry: &Registry,
     slot: Arc<Mutex<Option<serde_json::Value>>>,
     stale: Arc<AtomicBool>,
-) -> Reflector<DynamicObject> {
+) -> Subscription {
     let ar = machine_configuration_resource();
-    let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
+    let api = Api::<DynamicObject>::all_with(registry.client().clone(), &ar);
     let cfg = watcher::Config::default().fields("metadata.name=cluster");
-    reflect_with(api, cfg, ar, "MachineConfiguration", move |_, store| {
+    let watched = registry.watch(api, cfg, ar, "MachineConfiguration");
+    watched.subscribe(move |_, store| {
         let value = store
             .state()
             .first()
@@ -292,29 +301,19 @@ fn watch_policies(
     })
 }
 
-/// The RolloutPolicy resource, from the core's constants (the CRD is this project's).
-fn rollout_policy_resource() -> ApiResource {
-    ApiResource {
-        group: rollout_policy::GROUP.into(),
-        version: rollout_policy::VERSION.into(),
-        api_version: format!("{}/{}", rollout_policy::GROUP, rollout_policy::VERSION),
-        kind: rollout_policy::KIND.into(),
-        plural: "rolloutpolicies".into(),
-    }
-}
-
-/// Watches the RolloutPolicies, marking the view stale on each change (an absent API is an
-/// empty store, rechecked with a growing delay, see [`crate::reflect`]).
-fn watch_rollout_policies(client: &Client, stale: Arc<AtomicBool>) -> Reflector<DynamicObject> {
-    let ar = rollout_policy_resource();
-    let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
-    reflect_with(
-        api,
-        watcher::Config::default(),
-        ar,
-        "RolloutPolicy",
-        move |_, _| stale.store(true, Ordering::Release),
-    )
+/// Watches the RolloutPolicies (loosely typed, as the controller does: one that does not
+/// decode is skipped), marking the view stale on each change (an absent API is an empty
+/// store, looked at again when its CRD appears, see [`crate::reflect`]).
+fn watch_rollout_policies(
+    registry: &Registry,
+    stale: Arc<AtomicBool>,
+    subscriptions: &mut Vec<Subscription>,
+) -> Watched<DynamicObject> {
+    let ar = crate::crd::ROLLOUT_POLICY.api_resource();
+    let api = Api::<DynamicObject>::all_with(registry.client().clone(), &ar);
+    let watched = registry.watch(api, watcher::Config::default(), ar, "RolloutPolicies");
+    subscriptions.push(watched.subscribe(move |_, _| stale.store(true, Ordering::Release)));
+    watched
 }
 
 impl ViewSource for WebhookCache {

@@ -347,6 +347,16 @@ impl WebhookArgs {
         client: &kube::Client,
         render: mco_render::RenderOptions,
     ) -> Option<JoinHandle<()>> {
+        self.spawn_with(&crate::reflect::Registry::new(client.clone()), render)
+    }
+
+    /// [`WebhookArgs::spawn`] on the watches of `registry`, shared with the process's other
+    /// loops.
+    pub fn spawn_with(
+        &self,
+        registry: &crate::reflect::Registry,
+        render: mco_render::RenderOptions,
+    ) -> Option<JoinHandle<()>> {
         let listen = self.webhook_listen?;
         let cfg = Config {
             listen,
@@ -359,7 +369,7 @@ impl WebhookArgs {
             poll_interval: Duration::from_secs(10),
             limits: self.limits(),
         };
-        let caches = cache::WebhookCache::start(client, render);
+        let caches = cache::WebhookCache::start_with(registry, render);
         Some(tokio::spawn(async move {
             let mut reported = false;
             while let Err(e) = tls::load_certified_key(&cfg.cert, &cfg.key) {
