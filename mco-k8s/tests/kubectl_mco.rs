@@ -512,6 +512,9 @@ const HEADER: &str = "Every change: kubectl mco status --watch";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_draws_a_new_frame_after_a_change() {
     let server = seeded("healthy-rollout").await;
+    // Watches end within seconds and are made again (from where they were: no LIST), so a
+    // kind uninstalled below is seen as gone soon.
+    server.store.cap_watch_duration(Duration::from_secs(2));
     let dir = tempfile::tempdir().unwrap();
     let kc = kubeconfig(dir.path(), &server);
     let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-mco"))
@@ -575,6 +578,12 @@ async fn watch_draws_a_new_frame_after_a_change() {
     };
     assert_eq!(lists(&server.store.request_counts()), lists(&listed));
     assert!(server.store.open_watches() > 0);
+
+    // A kind no longer served is shown as last seen, and said so.
+    server.store.uninstall("machineosconfigs");
+    read_until(&rx, &mut seen, "the kind no longer served named", |s| {
+        s.contains("warning: MachineOSConfigs (machineosconfigs.machineconfiguration.openshift.io) not served by the API server: layered pools' builds are not seen (shown as last seen)")
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -606,4 +615,14 @@ async fn watch_exits_when_done_if_asked() {
         )),
         "{out}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_of_a_pool_that_is_not_there_stops() {
+    let server = seeded("healthy-rollout").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+    let (code, out, err) = plugin(&kc, &["status", "--watch", "--pool", "infra"], "").await;
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(err, "error: no MachineConfigPool named \"infra\"\n");
 }

@@ -2,7 +2,8 @@
 //! store), and a frame ([`mco_render::status::frame`]) drawn from the stores whenever one
 //! changes, at most once per `--min-interval`, and every [`CLOCK`] for the durations. A kind
 //! the server does not serve or the caller may not list (its first LIST answered 404 or 403)
-//! is not watched; the frame says so. No polling of the API server: after the first LIST of
+//! is not watched, and one whose watch is refused so later is shown as last seen; the frame
+//! says so. A frame the same as the last is not drawn again. No polling of the API server: after the first LIST of
 //! each kind, only WATCHes (and a re-LIST when a watch's resourceVersion expires).
 
 use super::read::{api, api_resource, assemble, classify, values, Unreadable};
@@ -12,7 +13,8 @@ use kube::runtime::reflector::{self, store::Writer, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use mco_render::status::frame::{frame, Frame};
-use mco_render::status::{Cluster, Options, Source, Unread};
+use mco_render::status::sources::unread_note;
+use mco_render::status::{check_pools, Cluster, Options, Source, Unread};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -30,8 +32,9 @@ pub const FIRST_FRAME_WAIT: Duration = Duration::from_secs(20);
 enum State {
     /// Not listed yet; the last error, if any.
     Listing(Option<String>),
-    /// Listed; its store follows the watch.
-    Ready,
+    /// Listed; its store follows the watch. Once the watch is refused for good (404, 403),
+    /// why: the store keeps what was last seen.
+    Ready(Option<Unread>),
     /// Not served, or forbidden: not watched.
     Unread(Unread),
 }
@@ -81,15 +84,22 @@ fn start(client: &Client, source: Source, changed: Arc<Notify>) -> Kind {
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(watcher::Event::InitDone) => {
-                    *lock(&st) = State::Ready;
+                    *lock(&st) = State::Ready(None);
                     changed.notify_one();
                 }
                 Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => changed.notify_one(),
                 Ok(_) => {}
                 Err(e) => {
                     let mut s = lock(&st);
-                    if matches!(*s, State::Ready) {
+                    if let State::Ready(refused) = &mut *s {
                         // A dropped watch: the backoff retries it; the store stays as it was.
+                        // Refused for good, the frame says the kind is shown as last seen.
+                        let why = classify_watch(&e);
+                        if !matches!(why, Unread::Failed(_)) && refused.as_ref() != Some(&why) {
+                            *refused = Some(why);
+                            drop(s);
+                            changed.notify_one();
+                        }
                         continue;
                     }
                     match classify_watch(&e) {
@@ -123,12 +133,21 @@ fn settled(kinds: &[Kind], required_only: bool) -> bool {
 
 /// The cluster the stores hold now.
 fn snapshot(kinds: &[Kind]) -> Result<Cluster, Unreadable> {
+    let mut stale = Vec::new();
     let v = kinds
         .iter()
         .map(|k| {
             let state = lock(&k.state).clone();
             let r = match state {
-                State::Ready => Ok(values(k.store.state().iter().map(|o| o.as_ref()))),
+                State::Ready(refused) => {
+                    if let Some(why) = refused {
+                        stale.push(format!(
+                            "{} (shown as last seen)",
+                            unread_note(k.source, &why)
+                        ));
+                    }
+                    Ok(values(k.store.state().iter().map(|o| o.as_ref())))
+                }
                 State::Unread(why) => Err(why),
                 State::Listing(e) => Err(Unread::Failed(match e {
                     Some(e) => format!("not listed yet: {e}"),
@@ -138,7 +157,9 @@ fn snapshot(kinds: &[Kind]) -> Result<Cluster, Unreadable> {
             (k.source, r)
         })
         .collect();
-    assemble(v)
+    let mut c = assemble(v)?;
+    c.unread.extend(stale);
+    Ok(c)
 }
 
 /// How the watch runs.
@@ -171,8 +192,8 @@ impl<W: std::io::Write> Screen for W {
 }
 
 /// Watches the cluster and draws a frame per change until stopped; returns the exit status
-/// (0 when `exit_when_done` saw every pool done, 2 when a required kind cannot be read or
-/// the screen closed).
+/// (0 when `exit_when_done` saw every pool done, 2 when a required kind cannot be read, the
+/// pool asked for is not there at first, or the screen closed).
 pub async fn run(
     client: &Client,
     opts: &Options,
@@ -211,6 +232,7 @@ pub async fn run(
         }
     }
     let mut last: Option<Instant> = None;
+    let mut drawn = String::new();
     loop {
         if let Some(l) = last {
             tokio::time::sleep_until(l + w.min_interval).await;
@@ -222,14 +244,24 @@ pub async fn run(
                 return 2;
             }
         };
+        if last.is_none() {
+            if let Err(e) = check_pools(&c, opts.pool.as_deref()) {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        }
         let mut o = opts.clone();
         o.now = now();
         let f = frame(&c, &o);
-        if let Err(e) = screen.draw(&f, w.clear) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                eprintln!("error: writing the frame: {e}");
+        // The same frame again (a change that shows nothing, a fixed --now) is not drawn.
+        if f.text != drawn {
+            if let Err(e) = screen.draw(&f, w.clear) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    eprintln!("error: writing the frame: {e}");
+                }
+                return 2;
             }
-            return 2;
+            drawn = f.text.clone();
         }
         last = Some(Instant::now());
         if w.exit_when_done && f.done() {
