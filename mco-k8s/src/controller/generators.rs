@@ -26,6 +26,7 @@ use kube::{Api, Client};
 use mco_render::api::{
     ContainerRuntimeConfig, ControllerConfig, KubeletConfig, MachineConfig, MachineConfigPool,
 };
+use mco_render::controllers::build::request::NAMESPACE as BUILD_NAMESPACE;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use tokio::sync::mpsc;
@@ -187,8 +188,9 @@ impl Caches {
             && self.config.iter().all(Watched::is_finished)
     }
 
-    /// The Secret `namespace/name`, from a watch of that one Secret (started on first use,
-    /// replaced when another is asked for; a change to it wakes the loop). `None` when it
+    /// The Secret `namespace/name`, from a watch of that one Secret, or in the MCO namespace
+    /// of the namespace's Secrets (the watch the build controller reads) (started on first
+    /// use, replaced when another is asked for; a change to it wakes the loop). `None` when it
     /// does not exist, or its watch stopped before it listed.
     pub async fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
         let watched = {
@@ -201,7 +203,11 @@ impl Caches {
                 None => {
                     let api: Api<Secret> =
                         Api::namespaced(self.registry.client().clone(), namespace);
-                    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+                    let cfg = if namespace == BUILD_NAMESPACE {
+                        watcher::Config::default()
+                    } else {
+                        watcher::Config::default().fields(&format!("metadata.name={name}"))
+                    };
                     let watched = self.registry.watch(api, cfg, (), "the pull secret");
                     let wake = watched.wake(Wake::Every, self.tx.clone());
                     *slot = Some(NamedSecret {

@@ -32,6 +32,7 @@ use caches::Caches;
 use kinds::kind_info;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use mco_render::controllers::backoff::Backoff;
 use mco_render::controllers::build::request::GLOBAL_PULL_SECRET_COPY;
 use mco_render::controllers::operator::certificates::{
     ca_configmaps, ca_fields, kubeconfig_data, CaError, CaSources, ConfigMapRef,
@@ -473,7 +474,8 @@ impl Operator {
 /// Runs the operator until the process stops: a pass at start, then one after every change
 /// that concerns it (the workloads, pools, Nodes, MachineConfigNodes, MachineOSConfigs, the
 /// objects it applies, the cluster config objects, the ConfigMaps and Secrets it reads), and
-/// every `resync`. Everything is read from watch caches, each kind listed once at start-up.
+/// every `resync` (after a failed pass sooner, 1 s doubling to 30 s). Everything is read from
+/// watch caches, each kind listed once at start-up.
 pub async fn run(client: Client, opts: Options) -> Result<(), OperatorError> {
     run_with(&Registry::new(client), opts).await
 }
@@ -483,8 +485,10 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), Operator
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let operator = Operator::watching(registry, opts.clone(), tx)?;
     operator.prestart();
+    // Failed passes in a row: the next comes after a growing delay, or a change.
+    let mut failures = 0u32;
     loop {
-        match operator.sync_once().await {
+        let failed = match operator.sync_once().await {
             Ok(r) => {
                 if let Some(f) = &r.failure {
                     tracing::warn!(task = %f.task, "sync failed: {}", f.message);
@@ -499,10 +503,21 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), Operator
                         "synced"
                     );
                 }
+                r.failure.is_some()
             }
-            Err(e) => tracing::warn!("sync failed: {e}"),
-        }
-        let _ = tokio::time::timeout(opts.resync, rx.recv()).await;
+            Err(e) => {
+                tracing::warn!("sync failed: {e}");
+                true
+            }
+        };
+        let wait = if failed {
+            failures = failures.saturating_add(1);
+            Backoff::TRANSIENT.delay(failures - 1).min(opts.resync)
+        } else {
+            failures = 0;
+            opts.resync
+        };
+        let _ = tokio::time::timeout(wait, rx.recv()).await;
         tokio::time::sleep(opts.debounce).await;
         while rx.try_recv().is_ok() {}
     }
