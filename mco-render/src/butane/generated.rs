@@ -476,38 +476,13 @@ fn config_dups(out: &mut Vec<Finding>, root: &At, c: &Map<String, Value>) {
     }
 }
 
-/// Go's `path.Clean`.
-fn clean(p: &str) -> String {
-    let rooted = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let body = parts.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".into(),
-        (false, false) => body,
-    }
-}
-
 /// Ignition's `validatePath`.
 fn path_error(p: &str) -> Option<&'static str> {
     if p.is_empty() {
         Some("path not specified")
     } else if !p.starts_with('/') {
         Some("path not absolute")
-    } else if clean(p) != p {
+    } else if mco_ignition::path::clean(p) != p {
         Some("path is not fully simplified")
     } else {
         None

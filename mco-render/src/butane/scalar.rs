@@ -199,7 +199,7 @@ fn resolve_tagged(s: &str, timestamps: bool) -> Resolved {
     }
     match s.as_bytes()[0] {
         b'.' => {
-            if is_decimal_float(s) {
+            if crate::gocompat::yaml::resolve::yaml_style_float(s.as_bytes()) {
                 if let Ok(f) = s.parse::<f64>() {
                     return Resolved::Float(f);
                 }
@@ -214,7 +214,7 @@ fn resolve_tagged(s: &str, timestamps: bool) -> Resolved {
             if let Some(i) = go_parse_int(&plain) {
                 return Resolved::Int(i);
             }
-            if is_decimal_float(&plain) {
+            if crate::gocompat::yaml::resolve::yaml_style_float(plain.as_bytes()) {
                 if let Ok(f) = plain.parse::<f64>() {
                     return Resolved::Float(f);
                 }
@@ -260,46 +260,6 @@ fn go_parse_int(s: &str) -> Option<i128> {
     }
 }
 
-/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`, yaml.v3's test before parsing a
-/// float.
-fn is_decimal_float(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = 0;
-    if matches!(b.first(), Some(b'+' | b'-')) {
-        i += 1;
-    }
-    let digits = |i: &mut usize| {
-        let start = *i;
-        while *i < b.len() && b[*i].is_ascii_digit() {
-            *i += 1;
-        }
-        *i - start
-    };
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    } else {
-        if digits(&mut i) == 0 {
-            return false;
-        }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            digits(&mut i);
-        }
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    }
-    i == b.len()
-}
 
 /// Whether Go's `time.Parse` takes `s` in one of yaml.v3's timestamp layouts (date only, date
 /// and time with `T`, `t` or a space).

@@ -6,7 +6,7 @@ mod byte_scan;
 mod emit;
 mod key_order;
 mod marshal_check;
-mod resolve;
+pub(crate) mod resolve;
 mod scalar;
 
 pub(crate) use emit::{stream_go_yaml, Sink};

@@ -129,8 +129,9 @@ fn go_parse_int(s: &[u8], base: u32) -> Option<i64> {
     })
 }
 
-/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
-fn yaml_style_float(s: &[u8]) -> bool {
+/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`: the float form YAML's resolvers
+/// take (yaml.v2's and yaml.v3's alike).
+pub(crate) fn yaml_style_float(s: &[u8]) -> bool {
     let mut i = 0;
     if matches!(s.first(), Some(b'+' | b'-')) {
         i = 1;
