@@ -44,17 +44,24 @@ pub fn api_for(
     }
 }
 
-/// Applies one desired object.
-pub async fn apply(client: &Client, desired: &Value) -> Result<Applied, OperatorError> {
-    let (api, ns) = api_for(client, desired)?;
-    let name = str_at(desired, "/metadata/name").to_string();
+/// `desired` as it is compared with the live object and written: without its `status`, and in
+/// `namespace` when its kind is namespaced.
+pub fn to_apply(desired: &Value, namespace: Option<&str>) -> Value {
     let mut want = desired.clone();
     if let Some(m) = want.as_object_mut() {
         m.remove("status");
     }
-    if !ns.is_empty() {
-        want["metadata"]["namespace"] = Value::String(ns);
+    if let Some(ns) = namespace {
+        want["metadata"]["namespace"] = Value::String(ns.to_string());
     }
+    want
+}
+
+/// Applies one desired object.
+pub async fn apply(client: &Client, desired: &Value) -> Result<Applied, OperatorError> {
+    let (api, ns) = api_for(client, desired)?;
+    let name = str_at(desired, "/metadata/name").to_string();
+    let want = to_apply(desired, (!ns.is_empty()).then_some(ns.as_str()));
     let live = api.get_opt(&name).await?;
     let live = match live {
         Some(l) => serde_json::to_value(&l).map_err(OperatorError::Encode)?,

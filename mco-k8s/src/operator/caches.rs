@@ -385,14 +385,7 @@ impl Caches {
             }
         }
         if let Cached::Whole(live) = &cached {
-            // What `apply` compares with the live object.
-            let mut want = desired.clone();
-            if let Some(m) = want.as_object_mut() {
-                m.remove("status");
-            }
-            if let Some(ns) = &namespace {
-                want["metadata"]["namespace"] = Value::String(ns.clone());
-            }
+            let want = super::apply::to_apply(desired, namespace.as_deref());
             if update_for(&want, live).is_none() {
                 if let Some(rv) = rv {
                     lock(&self.verified).insert(key, (rv, hash));
