@@ -243,10 +243,11 @@ impl Drainer {
         let step = self.api.attempt(n.name(), d).await?;
         if step == DrainStep::Done {
             self.ongoing.remove(n.name());
-            self.api.mark_applied(n.name(), &request).await?;
+            // The metric first: whoever sees the drain applied sees it no longer failing.
             if let Some(m) = &self.metrics {
                 m.set_drain_failed(n.name(), false);
             }
+            self.api.mark_applied(n.name(), &request).await?;
             tracing::info!(node = n.name(), "drained ({request})");
             return Ok(());
         }
