@@ -326,13 +326,15 @@ async fn a_crd_that_cannot_be_watched_leaves_rechecks_growing_delays() {
         .filter(|s| s.what == format!("LIST {MCFG}"))
         .map(|s| s.at)
         .collect();
-    // At 0, 0.1, 0.3, 0.7, 1.5 s (then 3.1 s): five, not the 25 a fixed 100 ms would make.
-    assert!((4..=6).contains(&times.len()), "{times:?}");
+    // At 0, 0.1, 0.3, 0.7, 1.5 s (then 3.1 s): five, not the 25 a fixed 100 ms would make
+    // (fewer on a loaded machine, where every step only comes later).
+    assert!((3..=6).contains(&times.len()), "{times:?}");
     let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    for w in gaps.windows(2) {
-        assert!(w[1] > w[0] + w[0] / 2, "the delays do not grow: {gaps:?}");
+    // Each delay at least doubles the one before: no gap is shorter than its step's delay.
+    for (i, gap) in gaps.iter().enumerate() {
+        let floor = Duration::from_millis(100 << i);
+        assert!(*gap >= floor, "gap {i} under {floor:?}: {gaps:?}");
     }
-    assert!(gaps[0] >= Duration::from_millis(100), "{gaps:?}");
 }
 
 #[tokio::test]
