@@ -260,7 +260,6 @@ fn go_parse_int(s: &str) -> Option<i128> {
     }
 }
 
-
 /// Whether Go's `time.Parse` takes `s` in one of yaml.v3's timestamp layouts (date only, date
 /// and time with `T`, `t` or a space).
 fn is_timestamp(s: &str) -> bool {
