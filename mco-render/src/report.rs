@@ -15,7 +15,9 @@ use crate::plan::reconcile::RenderedInput;
 use crate::plan::report::{PlanReport, ReportAction};
 use crate::plan::{self, MachineConfiguration};
 use crate::render::{render_pool, RenderOptions, Rendered};
+use serde::ser::SerializeMap as _;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -30,7 +32,13 @@ pub struct ReportOptions {
     pub per_node: Duration,
     /// When the rollout would begin (maintenance windows of RolloutPolicies are judged from it).
     pub now: jiff::Timestamp,
+    /// Node counts by pool that take precedence over the head tree's (given by the caller, or
+    /// counted in a cluster dump with [`node_counts`]).
+    pub nodes: BTreeMap<String, NodeCount>,
 }
+
+/// How many nodes the schedule of a pool whose node count is unknown is shown for.
+pub const SAMPLE_NODES: usize = 10;
 
 /// The report: one entry per pool of either tree, head's pools first in their order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -245,6 +253,62 @@ pub enum NodeSource {
     Nodes,
     /// The pool's `status.machineCount`.
     MachineCount,
+    /// Given by the caller (`--nodes`).
+    Given,
+}
+
+impl NodeSource {
+    /// The word JSON carries.
+    fn as_str(self) -> &'static str {
+        match self {
+            NodeSource::Nodes => "nodes",
+            NodeSource::MachineCount => "machineCount",
+            NodeSource::Given => "given",
+        }
+    }
+}
+
+/// How many nodes a pool has, as far as the trees and the caller tell. A tree of manifests
+/// alone (a GitOps repository: pools and MachineConfigs, no Nodes, no pool status) does not
+/// tell: the count is then [`NodeCount::Unknown`], never 0.
+///
+/// In JSON it is two fields of the pool's entry: `nodes` (a number, or null when unknown) and
+/// `nodeSource` (absent when unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeCount {
+    /// Counted.
+    Known {
+        /// How many.
+        count: usize,
+        /// Where from.
+        source: NodeSource,
+    },
+    /// No Nodes of the pool, no pool status, no count given.
+    Unknown,
+}
+
+impl NodeCount {
+    /// The count, when known.
+    pub fn known(self) -> Option<usize> {
+        match self {
+            NodeCount::Known { count, .. } => Some(count),
+            NodeCount::Unknown => None,
+        }
+    }
+}
+
+impl Serialize for NodeCount {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self {
+            NodeCount::Known { count, source } => {
+                m.serialize_entry("nodes", count)?;
+                m.serialize_entry("nodeSource", source.as_str())?;
+            }
+            NodeCount::Unknown => m.serialize_entry("nodes", &None::<usize>)?,
+        }
+        m.end()
+    }
 }
 
 /// One pool's entry.
@@ -274,10 +338,9 @@ pub struct PoolChange {
     /// The plan in one line, as `mco-render diff` prints it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    /// How many nodes the change reaches.
-    pub nodes: usize,
-    /// Where `nodes` comes from.
-    pub node_source: NodeSource,
+    /// How many nodes the change reaches, and where that count comes from.
+    #[serde(flatten)]
+    pub nodes: NodeCount,
     /// Whether the pool is paused (nothing rolls out until it is unpaused).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
@@ -367,6 +430,39 @@ pub fn disruption(report: &PlanReport) -> Disruption {
         .unwrap_or(Disruption::None)
 }
 
+/// A pool's node count in a tree: its Nodes when the tree holds some of them, else its
+/// status's `machineCount`, else unknown.
+fn count_in(pool: &MachineConfigPool, mine: &[&Node]) -> NodeCount {
+    if !mine.is_empty() {
+        return NodeCount::Known {
+            count: mine.len(),
+            source: NodeSource::Nodes,
+        };
+    }
+    match &pool.status {
+        Some(s) => NodeCount::Known {
+            count: usize::try_from(s.machine_count).unwrap_or(0),
+            source: NodeSource::MachineCount,
+        },
+        None => NodeCount::Unknown,
+    }
+}
+
+/// The node count of every pool of a tree (a cluster dump) whose count the tree tells, for
+/// [`ReportOptions::nodes`].
+pub fn node_counts(m: &Manifests) -> BTreeMap<String, NodeCount> {
+    let pools: Vec<MachineConfigPool> = m.pools.iter().map(|(_, p)| p.clone()).collect();
+    let nodes: Vec<Node> = m.nodes.iter().map(|(_, n)| n.clone()).collect();
+    pools
+        .iter()
+        .filter_map(|p| {
+            let (mine, _) = nodes_for_pool(p, &pools, &nodes);
+            let c = count_in(p, &mine);
+            (c != NodeCount::Unknown).then(|| (p.name().to_string(), c))
+        })
+        .collect()
+}
+
 /// Computes the report from `base` to `head`. Pools named by `opts.pool` only; one that is in
 /// neither tree gives an empty report.
 pub fn change_report(base: &Manifests, head: &Manifests, opts: &ReportOptions) -> ChangeReport {
@@ -384,16 +480,11 @@ pub fn change_report(base: &Manifests, head: &Manifests, opts: &ReportOptions) -
         let old = old_pool.map(|p| render_in(base, p, &opts.render));
         let new = render_in(head, pool, &opts.render);
         let (mine, _) = nodes_for_pool(pool, &head_pools, &head_nodes);
-        let (nodes, node_source) = if head_nodes.is_empty() {
-            let count = pool
-                .status
-                .as_ref()
-                .map(|s| usize::try_from(s.machine_count).unwrap_or(0))
-                .unwrap_or(0);
-            (count, NodeSource::MachineCount)
-        } else {
-            (mine.len(), NodeSource::Nodes)
-        };
+        let nodes = opts
+            .nodes
+            .get(pool.name())
+            .copied()
+            .unwrap_or_else(|| count_in(pool, &mine));
         let mut entry = PoolChange {
             pool: pool.name().to_string(),
             status: PoolStatus::Unchanged,
@@ -405,7 +496,6 @@ pub fn change_report(base: &Manifests, head: &Manifests, opts: &ReportOptions) -
             actions: Vec::new(),
             summary: None,
             nodes,
-            node_source,
             paused: pool.spec.paused,
             estimate: None,
             errors: Vec::new(),
@@ -458,7 +548,18 @@ pub fn change_report(base: &Manifests, head: &Manifests, opts: &ReportOptions) -
             }
             (o, n) => entry.errors.extend(o.err().into_iter().chain(n.err())),
         }
-        entry.estimate = estimate(head, pool, &mine, nodes, node_source, &new, opts);
+        // The schedule names the head tree's Nodes when they are what was counted.
+        let named = nodes
+            == NodeCount::Known {
+                count: mine.len(),
+                source: NodeSource::Nodes,
+            };
+        let pool_nodes = match nodes {
+            NodeCount::Known { .. } if named => Some(PoolNodes::Known(&mine)),
+            NodeCount::Known { count, .. } => Some(PoolNodes::Count(count)),
+            NodeCount::Unknown => None,
+        };
+        entry.estimate = estimate(head, pool, pool_nodes, entry.disruption, &new, opts);
         out.push(entry);
     }
     for (_, pool) in &base.pools {
@@ -476,8 +577,7 @@ pub fn change_report(base: &Manifests, head: &Manifests, opts: &ReportOptions) -
                 reason: None,
                 actions: Vec::new(),
                 summary: None,
-                nodes: 0,
-                node_source: NodeSource::MachineCount,
+                nodes: NodeCount::Unknown,
                 paused: pool.spec.paused,
                 estimate: None,
                 errors: Vec::new(),
@@ -488,12 +588,48 @@ pub fn change_report(base: &Manifests, head: &Manifests, opts: &ReportOptions) -
 }
 
 /// The schedule's summary under the pool's RolloutPolicy, else upstream's plain estimate.
+/// With the node count unknown (`nodes` none): what each node goes through, and the schedule
+/// of [`SAMPLE_NODES`] nodes.
 fn estimate(
     head: &Manifests,
     pool: &MachineConfigPool,
-    mine: &[&Node],
-    nodes: usize,
-    source: NodeSource,
+    nodes: Option<PoolNodes<'_>>,
+    disruption: Option<Disruption>,
+    new: &Rendered,
+    opts: &ReportOptions,
+) -> Option<String> {
+    match nodes {
+        Some(PoolNodes::Count(0)) => None,
+        Some(n) => rollout(head, pool, n, new, opts),
+        None => {
+            let per_node = per_node_text(disruption, opts.per_node);
+            let sample = rollout(head, pool, PoolNodes::Count(SAMPLE_NODES), new, opts)
+                .map(|s| format!("; per {SAMPLE_NODES} nodes: {s}"))
+                .unwrap_or_default();
+            Some(format!("node count unknown; per node: {per_node}{sample}"))
+        }
+    }
+}
+
+/// What one node goes through, and how long it takes.
+fn per_node_text(disruption: Option<Disruption>, per_node: Duration) -> String {
+    let what = match disruption {
+        Some(Disruption::NotReconcilable) => return "cannot update in place".to_string(),
+        Some(Disruption::Reboot) => "drain and reboot",
+        Some(Disruption::Drain) => "drain, no reboot",
+        Some(Disruption::Restart) => "a service restarts, no drain or reboot",
+        Some(Disruption::Reload) => "a service reloads, no drain or reboot",
+        Some(Disruption::None) | None => "files written, no drain or reboot",
+    };
+    let minutes = (per_node.as_secs_f64() / 60.0).round().max(1.0) as u64;
+    format!("{what}, about {minutes} min")
+}
+
+/// The rollout of `nodes` under the pool's RolloutPolicy, else upstream's plain estimate.
+fn rollout(
+    head: &Manifests,
+    pool: &MachineConfigPool,
+    nodes: PoolNodes<'_>,
     new: &Rendered,
     opts: &ReportOptions,
 ) -> Option<String> {
@@ -503,27 +639,27 @@ fn estimate(
         .map(|(_, p)| p)
         .find(|p| p.name() == pool.name());
     match policy {
-        Some(policy) => {
-            let nodes = match source {
-                NodeSource::Nodes => PoolNodes::Known(mine),
-                NodeSource::MachineCount => PoolNodes::Count(nodes),
+        Some(policy) => Some(
+            match schedule(&ScheduleInput {
+                pool,
+                policy: Some(policy),
+                nodes,
+                target: new.machine_config.name(),
+                now: opts.now,
+                per_node: opts.per_node,
+                windows: true,
+            }) {
+                Ok(s) => format!("{s} (RolloutPolicy {})", policy.name()),
+                Err(e) => format!("no schedule: {e}"),
+            },
+        ),
+        None => {
+            let count = match nodes {
+                PoolNodes::Known(n) => n.len(),
+                PoolNodes::Count(n) => n,
             };
-            Some(
-                match schedule(&ScheduleInput {
-                    pool,
-                    policy: Some(policy),
-                    nodes,
-                    target: new.machine_config.name(),
-                    now: opts.now,
-                    per_node: opts.per_node,
-                    windows: true,
-                }) {
-                    Ok(s) => format!("{s} (RolloutPolicy {})", policy.name()),
-                    Err(e) => format!("no schedule: {e}"),
-                },
-            )
+            crate::admission::estimate(pool, u64::try_from(count).ok()?, opts.per_node)
         }
-        None => crate::admission::estimate(pool, u64::try_from(nodes).ok()?, opts.per_node),
     }
 }
 
@@ -558,11 +694,15 @@ fn short(name: Option<&str>) -> String {
 
 impl PoolChange {
     fn nodes_text(&self) -> String {
-        let n = self.nodes;
+        let (n, source) = match self.nodes {
+            NodeCount::Known { count, source } => (count, source),
+            NodeCount::Unknown => return "unknown (no Nodes or pool status)".to_string(),
+        };
         let s = if n == 1 { "" } else { "s" };
-        match self.node_source {
+        match source {
             NodeSource::Nodes => format!("{n} node{s}"),
             NodeSource::MachineCount => format!("{n} node{s} (machineCount)"),
+            NodeSource::Given => format!("{n} node{s} (given)"),
         }
     }
 
@@ -746,6 +886,7 @@ mod tests {
             pool: None,
             per_node: Duration::from_secs(600),
             now: jiff::Timestamp::UNIX_EPOCH,
+            nodes: BTreeMap::new(),
         }
     }
 
@@ -780,8 +921,11 @@ mod tests {
             })
         );
         assert_eq!(
-            (worker.nodes, worker.node_source),
-            (4, NodeSource::MachineCount)
+            worker.nodes,
+            NodeCount::Known {
+                count: 4,
+                source: NodeSource::MachineCount
+            }
         );
         assert_eq!(
             worker.estimate.as_deref(),
@@ -800,6 +944,88 @@ mod tests {
             },
         );
         assert_eq!(only.pools.len(), 1);
+    }
+
+    /// A GitOps tree: pools without status, no Nodes.
+    fn manifests_only(kargs: &str) -> Manifests {
+        let mut m = Manifests::default();
+        let pool = POOL.replace("NAME", "worker");
+        let Some((pool, _)) = pool.split_once("status:") else {
+            panic!("the pool has a status");
+        };
+        assert!(m.add_file("pools.yaml", pool).is_ok());
+        assert!(m.add_file("mc.yaml", &MC.replace("KARGS", kargs)).is_ok());
+        m
+    }
+
+    #[test]
+    fn unknown_node_count_estimates_per_node_and_per_sample() {
+        let base = manifests_only("nosmt");
+        let head = manifests_only("nosmt, quiet");
+        let r = change_report(&base, &head, &opts());
+        let worker = &r.pools[0];
+        assert_eq!(worker.status, PoolStatus::Changed);
+        assert_eq!(worker.nodes, NodeCount::Unknown);
+        assert_eq!(worker.nodes.known(), None);
+        assert_eq!(
+            worker.estimate.as_deref(),
+            Some(
+                "node count unknown; per node: drain and reboot, about 10 min; \
+                 per 10 nodes: about 2h at maxUnavailable 1"
+            )
+        );
+        let text = r.text();
+        assert!(text.contains("nodes: unknown"), "{text}");
+        assert!(!text.contains(" 0 nodes"), "{text}");
+        assert!(!text.contains("every node is on"), "{text}");
+        let json = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(
+            json.pointer("/pools/0/nodes"),
+            Some(&serde_json::Value::Null)
+        );
+        assert_eq!(json.pointer("/pools/0/nodeSource"), None);
+
+        // A count given by the caller replaces the unknown one.
+        let given = NodeCount::Known {
+            count: 30,
+            source: NodeSource::Given,
+        };
+        let r = change_report(
+            &base,
+            &head,
+            &ReportOptions {
+                nodes: BTreeMap::from([("worker".to_string(), given)]),
+                ..opts()
+            },
+        );
+        let worker = &r.pools[0];
+        assert_eq!(worker.nodes, given);
+        assert_eq!(
+            worker.estimate.as_deref(),
+            Some("about 5h at maxUnavailable 1")
+        );
+        assert!(r.text().contains("nodes: 30 nodes (given)"));
+        let json = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(
+            json.pointer("/pools/0/nodes"),
+            Some(&serde_json::Value::from(30))
+        );
+        assert_eq!(
+            json.pointer("/pools/0/nodeSource"),
+            Some(&serde_json::Value::from("given"))
+        );
+    }
+
+    #[test]
+    fn node_counts_of_a_dump_skip_pools_it_does_not_count() {
+        assert_eq!(
+            node_counts(&tree(&["worker"], "nosmt")).get("worker"),
+            Some(&NodeCount::Known {
+                count: 4,
+                source: NodeSource::MachineCount
+            })
+        );
+        assert!(node_counts(&manifests_only("nosmt")).is_empty());
     }
 
     #[test]

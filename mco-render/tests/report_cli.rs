@@ -1,7 +1,9 @@
 //! `mco-render report BASE HEAD`: the change report in its three formats, on the examples:
 //! `examples/cluster` -> `examples/cluster-next` (machineCount, no policy), the admission dump
 //! with a kernel-arguments change (the plain estimate), and the rollout dump with the same kind
-//! of change (Nodes and a RolloutPolicy: the schedule's summary).
+//! of change (Nodes and a RolloutPolicy: the schedule's summary), and the GitOps repository's
+//! prod cluster with a kernel-arguments change (manifests only: the node count is unknown until
+//! `--nodes` or `--cluster-dir` gives it).
 
 #[path = "support/run_cli.rs"]
 mod run_cli;
@@ -35,6 +37,46 @@ fn head_tree(base: &str, changes: &[&str]) -> tempfile::TempDir {
     }
     for c in changes {
         copy(&repo(c));
+    }
+    tmp
+}
+
+/// Copies `from` into `to`, folders and all.
+fn copy_tree(from: &Path, to: &Path) {
+    if let Err(e) = std::fs::create_dir_all(to) {
+        panic!("{}: {e}", to.display());
+    }
+    let Ok(entries) = std::fs::read_dir(from) else {
+        panic!("{}", from.display());
+    };
+    for e in entries.flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else if let Err(err) = std::fs::copy(e.path(), &target) {
+            panic!("{}: {err}", e.path().display());
+        }
+    }
+}
+
+const GITOPS_PROD: &str = "examples/gitops/clusters/prod";
+
+/// The GitOps repository's prod cluster with fewer huge pages on the workers, in a temp dir.
+fn gitops_head() -> tempfile::TempDir {
+    let Ok(tmp) = tempfile::tempdir() else {
+        panic!("temp dir");
+    };
+    copy_tree(&repo(GITOPS_PROD), tmp.path());
+    let mc = tmp
+        .path()
+        .join("machineconfigs/05-worker-kernelarg-hugepages.yaml");
+    let Ok(text) = std::fs::read_to_string(&mc) else {
+        panic!("{}", mc.display());
+    };
+    let changed = text.replace("hugepages=512", "hugepages=128");
+    assert_ne!(changed, text, "{} changes", mc.display());
+    if let Err(e) = std::fs::write(&mc, changed) {
+        panic!("{}: {e}", mc.display());
     }
     tmp
 }
@@ -124,4 +166,65 @@ fn report_exit_codes() {
         stdout.lines().all(|l| l.contains(": unchanged (")),
         "{stdout}"
     );
+}
+
+#[test]
+fn report_gitops_unknown_node_count() {
+    let head = gitops_head();
+    let head_s = head.path().display().to_string();
+    let out = all_formats(GITOPS_PROD, &head_s, &["--now", NOW]);
+    assert!(!out.contains(" 0 nodes"), "{out}");
+    assert!(!out.contains("every node is on"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn report_gitops_nodes_given() {
+    let head = gitops_head();
+    let head_s = head.path().display().to_string();
+    insta::assert_snapshot!(all_formats(
+        GITOPS_PROD,
+        &head_s,
+        &["--now", NOW, "--nodes", "worker=30"]
+    ));
+}
+
+#[test]
+fn report_gitops_node_count_from_a_dump() {
+    let head = gitops_head();
+    let head_s = head.path().display().to_string();
+    // The rollout dump has 7 worker Nodes; `--nodes` takes precedence over it.
+    let args = [
+        "report",
+        GITOPS_PROD,
+        &head_s,
+        "--now",
+        NOW,
+        "--cluster-dir",
+        "examples/rollout/cluster",
+    ];
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("  nodes: 7 nodes\n"), "{stdout}");
+    assert!(
+        stdout.contains("1 canary, soak 1h, 6 batches of 1 at maxUnavailable 10% (1)"),
+        "{stdout}"
+    );
+    let mut given = args.to_vec();
+    given.extend(["--nodes", "worker=12"]);
+    let (code, stdout, stderr) = run(&given);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("  nodes: 12 nodes (given)\n"), "{stdout}");
+    // A dump that cannot be read, a malformed count and an unknown pool are input errors.
+    for bad in [
+        &["--cluster-dir", "no/such/dump"][..],
+        &["--nodes", "worker"],
+        &["--nodes", "worker=-1"],
+        &["--nodes", "nope=3"],
+    ] {
+        let mut a = vec!["report", GITOPS_PROD, &head_s];
+        a.extend_from_slice(bad);
+        let (code, _, stderr) = run(&a);
+        assert_eq!(code, 2, "{bad:?}: {stderr}");
+    }
 }

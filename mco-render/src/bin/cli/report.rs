@@ -1,8 +1,9 @@
 //! `mco-render report BASE HEAD`: what a change to a tree of manifests does to each pool.
 
 use super::{load_cluster, to_json, write_stdout, Failure};
-use mco_render::report::{change_report, ReportOptions};
+use mco_render::report::{change_report, node_counts, NodeCount, NodeSource, ReportOptions};
 use mco_render::RenderOptions;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// How the report is printed.
@@ -40,6 +41,29 @@ pub(crate) struct ReportArgs {
     /// Controller version the trees' generated configs carry.
     #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
     controller_version: String,
+    /// A pool's node count, POOL=N (repeatable), for trees that hold no Nodes or pool status
+    /// (a GitOps repository). Without one the count is unknown and the estimate is given per
+    /// node and per 10 nodes.
+    #[arg(long = "nodes", value_name = "POOL=N", value_parser = parse_nodes)]
+    nodes: Vec<(String, usize)>,
+    /// A cluster dump (`oc get -o yaml` output) whose Nodes and pool status give the pools'
+    /// node counts; `--nodes` takes precedence.
+    #[arg(long, value_name = "DUMP")]
+    cluster_dir: Option<PathBuf>,
+}
+
+/// `POOL=N`.
+fn parse_nodes(s: &str) -> Result<(String, usize), String> {
+    let (pool, n) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected POOL=N"))?;
+    if pool.is_empty() {
+        return Err(format!("{s:?}: expected POOL=N, the pool is empty"));
+    }
+    let n = n
+        .parse::<usize>()
+        .map_err(|e| format!("{s:?}: the node count {n:?}: {e}"))?;
+    Ok((pool.to_string(), n))
 }
 
 /// Exit 0 whatever the report says, 1 when a pool fails to render in HEAD or a change is not
@@ -47,14 +71,37 @@ pub(crate) struct ReportArgs {
 pub(crate) fn cmd_report(a: &ReportArgs) -> Result<(), Failure> {
     let base = load_cluster(std::slice::from_ref(&a.base), &a.controller_version, None)?;
     let head = load_cluster(std::slice::from_ref(&a.head), &a.controller_version, None)?;
-    if let Some(p) = &a.pool {
+    let in_either = |p: &str| {
         let known =
             |m: &mco_render::manifests::Manifests| m.pools.iter().any(|(_, x)| x.name() == p);
-        if !known(&base) && !known(&head) {
-            return Err(Failure::input(format!(
+        if known(&base) || known(&head) {
+            Ok(())
+        } else {
+            Err(Failure::input(format!(
                 "no MachineConfigPool named {p:?} in either tree"
-            )));
+            )))
         }
+    };
+    if let Some(p) = &a.pool {
+        in_either(p)?;
+    }
+    let mut nodes: BTreeMap<String, NodeCount> = match &a.cluster_dir {
+        Some(dir) => {
+            let dump = mco_render::load::read_manifests(std::slice::from_ref(dir))
+                .map_err(|e| Failure::input(e.to_string()))?;
+            node_counts(&dump)
+        }
+        None => BTreeMap::new(),
+    };
+    for (pool, count) in &a.nodes {
+        in_either(pool)?;
+        nodes.insert(
+            pool.clone(),
+            NodeCount::Known {
+                count: *count,
+                source: NodeSource::Given,
+            },
+        );
     }
     let opts = ReportOptions {
         render: RenderOptions {
@@ -65,6 +112,7 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<(), Failure> {
         per_node: std::time::Duration::from_secs(a.node_minutes.saturating_mul(60)),
         // The binary may read the clock; the library never does.
         now: a.now.unwrap_or_else(jiff::Timestamp::now),
+        nodes,
     };
     let report = change_report(&base, &head, &opts);
     match a.output {
