@@ -192,6 +192,19 @@ fn process_unique_suffix() -> String {
     format!("{:x}{nanos:016x}", std::process::id())
 }
 
+/// How long a waiting candidate sleeps before its next try: the retry period, but no longer
+/// than until the claim it watches (`standing`, first seen as it is `since` ago) lapses, so a
+/// lapsed claim is taken when it lapses rather than up to a retry period later. Taking it
+/// still needs a whole lease duration without a change, as [`decide`] rules.
+pub fn next_try(retry: Duration, standing: Option<Duration>, since: Option<Duration>) -> Duration {
+    match (standing, since) {
+        (Some(lease), Some(since)) if since < lease => {
+            retry.min(lease - since + Duration::from_millis(50))
+        }
+        _ => retry,
+    }
+}
+
 /// What a candidate or holder does next with the Lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -273,6 +286,8 @@ pub struct Elector {
     settings: LeaseSettings,
     /// The record last seen (holder, renew time, transitions) and when it was first seen so.
     observed: Option<(RecordKey, Instant)>,
+    /// How long the claim last seen stands (its `leaseDurationSeconds`), when another holds it.
+    standing: Option<Duration>,
 }
 
 /// The outcome of one try.
@@ -290,6 +305,7 @@ impl Elector {
             api: Api::namespaced(client, &settings.namespace),
             settings,
             observed: None,
+            standing: None,
         }
     }
 
@@ -321,8 +337,12 @@ impl Elector {
         let since = self.observe(spec);
         let step = decide(spec, &self.settings.identity, since);
         if let Step::Wait { holder } = step {
+            self.standing = spec
+                .and_then(|s| s.lease_duration_seconds)
+                .map(|d| Duration::from_secs(d.max(0) as u64));
             return Ok(Try::Other(holder));
         }
+        self.standing = None;
         let new_spec = claimed(spec, &step, &self.settings, Timestamp::now());
         let result = match current {
             None => {
@@ -372,7 +392,9 @@ impl Elector {
                 }
                 Err(e) => tracing::warn!(lease = %self.settings.name, "acquiring: {e}"),
             }
-            tokio::time::sleep(self.settings.retry_period).await;
+            let since = self.observed.as_ref().map(|(_, at)| at.elapsed());
+            let wait = next_try(self.settings.retry_period, self.standing, since);
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -443,6 +465,7 @@ impl Elector {
                     api: self.api.clone(),
                     settings: self.settings.clone(),
                     observed: self.observed.clone(),
+                    standing: None,
                 };
                 renewer.keep().await
             };
@@ -557,6 +580,23 @@ mod tests {
         let renewed = claimed(Some(&s), &Step::Renew, &settings, Timestamp::UNIX_EPOCH);
         assert_eq!(renewed.lease_transitions, Some(3));
         assert_eq!(renewed.acquire_time, s.acquire_time);
+    }
+
+    #[test]
+    fn a_waiting_candidate_tries_again_when_the_claim_lapses() {
+        let s = Duration::from_secs;
+        let retry = s(26);
+        // Far from lapsing: the retry period.
+        assert_eq!(next_try(retry, Some(s(137)), Some(s(10))), retry);
+        // 5 s before it lapses: then, not 26 s later.
+        assert_eq!(
+            next_try(retry, Some(s(137)), Some(s(132))),
+            s(5) + Duration::from_millis(50)
+        );
+        // Lapsed, no claim, or nothing seen yet: the retry period.
+        assert_eq!(next_try(retry, Some(s(137)), Some(s(140))), retry);
+        assert_eq!(next_try(retry, None, Some(s(132))), retry);
+        assert_eq!(next_try(retry, Some(s(137)), None), retry);
     }
 
     #[test]

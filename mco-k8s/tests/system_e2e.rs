@@ -655,7 +655,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     let path = on_disk.input.config.storage.files[0].path.clone();
     let host_path = dir.path().join(path.trim_start_matches('/'));
     let original = std::fs::read(&host_path).unwrap();
-    std::fs::write(&host_path, "edited by hand\n").unwrap();
+    edit_by_hand(&host_path, b"edited by hand\n");
     let reason = eventually("the drift reported", || {
         let n = node(&server)?;
         (n.annotation(STATE) == Some("Degraded")).then(|| {
@@ -695,7 +695,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
         (!text.contains("mcd_config_drift 0") && text.contains("mcd_config_drift ")).then_some(())
     })
     .await;
-    std::fs::write(&host_path, &original).unwrap();
+    edit_by_hand(&host_path, &original);
     eventually("Done again once restored", || {
         node(&server).filter(|n| n.is_done_on(&target)).map(|_| ())
     })
@@ -709,7 +709,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     .await;
 
     // Drift the administrator accepts: the force file clears the Degraded state.
-    std::fs::write(&host_path, "edited again\n").unwrap();
+    edit_by_hand(&host_path, b"edited again\n");
     eventually("the second drift reported", || {
         (node(&server)?.annotation(STATE) == Some("Degraded")).then_some(())
     })
@@ -770,4 +770,13 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     mcs.stop().await;
     agent.abort();
     ctrl.abort();
+}
+
+/// Replaces `path`'s contents in one step (a sibling file renamed over it, keeping its mode),
+/// as editors save: the agent never sees a half-written file, so the test sees one drift.
+fn edit_by_hand(path: &std::path::Path, contents: &[u8]) {
+    let tmp = path.with_extension("saved-by-hand");
+    std::fs::write(&tmp, contents).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::metadata(path).unwrap().permissions()).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
 }
