@@ -308,15 +308,7 @@ impl<H: Host> Agent<H> {
             tracing::debug!(node = %self.opts.node_name, ?step, "the node shows the step already");
             return Ok(node.clone());
         }
-        let updated = self
-            .nodes
-            .patch(
-                &self.opts.node_name,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
-        self.written = updated.metadata.resource_version.clone();
+        let updated = self.patch_node(&patch).await?;
         self.node_uid = updated.metadata.uid.clone().or(self.node_uid.take());
         self.record(step, &updated).await;
         let annotations = updated.metadata.annotations.as_ref();
@@ -355,16 +347,23 @@ impl<H: Host> Agent<H> {
     /// committed, as the force file is removed then.
     async fn clear_force(&mut self) -> Result<Node, AgentError> {
         let patch = json!({"metadata": {"annotations": {FORCE: null}}});
+        let updated = self.patch_node(&patch).await?;
+        convert(&format!("Node {}", self.opts.node_name), &updated)
+    }
+
+    /// Merge-patches this node's Node, remembering the resourceVersion written (its own
+    /// write's watch event is not news).
+    async fn patch_node(&mut self, patch: &serde_json::Value) -> Result<KubeNode, AgentError> {
         let updated = self
             .nodes
             .patch(
                 &self.opts.node_name,
                 &PatchParams::default(),
-                &Patch::Merge(&patch),
+                &Patch::Merge(patch),
             )
             .await?;
         self.written = updated.metadata.resource_version.clone();
-        convert(&format!("Node {}", self.opts.node_name), &updated)
+        Ok(updated)
     }
 
     /// Records `step`'s phases on the node's MachineConfigNode (created, owned by the Node,
