@@ -177,6 +177,24 @@ fn in_scope(meta: &kube::api::ObjectMeta, namespace: Option<&str>, name: Option<
         && namespace.is_none_or(|ns| meta.namespace.as_deref() == Some(ns))
 }
 
+/// The object `name` (in `namespace`) of `w`'s store, once the watch has listed.
+async fn listed_one<K>(
+    w: &Watched<K>,
+    what: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Option<std::sync::Arc<K>>, OperatorError>
+where
+    K: kube::Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
+{
+    listed(w, what).await?;
+    Ok(w.store()
+        .state()
+        .into_iter()
+        .find(|o| in_scope(o.meta(), namespace, Some(name))))
+}
+
 async fn listed<K>(w: &Watched<K>, what: &str) -> Result<(), OperatorError>
 where
     K: kube::Resource + Clone + Send + Sync + 'static,
@@ -335,30 +353,14 @@ impl Caches {
         let what = &info.resource.kind;
         let scope = scope_for(what, namespace, name);
         Ok(match self.slot(info, &scope) {
-            Slot::Whole(w) => {
-                listed(&w, what).await?;
-                let found = w
-                    .store()
-                    .state()
-                    .into_iter()
-                    .find(|o| in_scope(&o.metadata, namespace, Some(name)));
-                match found {
-                    Some(o) => Cached::Whole(as_value(&o, info)?),
-                    None => Cached::Absent,
-                }
-            }
-            Slot::Meta(w) => {
-                listed(&w, what).await?;
-                let found = w
-                    .store()
-                    .state()
-                    .into_iter()
-                    .find(|o| in_scope(&o.metadata, namespace, Some(name)));
-                match found {
-                    Some(o) => Cached::Meta(o.metadata.resource_version.clone()),
-                    None => Cached::Absent,
-                }
-            }
+            Slot::Whole(w) => match listed_one(&w, what, namespace, name).await? {
+                Some(o) => Cached::Whole(as_value(&o, info)?),
+                None => Cached::Absent,
+            },
+            Slot::Meta(w) => match listed_one(&w, what, namespace, name).await? {
+                Some(o) => Cached::Meta(o.metadata.resource_version.clone()),
+                None => Cached::Absent,
+            },
         })
     }
 
