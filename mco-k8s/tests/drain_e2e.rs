@@ -5,7 +5,8 @@
 //! are gone, also across a controller restart; a drain that a disruption budget blocks is
 //! retried on the drain's own clock (the resync here is an hour, and nothing the controller
 //! watches changes when the budget lets go) and shows in the pool as NodeDegraded/Degraded,
-//! naming the node and the pod, until it completes.
+//! naming the node and the pod, until it completes. A PodDisruptionBudget that allows no
+//! disruption holds the drain until it allows one, which the eviction takes.
 
 mod support;
 
@@ -261,6 +262,89 @@ async fn a_blocked_drain_shows_in_the_pool_and_is_retried_on_its_own() {
     assert_eq!(
         worker_condition(&server, "NodeDegraded").unwrap()["status"],
         "False"
+    );
+    ctrl.abort();
+}
+
+/// A budget that allows no disruption, as the disruption controller leaves one whose pods
+/// are all needed: `minAvailable: 1` over web-0 alone.
+fn budget(server: &ApiServer) {
+    let def = resource("poddisruptionbudgets").unwrap();
+    server
+        .store
+        .create(
+            def,
+            "apps",
+            json!({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+            }),
+        )
+        .unwrap();
+    support::edit(
+        &server.store,
+        "poddisruptionbudgets",
+        "apps",
+        "web",
+        true,
+        |b| {
+            b["status"] = json!({"observedGeneration": 1, "disruptionsAllowed": 0,
+                             "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1});
+        },
+    );
+    support::edit(&server.store, "pods", "apps", "web-0", false, |p| {
+        p["metadata"]["labels"] = json!({"app": "web"});
+    });
+    support::edit(&server.store, "pods", "apps", "web-0", true, |p| {
+        p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_waits_for_its_disruption_budget_and_takes_one_disruption() {
+    let server = ApiServer::start().await.unwrap();
+    server.store.set_kubelet(Kubelet::Speedup(1000));
+    seed(&server, "drain-b");
+    budget(&server);
+    let ctrl = start_controller(&server, options(Duration::ZERO));
+
+    // The eviction API refuses while the budget allows no disruption: the drain fails and
+    // is retried, the pod stays.
+    let report = eventually("the drain failure report", || {
+        annotation(&server, DRAIN_FAILURE)
+    })
+    .await;
+    assert!(report.contains("apps/web-0"), "{report}");
+    assert!(server.store.evictions().is_empty());
+    assert!(server.store.get("pods", "apps", "web-0").is_some());
+
+    // The disruption controller sees a second replica ready: the budget allows one, and the
+    // drain's own retry takes it.
+    support::edit(
+        &server.store,
+        "poddisruptionbudgets",
+        "apps",
+        "web",
+        true,
+        |b| {
+            b["status"]["disruptionsAllowed"] = json!(1);
+            b["status"]["currentHealthy"] = json!(2);
+        },
+    );
+    eventually("the drain to complete", || {
+        (annotation(&server, LAST_APPLIED_DRAIN).as_deref() == Some("drain-b")).then_some(())
+    })
+    .await;
+    let pdb = server
+        .store
+        .get("poddisruptionbudgets", "apps", "web")
+        .unwrap();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert!(pdb["status"]["disruptedPods"]["web-0"].is_string(), "{pdb}");
+    assert_eq!(
+        server.store.evictions(),
+        [("apps".to_string(), "web-0".to_string())]
     );
     ctrl.abort();
 }

@@ -405,6 +405,14 @@ async fn a_machine_os_config_builds_and_rolls_out_rebuilds_and_opts_out() {
     );
     // No node moves before the image is built.
     assert_eq!(annotation(sim.store(), "worker-0", DESIRED_IMAGE), None);
+    // And `kubectl mco status` says the pool waits for its build, naming the Job (a second
+    // on, so it says for how long rather than "just now").
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (code, out) = support::plugin::status(&sim.server, &["--pool", "worker"]).await;
+    insta::assert_snapshot!(
+        "a_layered_pool_waiting_for_its_build",
+        format!("exit {code}\n{}", support::plugin::without_clock(&out))
+    );
 
     // The build succeeds: the digest becomes the MachineOSConfig's image, the nodes roll.
     sim.set_mode(Builder::Succeed);

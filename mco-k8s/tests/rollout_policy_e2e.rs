@@ -16,7 +16,7 @@ mod support;
 
 use mco_k8s::controller::{self, Options};
 use mco_render::api::node::{
-    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE,
 };
 use mco_render::api::rollout_policy::TARGETED_AT;
 use mco_render::controllers::drain::DrainRetry;
@@ -195,6 +195,12 @@ impl Sim {
     /// 2), gate pods `app=probe` Ready on each (owned by a DaemonSet, so drains leave them),
     /// the worker pool's RolloutPolicy with `spec`; returns once the policy says Done.
     async fn start(spec: Value) -> Sim {
+        Sim::start_with(spec, options(), |_| {}).await
+    }
+
+    /// [`Sim::start`] with the controller's `opts`, and `seed` run on the store before the
+    /// controller starts.
+    async fn start_with(spec: Value, opts: Options, seed: impl FnOnce(&Store)) -> Sim {
         let server = ApiServer::start().await.unwrap();
         seed_examples(&server);
         let store = server.store.clone();
@@ -265,9 +271,10 @@ impl Sim {
                 }),
             )
             .unwrap();
+        seed(&store);
         let client = server.client_as(AGENT);
         let mut tasks = vec![tokio::spawn(async move {
-            if let Err(e) = controller::run(client, options()).await {
+            if let Err(e) = controller::run(client, opts).await {
                 panic!("controller stopped: {e}");
             }
         })];
@@ -295,6 +302,13 @@ impl Sim {
 
     fn store(&self) -> &Store {
         &self.server.store
+    }
+
+    /// What `kubectl mco status` prints now (its exit status first), the clock taken out.
+    async fn kubectl_mco_status(&self) -> String {
+        // The worker pool alone: the others re-render on their own schedule.
+        let (code, out) = support::plugin::status(&self.server, &["--pool", "worker"]).await;
+        format!("exit {code}\n{}", support::plugin::without_clock(&out))
     }
 
     fn status(&self) -> Value {
@@ -459,6 +473,13 @@ async fn a_bad_config_stops_after_the_canary_until_resumed() {
         sim.events("RolloutPaused").into_iter().next()
     })
     .await;
+    // What an administrator sees: the pool stuck on its paused canary, and how to go on
+    // (a second on, so the view says for how long rather than "just now").
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    insta::assert_snapshot!(
+        "a_canary_paused_by_its_health_gate",
+        sim.kubectl_mco_status().await
+    );
     assert_eq!(event["type"], "Warning");
     let note = event["note"].as_str().unwrap_or("");
     for part in [canary.as_str(), bad.as_str(), NOT_READY] {
@@ -671,4 +692,98 @@ async fn an_idle_pool_with_a_policy_makes_no_requests() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let after = sim.controller_requests();
     assert_eq!(before, after, "requests while idle");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_mco_status_says_when_a_closed_window_opens() {
+    let sim = Sim::start(json!({})).await;
+    // A window that opened twelve hours ago for an hour: closed now, next open in eleven
+    // hours (a fixed zone, so no daylight-saving change falls in between).
+    let opens = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(12);
+    let start = opens
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .strftime("%H:%M")
+        .to_string();
+    sim.set_spec(
+        "maintenanceWindows",
+        json!([{"start": start, "duration": "1h", "timeZone": "UTC"}]),
+    );
+    let generation =
+        sim.store().get("rolloutpolicies", "", "worker").unwrap()["metadata"]["generation"].clone();
+    eventually("the controller has seen the window", || {
+        (sim.status()["observedGeneration"] == generation).then_some(())
+    })
+    .await;
+    let new = sim.change("/etc/good").await;
+    sim.phase("WaitingForWindow").await;
+    assert!(sim.targeted(&new).is_empty());
+    insta::assert_snapshot!(
+        "a_rollout_waiting_for_its_window",
+        sim.kubectl_mco_status().await
+    );
+}
+
+/// A ReplicaSet's pod on worker-0 and the budget `web` over it that allows no disruption, as
+/// the disruption controller leaves one whose only replica must stay.
+fn blocking_budget(store: &Store) {
+    store
+        .create(
+            resource("pods").unwrap(),
+            "apps",
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-0", "namespace": "apps", "labels": {"app": "web"},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                  "name": "web-5d9c", "uid": "u"}]},
+                "spec": {"nodeName": "worker-0", "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Running",
+                           "conditions": [{"type": "Ready", "status": "True"}]}
+            }),
+        )
+        .unwrap();
+    store
+        .create(
+            resource("poddisruptionbudgets").unwrap(),
+            "apps",
+            json!({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+            }),
+        )
+        .unwrap();
+    edit(store, "poddisruptionbudgets", "apps", "web", true, |b| {
+        b["status"] = json!({"observedGeneration": 1, "disruptionsAllowed": 0,
+                             "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1});
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_mco_status_names_the_budget_blocking_a_drain() {
+    let opts = Options {
+        // Reported at once rather than after upstream's hour.
+        drain_timeout: Duration::ZERO,
+        ..options()
+    };
+    let sim = Sim::start_with(json!({}), opts, blocking_budget).await;
+    let new = sim.change("/etc/good").await;
+    eventually_or(
+        "the other workers updated and worker-0's drain reported blocked",
+        || {
+            let others = ["worker-1", "worker-2"]
+                .iter()
+                .all(|n| sim.done_on(n, &new));
+            let blocked = annotation(sim.store(), "worker-0", DRAIN_FAILURE).is_some();
+            (others && blocked).then_some(())
+        },
+        || format!("{:?}", sim.store().get("nodes", "", "worker-0")),
+    )
+    .await;
+    assert!(sim.store().get("pods", "apps", "web-0").is_some());
+    // Blocked for a second or more, so the view says for how long rather than "just now".
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    insta::assert_snapshot!(
+        "a_drain_blocked_by_a_budget",
+        sim.kubectl_mco_status().await
+    );
 }

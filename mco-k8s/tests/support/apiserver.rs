@@ -39,7 +39,11 @@
 //! - evictions: 429 while [`Store::block_eviction`] plays a PodDisruptionBudget refusing,
 //!   except for pods a budget does not cover (already terminating, or Pending, Succeeded or
 //!   Failed, as the real eviction handler lets those through); evicting a terminating pod is
-//!   accepted (201) and changes nothing but a shorter grace period.
+//!   accepted (201) and changes nothing but a shorter grace period. policy/v1
+//!   PodDisruptionBudgets are stored and checked as the handler checks them (one budget per
+//!   pod, 429 with a `DisruptionBudget` cause while it allows no disruption, one disruption
+//!   taken and the pod recorded in `disruptedPods` otherwise); no disruption controller
+//!   recomputes their status: tests write it.
 //!
 //! - custom resources are defaulted and checked against their CRDs in `manifests/` (types,
 //!   required fields, enums, lengths, list sizes and map-list keys, the CEL rules the CRDs
@@ -231,6 +235,14 @@ pub const RESOURCES: &[ResourceDef] = &[
         version: "v1",
         plural: "jobs",
         kind: "Job",
+        namespaced: true,
+        status: true,
+    },
+    ResourceDef {
+        group: "policy",
+        version: "v1",
+        plural: "poddisruptionbudgets",
+        kind: "PodDisruptionBudget",
         namespaced: true,
         status: true,
     },
@@ -566,6 +578,8 @@ pub struct ApiError {
     def: Option<ResourceDef>,
     /// Answered as Go's `http.NotFound` answers, in plain text, not as a `Status`.
     plain: bool,
+    /// `details.causes`.
+    causes: Vec<Value>,
 }
 
 impl ApiError {
@@ -577,7 +591,14 @@ impl ApiError {
             name: String::new(),
             def: None,
             plain: false,
+            causes: Vec::new(),
         }
+    }
+
+    fn caused_by(mut self, type_: &str, message: String) -> Self {
+        self.causes
+            .push(json!({"reason": type_, "message": message}));
+        self
     }
 
     /// kube-apiserver's answer when no handler claims the path: an API it does not serve.
@@ -629,6 +650,9 @@ impl ApiError {
             details["group"] = json!(d.group);
             details["kind"] = json!(d.plural);
         }
+        if !self.causes.is_empty() {
+            details["causes"] = json!(self.causes);
+        }
         json!({
             "kind": "Status",
             "apiVersion": "v1",
@@ -640,6 +664,93 @@ impl ApiError {
             "code": self.code,
         })
     }
+}
+
+/// The eviction handler's budget check for a running pod: the one PodDisruptionBudget whose
+/// selector matches it (more than one is refused; a `null` selector matches nothing, `{}`
+/// every pod), refused with 429 and the budget's cause while it allows no disruption or its
+/// status is behind its spec, and otherwise the budget with one disruption taken and the pod
+/// among its `disruptedPods`, to store. An unready pod goes without taking one while the
+/// budget is healthy, as the default `IfHealthyBudget` policy lets it.
+fn budget_check(inner: &Inner, pod: &Value) -> Result<Option<(Key, Value)>, ApiError> {
+    let namespace = meta(pod, "namespace").unwrap_or_default();
+    let name = meta(pod, "name").unwrap_or_default();
+    let labels: BTreeMap<String, String> =
+        serde_json::from_value(pod["metadata"]["labels"].clone()).unwrap_or_default();
+    let budgets: Vec<(&Key, &Value)> =
+        inner
+            .objects
+            .get("poddisruptionbudgets")
+            .into_iter()
+            .flatten()
+            .filter(|((ns, _), _)| *ns == namespace)
+            .filter(|(_, b)| {
+                let selector = serde_json::from_value::<
+                    Option<mco_render::api::selector::LabelSelector>,
+                >(b["spec"]["selector"].clone());
+                match selector {
+                    Ok(Some(s)) => s.compile().is_ok_and(|c| c.matches(&labels)),
+                    _ => false,
+                }
+            })
+            .collect();
+    let (key, budget) = match budgets.as_slice() {
+        [] => return Ok(None),
+        [one] => *one,
+        _ => {
+            return Err(ApiError::new(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            ))
+        }
+    };
+    let budget_name = key.1.as_str();
+    let status = &budget["status"];
+    let int = |k: &str| status[k].as_i64().unwrap_or(0);
+    let ready = pod["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    });
+    if !ready && int("currentHealthy") >= int("desiredHealthy") && int("desiredHealthy") > 0 {
+        return Ok(None);
+    }
+    let refused = |cause: String| {
+        ApiError::new(
+            429,
+            "TooManyRequests",
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+        )
+        .caused_by("DisruptionBudget", cause)
+    };
+    let generation = budget["metadata"]["generation"].as_i64().unwrap_or(0);
+    if int("observedGeneration") < generation {
+        return Err(refused(format!(
+            "The disruption budget {budget_name} is still being processed by the server."
+        )));
+    }
+    if int("disruptionsAllowed") < 0 {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!("poddisruptionbudgets.policy \"{budget_name}\" is forbidden: pdb disruptions allowed is negative"),
+        ));
+    }
+    if int("disruptionsAllowed") == 0 {
+        return Err(refused(format!(
+            "The disruption budget {budget_name} needs {} healthy pods and has {} currently",
+            int("desiredHealthy"),
+            int("currentHealthy")
+        )));
+    }
+    let mut budget = budget.clone();
+    budget["status"]["disruptionsAllowed"] = json!(int("disruptionsAllowed") - 1);
+    if !budget["status"]["disruptedPods"].is_object() {
+        budget["status"]["disruptedPods"] = json!({});
+    }
+    budget["status"]["disruptedPods"][name.as_str()] =
+        json!(mco_k8s::controller::pool_sync::now_rfc3339());
+    Ok(Some((key.clone(), budget)))
 }
 
 type Observer = Box<dyn FnMut(&Event) + Send>;
@@ -1484,6 +1595,11 @@ impl Store {
                     )
                     .about(pods, name));
                 }
+            }
+            if let Some((budget_key, budget)) = budget_check(&inner, &pod)? {
+                let pdbs = resource("poddisruptionbudgets")
+                    .ok_or_else(|| ApiError::bad_request("no poddisruptionbudgets"))?;
+                self.commit(&mut inner, pdbs, budget_key, budget, "MODIFIED");
             }
         }
         if !terminating {

@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod cluster;
 pub mod node_host;
 pub mod patch;
+pub mod plugin;
 pub mod rbac;
 pub mod schema;
 

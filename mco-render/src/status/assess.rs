@@ -13,7 +13,9 @@
 
 use crate::api::machine_config_node::conditions::{DRAINED, REBOOTED_NODE};
 use crate::api::machine_config_node::MachineConfigNodeStatus;
-use crate::api::node::{Node, REASON, STATE, STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE};
+use crate::api::node::{
+    Node, DESIRED_IMAGE, REASON, STATE, STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE,
+};
 use crate::api::MachineConfigPool;
 use crate::controllers::drain::{blocked_drain_report, drain_action, DrainAction};
 use crate::controllers::pool_status::{calculate_status_with, PoolLayering};
@@ -278,7 +280,11 @@ pub fn assess_node(
     let state = node.annotation(STATE).unwrap_or("");
     // On its config, the daemon no longer at work: updated, or degraded on it (drift).
     let settled = updated || (reached && failed_state(node));
-    let updating = !settled && desired == target && !target.is_empty();
+    // A layered pool's nodes are targeted at its image too: none before its first build.
+    let image_targeted = !t.layering.layered
+        || t.layering.image.is_some()
+            && node.annotation(DESIRED_IMAGE) == t.layering.image.as_deref();
+    let updating = !settled && desired == target && !target.is_empty() && image_targeted;
     let drain_pending = matches!(drain_action(node), DrainAction::Drain { .. });
     let phase = if settled {
         NodePhase::Updated

@@ -140,8 +140,13 @@ impl PoolFacts<'_> {
 
     /// ` for 1h12m` since `t`, or nothing.
     fn for_(&self, t: Option<Timestamp>) -> String {
-        t.map(|t| format!(" for {}", short_duration(self.now.duration_since(t))))
-            .unwrap_or_default()
+        t.map(
+            |t| match short_duration(self.now.duration_since(t)).as_str() {
+                "now" => " just now".to_string(),
+                d => format!(" for {d}"),
+            },
+        )
+        .unwrap_or_default()
     }
 
     /// An empty finding of this pool.
