@@ -52,3 +52,18 @@ pub use render::{render_pool, NameScheme, RenderFailure, RenderOptions, Rendered
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the book (`docs/`), compiled and run as doctests the same way: one item
+/// per chapter that holds Rust code (`.ci/run` checks that none is missing). `mdbook test` cannot
+/// link this crate, so it skips them. Only doctests read these files, which are outside the
+/// crate: `cargo package` neither ships nor needs them.
+#[cfg(doctest)]
+pub mod book {
+    /// `docs/src/ci.md`: the CI checks from Rust.
+    #[doc = include_str!("../../docs/src/ci.md")]
+    pub struct InCi;
+
+    /// `docs/src/library.md`: rendering a pool with the library.
+    #[doc = include_str!("../../docs/src/library.md")]
+    pub struct UsingTheLibrary;
+}
