@@ -164,6 +164,18 @@ fn offline(dir: &Path, pool: Option<&str>) -> (i32, String) {
     (i32::from(view.stuck), text)
 }
 
+/// Asserts that every request the plugin made of `server` is one the ClusterRole `role` of
+/// `manifests/optional/kubectl-mco-rbac.yaml` grants.
+fn granted_by(server: &ApiServer, role: &str) {
+    let agent = mco_k8s::kubeclient::user_agent("kubectl-mco", None);
+    let requests = server.store.requests_named(Some(&agent));
+    assert!(!requests.is_empty(), "no request by {agent}");
+    let rules = support::rbac::cluster_role_rules_in("optional/kubectl-mco-rbac.yaml", role);
+    assert!(!rules.is_empty(), "no ClusterRole {role}");
+    let missing = support::rbac::ungranted(&requests, &rules);
+    assert!(missing.is_empty(), "{role} does not grant {missing:?}");
+}
+
 /// The writes the server served: every request but GET, LIST and WATCH.
 fn writes(server: &ApiServer) -> BTreeMap<String, u64> {
     server
@@ -215,8 +227,9 @@ async fn status_prints_what_the_offline_command_prints_on_a_dump_of_the_same_obj
             v["pools"].as_array().is_some_and(|p| !p.is_empty()),
             "{name}"
         );
-        // Reading made no write.
+        // Reading made no write, and the role for people who read rollouts grants it.
         assert_eq!(writes(&server), BTreeMap::new(), "{name}");
+        granted_by(&server, "mco-status-reader");
     }
 }
 
@@ -379,6 +392,8 @@ async fn resume_and_rollback_make_exactly_their_write() {
     assert_eq!((code, out.as_str()), (1, ""));
     assert!(err.starts_with("error: nothing to resume: "), "{err}");
     assert_eq!(new_writes(&server, &before), BTreeMap::new());
+    // The role for people who steer rollouts grants all of it.
+    granted_by(&server, "mco-rollout-operator");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,6 +459,7 @@ async fn force_annotates_and_retry_writes_nothing() {
         (1, "error: no Node named \"nowhere\"\n")
     );
     assert_eq!(new_writes(&server, &before), BTreeMap::new());
+    granted_by(&server, "mco-rollout-operator");
 }
 
 /// Kills the watching plugin when the test ends, however it ends.

@@ -15,7 +15,7 @@ pub mod read;
 pub mod watch;
 
 use clap::{Parser, Subcommand};
-use mco_render::status::render::{output, Format};
+use mco_render::status::render::{output_with, Format};
 use mco_render::status::{check_pools, status, Options};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,6 +71,10 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: OutputFormat,
+    /// What to show beyond the short view: none, nodes (every node; otherwise a pool lists
+    /// ten, then only nodes in trouble) or all.
+    #[arg(long, default_value = "none")]
+    pub details: mco_render::status::render::Details,
     /// Redraw whenever something changes (watches, no polling), with a progress bar per pool.
     #[arg(short = 'w', long, conflicts_with = "output")]
     pub watch: bool,
@@ -140,7 +144,7 @@ async fn status_once(client: &kube::Client, a: &StatusArgs) -> i32 {
         OutputFormat::Text => Format::Text,
         OutputFormat::Json => Format::Json,
     };
-    let text = match output(&view, format) {
+    let text = match output_with(&view, format, &a.details.text_options()) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: cannot write JSON: {e}");
@@ -175,6 +179,7 @@ pub async fn run(cli: Cli) -> i32 {
                 min_interval: Duration::from_millis(a.min_interval_ms),
                 exit_when_done: a.exit_when_done,
                 clear: std::io::stdout().is_terminal(),
+                text: a.details.text_options(),
             };
             let fixed = a.now;
             let mut stdout = std::io::stdout();

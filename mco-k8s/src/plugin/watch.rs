@@ -171,6 +171,8 @@ pub struct WatchOptions {
     pub exit_when_done: bool,
     /// Clear the screen before each frame (a terminal); otherwise frames follow each other.
     pub clear: bool,
+    /// How much of each pool the frames show.
+    pub text: mco_render::status::render::TextOptions,
 }
 
 /// Where the frames go.
@@ -252,7 +254,7 @@ pub async fn run(
         }
         let mut o = opts.clone();
         o.now = now();
-        let f = frame(&c, &o);
+        let f = frame(&c, &o, &w.text);
         // The same frame again (a change that shows nothing, a fixed --now) is not drawn.
         if f.text != drawn {
             if let Err(e) = screen.draw(&f, w.clear) {

@@ -7,8 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The rules of the ClusterRole `name` in manifests/02-rbac.yaml.
 pub fn cluster_role_rules(name: &str) -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/02-rbac.yaml");
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    cluster_role_rules_in("02-rbac.yaml", name)
+}
+
+/// The rules of the ClusterRole `name` in `file` under manifests/.
+pub fn cluster_role_rules_in(file: &str, name: &str) -> Vec<Value> {
+    let path = format!("{}/../manifests/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
     let role = serde_yaml_ng::Deserializer::from_str(&text)
         .filter_map(|d| <Value as serde::Deserialize>::deserialize(d).ok())
         .find(|v| v["kind"] == "ClusterRole" && v["metadata"]["name"] == name);

@@ -186,6 +186,18 @@ pub struct Target<'a> {
     pub pool: &'a MachineConfigPool,
     /// The pool's layering, as its status is computed with it.
     pub layering: &'a PoolLayering,
+    /// The release the cluster updates to ([`super::Cluster::release_target`]), if known.
+    pub release: Option<&'a str>,
+}
+
+/// The release versions of a node's current and desired configs (`None`: the config, or its
+/// `release-image-version` annotation, is not known).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeVersions<'a> {
+    /// Of its current config.
+    pub current: Option<&'a str>,
+    /// Of its desired config.
+    pub desired: Option<&'a str>,
 }
 
 impl Target<'_> {
@@ -266,25 +278,33 @@ fn not_ready(node: &Node) -> bool {
 
 /// Assesses one node of the pool `t`: phase, assessment, `oc`'s estimate for the phase (a
 /// Pending node's `?` is refined by the caller) and message. `now` stamps nothing visible.
+/// While the cluster updates to a release (`t.release`), a node is updated only once its
+/// config carries it, and targeted only at a config that does, as `oc` measures nodes.
 pub fn assess_node(
     t: &Target<'_>,
     node: &Node,
     mcn: Option<&MachineConfigNodeStatus>,
+    versions: NodeVersions<'_>,
     now: &str,
 ) -> NodeStatus {
     let target = t.config();
-    let updated =
-        calculate_status_with(t.pool, &[node], now, t.layering).updated_machine_count == 1;
+    let on_release = t.release.is_none_or(|r| versions.current == Some(r));
+    let towards_release = t
+        .release
+        .is_none_or(|r| versions.current.is_some() && versions.desired == Some(r));
+    let updated = on_release
+        && calculate_status_with(t.pool, &[node], now, t.layering).updated_machine_count == 1;
     let (current, desired) = (node.current_config(), node.desired_config());
     let reached = current == target && desired == target;
     let state = node.annotation(STATE).unwrap_or("");
     // On its config, the daemon no longer at work: updated, or degraded on it (drift).
-    let settled = updated || (reached && failed_state(node));
+    let settled = updated || (reached && on_release && failed_state(node));
     // A layered pool's nodes are targeted at its image too: none before its first build.
     let image_targeted = !t.layering.layered
         || t.layering.image.is_some()
             && node.annotation(DESIRED_IMAGE) == t.layering.image.as_deref();
-    let updating = !settled && desired == target && !target.is_empty() && image_targeted;
+    let updating =
+        !settled && desired == target && !target.is_empty() && image_targeted && towards_release;
     let drain_pending = matches!(drain_action(node), DrainAction::Drain { .. });
     let phase = if settled {
         NodePhase::Updated
@@ -334,7 +354,7 @@ pub fn assess_node(
         name: node.name().to_string(),
         assessment,
         phase,
-        version: None,
+        version: versions.current.map(str::to_string),
         estimate: estimate.to_string(),
         message: ellipsize(&message, node.name()),
         current_config: current.to_string(),

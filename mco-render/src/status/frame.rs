@@ -88,15 +88,15 @@ pub fn progress(s: &ClusterStatus) -> String {
     render::table(&rows)
 }
 
-/// The frame of `c` at `opts.now`.
-pub fn frame(c: &Cluster, opts: &Options) -> Frame {
+/// The frame of `c` at `opts.now`, its nodes shown as `text` asks.
+pub fn frame(c: &Cluster, opts: &Options, text_opts: &render::TextOptions) -> Frame {
     let s = status(c, opts);
     let mut text = String::new();
     let _ = writeln!(text, "Every change: kubectl mco status --watch   {}", s.now);
     text.push('\n');
     text.push_str(&progress(&s));
     text.push('\n');
-    text.push_str(&render::text(&s));
+    text.push_str(&render::text_with(&s, text_opts));
     for n in &s.notes {
         let _ = writeln!(text, "warning: {n}");
     }

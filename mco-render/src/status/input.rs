@@ -225,6 +225,10 @@ pub struct Cluster {
     pub controller_config: Option<ControllerConfig>,
     /// The MachineConfiguration `cluster` (user node disruption policies).
     pub machine_configuration: Option<MachineConfiguration>,
+    /// The release the cluster updates to: the ClusterVersion `version`'s newest
+    /// `status.history` entry. With it, as `oc adm upgrade status` does, a node is updated
+    /// only once its config carries that release too.
+    pub release_target: Option<String>,
     /// Objects left out because they do not decode, each naming its file, kind and name.
     pub skipped: Vec<String>,
     /// Kinds a live view could not read, each with why and what the view misses
@@ -294,6 +298,7 @@ impl Cluster {
                 Err(e) => skip(e),
             },
             "Event" => self.events.push(EventView::from_json(&v)),
+            "ClusterVersion" => self.add_cluster_version(&v),
             "MachineOSBuild" => match serde_json::from_value(v) {
                 Ok(x) => self.machine_os_builds.push(x),
                 Err(e) => skip(e.to_string()),
@@ -305,6 +310,18 @@ impl Cluster {
             },
             _ => {}
         }
+    }
+
+    /// Takes the release target from the ClusterVersion `version` (the cluster's only one).
+    pub(super) fn add_cluster_version(&mut self, v: &Value) {
+        if str_at(v, "/metadata/name") != "version" {
+            return;
+        }
+        self.release_target = v
+            .pointer("/status/history/0/version")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
     }
 
     /// The MachineConfigNode of a node.

@@ -156,15 +156,15 @@ pub fn short_duration(d: SignedDuration) -> String {
 }
 
 /// The release version a rendered config carries.
-fn version_of(c: &Cluster, config: &str) -> Option<String> {
+fn version_of<'a>(c: &'a Cluster, config: &str) -> Option<&'a str> {
     c.machine_config(config)
         .and_then(|mc| {
             mc.metadata
                 .annotations
                 .get(RELEASE_IMAGE_VERSION_ANNOTATION)
         })
+        .map(String::as_str)
         .filter(|v| !v.is_empty())
-        .cloned()
 }
 
 /// The disruption of moving from `from` to `to`, when both are in the dump with their
@@ -256,6 +256,7 @@ fn assess_pool_status(
     let t = assess::Target {
         pool: &towards,
         layering: &pl,
+        release: c.release_target.as_deref(),
     };
     let mut rows: Vec<NodeStatus> = nodes
         .iter()
@@ -263,9 +264,11 @@ fn assess_pool_status(
             let mcn = c
                 .machine_config_node(n.name())
                 .and_then(|m| m.status.as_ref());
-            let mut r = assess::assess_node(&t, n, mcn, &now);
-            r.version = version_of(c, n.current_config());
-            r
+            let versions = assess::NodeVersions {
+                current: version_of(c, n.current_config()),
+                desired: version_of(c, n.desired_config()),
+            };
+            assess::assess_node(&t, n, mcn, versions, &now)
         })
         .collect();
     let counted = calculate_status_with(&towards, &nodes, &now, &pl);
@@ -328,8 +331,11 @@ fn assess_pool_status(
             degraded: counted.degraded_machine_count,
             unavailable: counted.unavailable_machine_count,
         },
-        from_version: from.as_deref().and_then(|f| version_of(c, f)),
-        to_version: version_of(c, &target),
+        from_version: from
+            .as_deref()
+            .and_then(|f| version_of(c, f))
+            .map(str::to_string),
+        to_version: version_of(c, &target).map(str::to_string),
         from,
         to: target,
         disruption: moved.map(|(m, _)| m),

@@ -2,7 +2,9 @@
 //! columns and words of `oc adm upgrade status`'s worker section, then the findings, stuck ones
 //! first, each with what to do.
 
-use super::{ClusterStatus, PoolAssessment, PoolStatus, Severity};
+use super::{
+    ClusterStatus, NodeAssessment, NodePhase, NodeStatus, PoolAssessment, PoolStatus, Severity,
+};
 use jiff::Timestamp;
 use serde::Serialize;
 use std::fmt::Write;
@@ -44,7 +46,102 @@ fn with_version(config: &str, version: Option<&str>) -> String {
     }
 }
 
-fn pool_block(out: &mut String, p: &PoolStatus, now: Timestamp) {
+/// How much of the view the text shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextOptions {
+    /// Every node of every pool (`--details nodes`). Otherwise, as `oc adm upgrade status`
+    /// does, a pool's first ten nodes and past them only those in an undesired state
+    /// (degraded, or unavailable and not updating); the others are counted in one line.
+    pub all_nodes: bool,
+}
+
+/// What `--details` adds to the view, as `oc adm upgrade status --details` names it: `none`
+/// (the default), `nodes` (every node), `all` (everything there is: every node).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Details {
+    /// The short view.
+    #[default]
+    None,
+    /// Every node.
+    Nodes,
+    /// Everything: every node.
+    All,
+}
+
+impl std::str::FromStr for Details {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Details, String> {
+        match s {
+            "none" => Ok(Details::None),
+            "nodes" => Ok(Details::Nodes),
+            "all" => Ok(Details::All),
+            _ => Err(format!("unknown details {s:?}: none, nodes or all")),
+        }
+    }
+}
+
+impl Details {
+    /// The text options it asks for.
+    pub fn text_options(self) -> TextOptions {
+        TextOptions {
+            all_nodes: self != Details::None,
+        }
+    }
+}
+
+/// How many nodes a pool lists before it lists only those in an undesired state.
+const NODES_SHOWN: usize = 10;
+
+/// The nodes past the first ten that the short view leaves out, counted as `oc` counts them.
+#[derive(Default)]
+struct Omitted {
+    total: usize,
+    completed: usize,
+    available: usize,
+    progressing: usize,
+    outdated: usize,
+    draining: usize,
+    excluded: usize,
+}
+
+impl Omitted {
+    fn count(&mut self, n: &NodeStatus) {
+        self.total += 1;
+        if n.updated {
+            self.completed += 1;
+        } else {
+            self.outdated += 1;
+        }
+        if !n.unavailable {
+            self.available += 1;
+        }
+        if n.phase == NodePhase::Draining {
+            self.draining += 1;
+        }
+        if n.phase == NodePhase::Paused {
+            self.excluded += 1;
+        }
+        if n.assessment == NodeAssessment::Progressing {
+            self.progressing += 1;
+        }
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "...\nOmitted additional {} Total, {} Completed, {} Available, {} Progressing, {} Outdated, {} Draining, {} Excluded, and 0 Degraded nodes.\nPass along --details=nodes to see all information.\n",
+            self.total,
+            self.completed,
+            self.available,
+            self.progressing,
+            self.outdated,
+            self.draining,
+            self.excluded
+        )
+    }
+}
+
+fn pool_block(out: &mut String, p: &PoolStatus, now: Timestamp, opts: &TextOptions) {
     let _ = writeln!(out, "\n= Pool {} =", p.name);
     let to = with_version(&p.to, p.to_version.as_deref());
     let config = match &p.from {
@@ -92,7 +189,13 @@ fn pool_block(out: &mut String, p: &PoolStatus, now: Timestamp) {
         "EST",
         "MESSAGE",
     ])];
-    for n in &p.nodes {
+    let mut omitted = Omitted::default();
+    for (i, n) in p.nodes.iter().enumerate() {
+        let undesired = n.degraded || (n.unavailable && !n.updating);
+        if !opts.all_nodes && i >= NODES_SHOWN && !undesired {
+            omitted.count(n);
+            continue;
+        }
         rows.push(vec![
             n.name.clone(),
             n.assessment.as_str().to_string(),
@@ -104,10 +207,18 @@ fn pool_block(out: &mut String, p: &PoolStatus, now: Timestamp) {
     }
     out.push('\n');
     out.push_str(&table(&rows));
+    if omitted.total > 0 {
+        out.push_str(&omitted.line());
+    }
 }
 
-/// The whole view as text.
+/// The whole view as text, each pool's nodes cut as `oc` cuts them ([`TextOptions`]).
 pub fn text(s: &ClusterStatus) -> String {
+    text_with(s, &TextOptions::default())
+}
+
+/// The whole view as text, showing what `opts` asks.
+pub fn text_with(s: &ClusterStatus, opts: &TextOptions) -> String {
     let now: Timestamp = s.now.parse().unwrap_or(Timestamp::UNIX_EPOCH);
     let mut rows = vec![cells(&["POOL", "ASSESSMENT", "COMPLETION", "STATUS"])];
     for p in &s.pools {
@@ -129,7 +240,7 @@ pub fn text(s: &ClusterStatus) -> String {
     }
     let mut out = table(&rows);
     for p in &s.pools {
-        pool_block(&mut out, p, now);
+        pool_block(&mut out, p, now, opts);
     }
     for (severity, title) in [(Severity::Stuck, "Stuck"), (Severity::Waiting, "Waiting")] {
         let mut found = s
@@ -163,8 +274,17 @@ pub enum Format {
 
 /// The view as both `status` commands print it on standard output.
 pub fn output(s: &ClusterStatus, format: Format) -> Result<String, serde_json::Error> {
+    output_with(s, format, &TextOptions::default())
+}
+
+/// [`output`], the text showing what `opts` asks (JSON always holds every node).
+pub fn output_with(
+    s: &ClusterStatus,
+    format: Format,
+    opts: &TextOptions,
+) -> Result<String, serde_json::Error> {
     Ok(match format {
-        Format::Text => text(s),
+        Format::Text => text_with(s, opts),
         Format::Json => format!("{}\n", serde_json::to_string_pretty(s)?),
     })
 }

@@ -40,6 +40,8 @@ pub enum Source {
     Events,
     /// The MachineConfiguration (node disruption policies).
     MachineConfigurations,
+    /// The ClusterVersion (the release the cluster updates to).
+    ClusterVersions,
 }
 
 /// Where a kind is served.
@@ -83,7 +85,7 @@ const MCO: &str = "machineconfiguration.openshift.io";
 
 impl Source {
     /// Every kind read, in the order they are listed.
-    pub const ALL: [Source; 12] = [
+    pub const ALL: [Source; 13] = [
         Source::Pools,
         Source::Nodes,
         Source::MachineConfigs,
@@ -96,6 +98,7 @@ impl Source {
         Source::DisruptionBudgets,
         Source::Events,
         Source::MachineConfigurations,
+        Source::ClusterVersions,
     ];
 
     /// Where the kind is served.
@@ -144,6 +147,13 @@ impl Source {
                 "machineconfigurations",
                 false,
             ),
+            Source::ClusterVersions => s(
+                "config.openshift.io",
+                "v1",
+                "ClusterVersion",
+                "clusterversions",
+                false,
+            ),
         }
     }
 
@@ -167,6 +177,7 @@ impl Source {
             Source::DisruptionBudgets => "PodDisruptionBudgets",
             Source::Events => "Events",
             Source::MachineConfigurations => "MachineConfigurations",
+            Source::ClusterVersions => "ClusterVersions",
         }
     }
 
@@ -190,6 +201,9 @@ impl Source {
             Source::Events => "durations from Events and FailedToDrain reports are not seen",
             Source::MachineConfigurations => {
                 "disruptions are computed with the built-in node disruption policies"
+            }
+            Source::ClusterVersions => {
+                "nodes are measured by their config alone, not by the release the cluster updates to"
             }
         }
     }
@@ -298,6 +312,7 @@ impl Cluster {
                 Err(e) => skip(e),
             },
             Source::MachineConfigurations => {}
+            Source::ClusterVersions => self.add_cluster_version(&v),
         }
     }
 

@@ -73,9 +73,11 @@ fn row(p: &MachineConfigPool, n: &Node, mcn: Option<&MachineConfigNodeStatus>) -
         &Target {
             pool: p,
             layering: &l,
+            release: None,
         },
         n,
         mcn,
+        Default::default(),
         NOW,
     )
 }
@@ -976,7 +978,7 @@ fn a_frame_shows_each_pools_bar_and_finish_then_the_view() {
             worker("worker-1", OLD, OLD, STATE_DONE),
         ],
     );
-    let f = frame::frame(&c, &opts());
+    let f = frame::frame(&c, &opts(), &Default::default());
     let lines: Vec<&str> = f.text.lines().collect();
     assert_eq!(
         lines[0],
@@ -997,7 +999,7 @@ fn a_frame_shows_each_pools_bar_and_finish_then_the_view() {
     // Paused: no estimate, and said why.
     let mut p = pool(NEW);
     p.spec.paused = true;
-    let f = frame::frame(&cluster(p, c.nodes.clone()), &opts());
+    let f = frame::frame(&cluster(p, c.nodes.clone()), &opts(), &Default::default());
     assert!(
         f.text
             .lines()
@@ -1009,11 +1011,95 @@ fn a_frame_shows_each_pools_bar_and_finish_then_the_view() {
 
     // Every node done: done.
     let c = cluster(pool(NEW), vec![worker("worker-0", NEW, NEW, STATE_DONE)]);
-    let f = frame::frame(&c, &opts());
+    let f = frame::frame(&c, &opts(), &Default::default());
     assert!(f.done(), "{}", f.text);
     assert!(f
         .text
         .lines()
         .nth(2)
         .is_some_and(|l| l.ends_with("Completed   done")));
+}
+
+#[test]
+fn past_ten_nodes_only_those_in_trouble_are_listed_and_the_rest_counted() {
+    // Twelve degraded nodes sort first and are all listed, past the tenth too; of the three
+    // updated ones after them none is.
+    let mut nodes: Vec<Node> = (0..12)
+        .map(|i| {
+            annotate(
+                worker(&format!("d{i:02}"), OLD, NEW, STATE_DEGRADED),
+                REASON,
+                "boom",
+            )
+        })
+        .collect();
+    nodes.extend((0..3).map(|i| worker(&format!("u{i}"), NEW, NEW, STATE_DONE)));
+    let c = cluster(pool(NEW), nodes);
+    let s = status(&c, &opts());
+    // The table's rows: a node's name, then its columns (findings' lines have a colon).
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                l.starts_with(['d', 'u']) && !l.split(' ').next().unwrap_or("").ends_with(':')
+            })
+            .map(|l| l.split(' ').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let short = render::text(&s);
+    let listed = rows(&short);
+    assert_eq!(listed.len(), 12, "{short}");
+    assert!(listed.iter().all(|n| n.starts_with('d')), "{short}");
+    assert!(
+        short.contains("...\nOmitted additional 3 Total, 3 Completed, 3 Available, 0 Progressing, 0 Outdated, 0 Draining, 0 Excluded, and 0 Degraded nodes.\nPass along --details=nodes to see all information.\n"),
+        "{short}"
+    );
+    let all = render::text_with(&s, &render::TextOptions { all_nodes: true });
+    assert_eq!(rows(&all).len(), 15, "{all}");
+    assert!(!all.contains("Omitted"));
+    assert_eq!("nodes".parse(), Ok(render::Details::Nodes));
+    assert!("every".parse::<render::Details>().is_err());
+}
+
+#[test]
+fn during_a_release_update_a_node_is_updated_only_on_the_new_release() {
+    let versioned = |name: &str, version: &str| {
+        let mut mc = crate::api::MachineConfig::default();
+        mc.metadata.name = name.into();
+        mc.metadata
+            .annotations
+            .insert(RELEASE_IMAGE_VERSION_ANNOTATION.into(), version.into());
+        mc
+    };
+    // Both nodes are on the pool's config, which still carries the old release: the MCO has
+    // not rendered the new one yet.
+    let nodes = vec![
+        worker("a", NEW, NEW, STATE_DONE),
+        worker("b", NEW, NEW, STATE_DONE),
+    ];
+    let mut c = cluster(pool(NEW), nodes);
+    c.machine_configs = vec![versioned(NEW, "4.16.1")];
+    let rows = |c: &Cluster| status(c, &opts()).pools[0].nodes.clone();
+    // Without a ClusterVersion: measured by config, done.
+    assert!(rows(&c)
+        .iter()
+        .all(|r| r.assessment == NodeAssessment::Completed));
+    // Updating to 4.17.0: outdated and pending, as oc says.
+    c.add_cluster_version(&json!({
+        "kind": "ClusterVersion", "metadata": {"name": "version"},
+        "status": {"history": [{"version": "4.17.0"}, {"version": "4.16.1"}]}
+    }));
+    assert_eq!(c.release_target.as_deref(), Some("4.17.0"));
+    for r in rows(&c) {
+        assert_eq!(
+            (r.assessment, r.phase, r.version.as_deref()),
+            (NodeAssessment::Outdated, NodePhase::Pending, Some("4.16.1")),
+            "{}",
+            r.name
+        );
+    }
+    // Once the pool's config carries the new release, the nodes are updated on it.
+    c.machine_configs = vec![versioned(NEW, "4.17.0")];
+    assert!(rows(&c)
+        .iter()
+        .all(|r| r.assessment == NodeAssessment::Completed));
 }

@@ -40,6 +40,10 @@ pub(crate) struct Args {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     output: StatusFormat,
+    /// What to show beyond the short view: none, nodes (every node; otherwise a pool lists
+    /// ten, then only nodes in trouble) or all.
+    #[arg(long, default_value = "none")]
+    details: render::Details,
 }
 
 pub(crate) fn run(a: &Args) -> Result<(), Failure> {
@@ -64,7 +68,7 @@ pub(crate) fn run(a: &Args) -> Result<(), Failure> {
         StatusFormat::Text => render::Format::Text,
         StatusFormat::Json => render::Format::Json,
     };
-    let text = render::output(&view, format)
+    let text = render::output_with(&view, format, &a.details.text_options())
         .map_err(|e| Failure::input(format!("cannot write JSON: {e}")))?;
     write_stdout(&text);
     if view.stuck {
