@@ -144,12 +144,21 @@ pub async fn run(
                 let _ = writeln!(out, "{target} patched");
             }
             Err(e) => {
-                eprintln!("error: patching {target}: {e}");
+                eprintln!("error: patching {target}: {}", api_error(&e));
                 return FAILED;
             }
         }
     }
     DONE
+}
+
+/// What the API server said, as kubectl prints it (`Error from server (Forbidden): ...`);
+/// other errors as they are.
+fn api_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("{} ({})", s.message, s.reason),
+        e => e.to_string(),
+    }
 }
 
 #[cfg(test)]
