@@ -36,6 +36,7 @@ pub mod gocompat;
 pub mod load;
 pub mod manifests;
 pub mod plan;
+pub mod release;
 pub mod render;
 pub mod report;
 pub mod serve;

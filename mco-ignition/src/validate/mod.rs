@@ -5,6 +5,8 @@
 //! know ([`unused_keys`], only when the raw input is at hand). [`correlate`] then adds positions.
 
 pub(crate) mod rules;
+
+pub use rules::SPECIAL_MODE_BITS_WARNING;
 pub mod unit;
 
 use crate::config::Config;

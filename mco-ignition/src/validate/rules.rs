@@ -248,16 +248,17 @@ fn node_path(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     }
 }
 
+/// The warning on a file mode with setuid, setgid or sticky bits (Ignition v2.26's words).
+pub const SPECIAL_MODE_BITS_WARNING: &str =
+    "setuid/setgid/sticky bits are not supported or functional in spec versions older than 3.6.0";
+
 fn mode_rules(m: &Map<String, Value>, path: &JsonPath, r: &mut Report) {
     if let Some(mode) = i(m, "mode") {
         if !(0..=0o7777).contains(&mode) {
             r.error(path.key("mode"), "illegal file mode");
         }
         if (mode as u32) & 0o7000 != 0 {
-            r.warn(
-                path.key("mode"),
-                "setuid/setgid/sticky bits are not supported or functional in spec versions older than 3.6.0",
-            );
+            r.warn(path.key("mode"), SPECIAL_MODE_BITS_WARNING);
         }
     }
 }

@@ -47,6 +47,18 @@ pub struct LabelSelectorRequirement {
     pub values: Vec<String>,
 }
 
+/// How a field error prints a list of values: as Kubernetes' validation prints them since
+/// apimachinery 0.34 (`["worker"]`), or as Go's `%#v` does, as it printed them before
+/// (`[]string{"worker"}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValueStyle {
+    /// JSON.
+    #[default]
+    Json,
+    /// Go syntax.
+    GoSyntax,
+}
+
 /// Why a selector does not compile. The `Display` text is the Kubernetes error text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectorError {
@@ -194,6 +206,11 @@ impl LabelSelector {
     /// requirement's errors are returned. Upstream walks `matchLabels` in Go map order, so with
     /// several bad labels its choice of error is random; here keys are taken in sorted order.
     pub fn compile(&self) -> Result<CompiledSelector, SelectorError> {
+        self.compile_as(ValueStyle::Json)
+    }
+
+    /// [`LabelSelector::compile`], its errors printing values in `style`.
+    pub fn compile_as(&self, style: ValueStyle) -> Result<CompiledSelector, SelectorError> {
         let mut reqs = Vec::with_capacity(self.match_labels.len() + self.match_expressions.len());
         for (k, v) in &self.match_labels {
             reqs.push(new_requirement(
@@ -201,6 +218,7 @@ impl LabelSelector {
                 Operator::Equals,
                 std::slice::from_ref(v),
                 false,
+                style,
             )?);
         }
         for expr in &self.match_expressions {
@@ -211,7 +229,7 @@ impl LabelSelector {
                 "DoesNotExist" => Operator::DoesNotExist,
                 other => return Err(SelectorError::InvalidOperator(other.to_string())),
             };
-            reqs.push(new_requirement(&expr.key, op, &expr.values, true)?);
+            reqs.push(new_requirement(&expr.key, op, &expr.values, true, style)?);
         }
         // Stable: equal keys keep input order (upstream's sort is stable at these sizes).
         reqs.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
@@ -236,6 +254,7 @@ fn new_requirement(
     op: Operator,
     values: &[String],
     nil_when_empty: bool,
+    style: ValueStyle,
 ) -> Result<Requirement, SelectorError> {
     let mut errs: Vec<String> = Vec::new();
     let mut push = |msg: String| {
@@ -251,12 +270,16 @@ fn new_requirement(
             key_errs.join("; ")
         ));
     }
-    let values_json = || {
-        if values.is_empty() && nil_when_empty {
-            "null".to_string()
-        } else {
+    let values_json = || match style {
+        ValueStyle::Json if values.is_empty() && nil_when_empty => "null".to_string(),
+        ValueStyle::Json => {
             let items: Vec<String> = values.iter().map(|v| go_json_string(v)).collect();
             format!("[{}]", items.join(","))
+        }
+        ValueStyle::GoSyntax if values.is_empty() && nil_when_empty => "[]string(nil)".to_string(),
+        ValueStyle::GoSyntax => {
+            let items: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
+            format!("[]string{{{}}}", items.join(", "))
         }
     };
     match op {

@@ -11,6 +11,7 @@ use mco_render::manifests::expand::{expand_manifests, template_options, ClusterO
 use mco_render::manifests::Manifests;
 use mco_render::plan::reconcile::RenderedInput;
 use mco_render::plan::{self, MachineConfiguration};
+use mco_render::release::Release;
 use mco_render::render::{render_pool, render_pool_owned, NameScheme, RenderOptions, Rendered};
 use mco_render::serve;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,8 @@ fn write_stdout(text: &str) {
 mod build_request;
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/release.rs"]
+mod release;
 #[path = "cli/report.rs"]
 mod report;
 #[path = "cli/status.rs"]
@@ -105,9 +108,15 @@ enum Command {
         /// With --out-dir: write nothing, exit 1 with a diff when the folder is not up to date.
         #[arg(long, requires = "out_dir")]
         check: bool,
-        /// Controller version stamped on the output; generated inputs must carry it.
+        /// Controller version stamped on the output; generated inputs must carry it. Left at
+        /// its default on a cluster dump, the one its rendered configs carry.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// The MCO release to render as (4.14 to 4.22), whose controller names the rendered
+        /// configs; default: the release the manifests' ControllerConfig or rendered configs
+        /// name (a cluster dump), else the newest.
+        #[arg(long)]
+        release: Option<Release>,
         /// How to name rendered configs.
         #[arg(long, value_enum, default_value = "upstream")]
         name_scheme: Scheme,
@@ -151,6 +160,10 @@ enum Command {
         /// Controller version the cluster's generated configs carry.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// The MCO release to review as (4.14 to 4.22), with --cluster-dir; default: the release the manifests' ControllerConfig or rendered configs
+        /// name (a cluster dump), else the newest.
+        #[arg(long)]
+        release: Option<Release>,
         /// How findings are printed.
         #[arg(long, value_enum, default_value = "text")]
         format: validate::ValidateFormat,
@@ -178,9 +191,15 @@ enum Command {
         /// Output format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: DiffFormat,
-        /// Controller version the cluster's rendered configs carry.
+        /// Controller version the cluster's rendered configs carry (left at its default, the
+        /// one the dump's rendered configs carry).
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// The MCO release to render as (4.14 to 4.22), whose controller names the rendered
+        /// configs; default: the release the manifests' ControllerConfig or rendered configs
+        /// name (a cluster dump), else the newest.
+        #[arg(long)]
+        release: Option<Release>,
         /// Files or folders of changed or added manifests (MachineConfigs, pools, Nodes,
         /// RolloutPolicies), replacing the cluster's objects of the same kind and name.
         changes: Vec<PathBuf>,
@@ -198,6 +217,11 @@ enum Command {
         /// Controller version; generated inputs must carry it.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// The MCO release to render as (4.14 to 4.22), whose controller names the rendered
+        /// configs; default: the release the manifests' ControllerConfig or rendered configs
+        /// name (a cluster dump), else the newest.
+        #[arg(long)]
+        release: Option<Release>,
         /// Files or folders of YAML/JSON manifests.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -220,6 +244,11 @@ enum Command {
         /// Controller version for rendering folders.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// The MCO release to render as (4.14 to 4.22), whose controller names the rendered
+        /// configs; default: the release the manifests' ControllerConfig or rendered configs
+        /// name (a cluster dump), else the newest.
+        #[arg(long)]
+        release: Option<Release>,
     },
     /// Print the MachineConfigs the KubeletConfigs, ContainerRuntimeConfigs, Image config,
     /// mirror sets, FeatureGate and Node in the manifests generate, as upstream's controllers
@@ -268,6 +297,7 @@ fn main() -> ExitCode {
             out_dir,
             check,
             controller_version,
+            release,
             name_scheme,
             templates,
             paths,
@@ -276,7 +306,7 @@ fn main() -> ExitCode {
             pool.as_deref(),
             output,
             out_dir.as_deref().map(|d| (d, check)),
-            &controller_version,
+            (&controller_version, release),
             name_scheme,
             templates.as_deref(),
         ),
@@ -296,15 +326,28 @@ fn main() -> ExitCode {
             cluster_dir: Some(dir),
             node_minutes,
             controller_version,
+            release,
             paths,
             format,
-        } => cmd_review(&dir, &paths, node_minutes, &controller_version, format),
+        } => cmd_review(
+            &dir,
+            &paths,
+            node_minutes,
+            (&controller_version, release),
+            format,
+        ),
         Command::Ignition {
             spec_version,
             pool,
             controller_version,
+            release,
             paths,
-        } => cmd_ignition(&paths, pool.as_deref(), &spec_version, &controller_version),
+        } => cmd_ignition(
+            &paths,
+            pool.as_deref(),
+            &spec_version,
+            (&controller_version, release),
+        ),
         Command::Diff {
             old,
             new,
@@ -312,13 +355,14 @@ fn main() -> ExitCode {
             policies,
             output,
             controller_version,
+            release,
         } => cmd_diff(
             &old,
             &new,
             pool.as_deref(),
             policies.as_deref(),
             output,
-            &controller_version,
+            (&controller_version, release),
         ),
         Command::Report(args) => report::cmd_report(&args),
         Command::Status(args) => status::run(&args),
@@ -334,6 +378,7 @@ fn main() -> ExitCode {
             now,
             output,
             controller_version,
+            release,
             changes,
         } => cmd_schedule(&ScheduleArgs {
             dir: &cluster_dir,
@@ -343,6 +388,7 @@ fn main() -> ExitCode {
             now: now.unwrap_or_else(jiff::Timestamp::now),
             output,
             controller_version: &controller_version,
+            release,
             changes: &changes,
         }),
         Command::BuildRequest(args) => build_request::run(&args),
@@ -370,21 +416,30 @@ fn read_templates(dir: &Path) -> Result<TemplateTree, Failure> {
     load::read_templates(dir).map_err(|e| Failure::input(e.to_string()))
 }
 
+/// `--controller-version` and `--release` as given.
+type Renderer<'a> = (&'a str, Option<Release>);
+
 /// Loads the manifests and adds the MachineConfigs the cluster's controllers would generate
-/// from them; a resource whose generation fails is an error.
+/// from them (a resource whose generation fails is an error); with the options to render them
+/// as the release and controller `renderer` resolves to on them.
 fn load_cluster(
     paths: &[PathBuf],
-    controller_version: &str,
+    renderer: Renderer<'_>,
     templates: Option<&Path>,
-) -> Result<Manifests, Failure> {
+) -> Result<(Manifests, RenderOptions), Failure> {
     let mut m = load(paths)?;
+    let render = RenderOptions {
+        controller_version: release::controller_version_for(renderer.0, &m),
+        release: release::release_for(renderer.1, &m)?,
+        ..RenderOptions::default()
+    };
     let opts = ClusterOptions {
-        controller_version: controller_version.to_string(),
+        controller_version: render.controller_version.clone(),
         templates: templates.map(read_templates).transpose()?,
     };
     let errors = expand_manifests(&mut m, &opts);
     if errors.is_empty() {
-        Ok(m)
+        Ok((m, render))
     } else {
         Err(Failure {
             code: 1,
@@ -496,18 +551,17 @@ fn cmd_render(
     pool: Option<&str>,
     output: Format,
     out_dir: Option<(&Path, bool)>,
-    controller_version: &str,
+    renderer: Renderer<'_>,
     scheme: Scheme,
     templates: Option<&Path>,
 ) -> Result<(), Failure> {
-    let mut m = load_cluster(paths, controller_version, templates)?;
+    let (mut m, opts) = load_cluster(paths, renderer, templates)?;
     let opts = RenderOptions {
-        controller_version: controller_version.to_string(),
         name_scheme: match scheme {
             Scheme::Upstream => NameScheme::Upstream,
             Scheme::Sha256 => NameScheme::ContentSha256,
         },
-        ..RenderOptions::default()
+        ..opts
     };
     let rendered = render_all(&mut m, pool, &opts)?;
     if let Some((dir, check_only)) = out_dir {
@@ -622,16 +676,16 @@ fn cmd_review(
     dir: &Path,
     paths: &[PathBuf],
     node_minutes: u64,
-    controller_version: &str,
+    renderer: Renderer<'_>,
     format: validate::ValidateFormat,
 ) -> Result<(), Failure> {
-    let cluster = ClusterView::new(
-        load(&[dir.to_path_buf()])?,
-        RenderOptions {
-            controller_version: controller_version.to_string(),
-            ..RenderOptions::default()
-        },
-    );
+    let dump = load(&[dir.to_path_buf()])?;
+    let render = RenderOptions {
+        controller_version: release::controller_version_for(renderer.0, &dump),
+        release: release::release_for(renderer.1, &dump)?,
+        ..RenderOptions::default()
+    };
+    let cluster = ClusterView::new(dump, render);
     let under = load(paths)?;
     let objects = objects_under_review(&under);
     if objects.is_empty() {
@@ -668,21 +722,17 @@ fn cmd_ignition(
     paths: &[PathBuf],
     pool: Option<&str>,
     version: &str,
-    controller_version: &str,
+    renderer: Renderer<'_>,
 ) -> Result<(), Failure> {
     let target = SpecVersion::parse(version)
         .filter(|v| *v != SpecVersion::V3_0)
         .ok_or_else(|| Failure::input(format!("unsupported spec version {version:?}: use 3.5.0, 3.4.0, 3.3.0, 3.2.0, 3.1.0 or 2.2.0")))?;
-    let mut m = load_cluster(paths, controller_version, None)?;
+    let (mut m, opts) = load_cluster(paths, renderer, None)?;
     if pool.is_none() && m.pools.len() > 1 {
         return Err(Failure::input(
             "the manifests hold several pools: choose one with --pool",
         ));
     }
-    let opts = RenderOptions {
-        controller_version: controller_version.to_string(),
-        ..RenderOptions::default()
-    };
     let rendered = render_all(&mut m, pool, &opts)?;
     let Some((_, r)) = rendered.first() else {
         return Err(Failure::input("nothing rendered"));
@@ -698,9 +748,9 @@ fn cmd_ignition(
 fn rendered_input(
     path: &Path,
     pool: Option<&str>,
-    controller_version: &str,
+    renderer: Renderer<'_>,
 ) -> Result<RenderedInput, Failure> {
-    let mut m = load_cluster(&[path.to_path_buf()], controller_version, None)?;
+    let (mut m, opts) = load_cluster(&[path.to_path_buf()], renderer, None)?;
     if m.pools.is_empty() {
         let rendered: Vec<&MachineConfig> = m.machine_configs.iter().map(|(_, mc)| mc).collect();
         let [mc] = rendered.as_slice() else {
@@ -720,10 +770,6 @@ fn rendered_input(
             path.display()
         )));
     }
-    let opts = RenderOptions {
-        controller_version: controller_version.to_string(),
-        ..RenderOptions::default()
-    };
     let rendered = render_all(&mut m, pool, &opts)?;
     let Some((_, r)) = rendered.into_iter().next() else {
         return Err(Failure::input("nothing rendered"));
@@ -744,10 +790,10 @@ fn cmd_diff(
     pool: Option<&str>,
     policies: Option<&Path>,
     output: DiffFormat,
-    controller_version: &str,
+    renderer: Renderer<'_>,
 ) -> Result<(), Failure> {
-    let old_in = rendered_input(old, pool, controller_version)?;
-    let new_in = rendered_input(new, pool, controller_version)?;
+    let old_in = rendered_input(old, pool, renderer)?;
+    let new_in = rendered_input(new, pool, renderer)?;
     let mc: Option<MachineConfiguration> = policies
         .map(load::read_policies)
         .transpose()
@@ -908,6 +954,7 @@ struct ScheduleArgs<'a> {
     now: jiff::Timestamp,
     output: DiffFormat,
     controller_version: &'a str,
+    release: Option<Release>,
     changes: &'a [PathBuf],
 }
 
@@ -976,7 +1023,8 @@ fn cmd_schedule(a: &ScheduleArgs<'_>) -> Result<(), Failure> {
         with_changes(before.clone(), load(a.changes)?)
     };
     let opts = RenderOptions {
-        controller_version: a.controller_version.to_string(),
+        controller_version: release::controller_version_for(a.controller_version, &before),
+        release: release::release_for(a.release, &before)?,
         ..RenderOptions::default()
     };
     let policies: Option<MachineConfiguration> = after

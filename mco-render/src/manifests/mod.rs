@@ -4,8 +4,10 @@
 
 pub mod expand;
 
+use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::rollout_policy::RolloutPolicy;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool, MachineOSConfig, Node};
+use crate::release::{Release, UnknownRelease};
 use serde_json::Value;
 
 /// Whether a file name is one that manifest folders are read for (`.yaml`, `.yml`, `.json`).
@@ -292,6 +294,47 @@ impl Manifests {
             Some((_, c)) => crate::controllers::render_sync::release_of(c, opts),
             None => opts.clone(),
         }
+    }
+
+    /// The pools' current rendered configs present here (a cluster dump holds them; a GitOps
+    /// tree does not).
+    fn current_rendered(&self) -> impl Iterator<Item = &MachineConfig> {
+        self.pools.iter().filter_map(|(_, p)| {
+            let name = p.spec.configuration.name.as_str();
+            self.machine_configs
+                .iter()
+                .map(|(_, mc)| mc)
+                .find(|mc| !name.is_empty() && mc.name() == name)
+        })
+    }
+
+    /// The release these manifests were rendered by, as a cluster's dump says it: the
+    /// ControllerConfig's `release-image-version`, else the one the pools' current rendered
+    /// configs carry. `None` when nothing says (a GitOps tree); an error when what is said
+    /// names a release not reproduced.
+    pub fn release(&self) -> Option<Result<Release, UnknownRelease>> {
+        let annotation = |a: &std::collections::BTreeMap<String, String>| {
+            a.get(RELEASE_IMAGE_VERSION_ANNOTATION)
+                .filter(|v| !v.is_empty())
+                .cloned()
+        };
+        let said = self
+            .controller_config
+            .as_ref()
+            .and_then(|(_, c)| annotation(&c.metadata.annotations))
+            .or_else(|| {
+                self.current_rendered()
+                    .find_map(|mc| annotation(&mc.metadata.annotations))
+            })?;
+        Some(Release::parse(&said))
+    }
+
+    /// The controller version that rendered the pools' current configs (their
+    /// `generated-by-controller-version`): rendering a dump with it lets the cluster's
+    /// generated MachineConfigs in, as its own controller does.
+    pub fn controller_version(&self) -> Option<String> {
+        self.current_rendered()
+            .find_map(|mc| mc.generated_by().map(str::to_string))
     }
 
     /// The MachineConfigs alone.

@@ -17,6 +17,9 @@ use crate::api::{
     ControllerConfigSpec, MachineConfig, MachineConfigPool, MachineConfigSpec, ObjectMeta,
     OwnerReference,
 };
+use crate::release::{
+    CompressionMerge, ExtensionCheck, GeneratedOsImage, MergeOrder, Profile, Release, SourceOrder,
+};
 use crate::render::error::{RenderError, RenderErrorKind as K};
 use mco_ignition::merge_fold::MergeFold;
 use mco_ignition::small_map::{small_get_mut, SmallGet};
@@ -58,8 +61,11 @@ pub struct RenderOptions {
     pub release_image_version: String,
     /// How to name the result.
     pub name_scheme: NameScheme,
-    /// Whether to enforce upstream's size limit on the rendered object.
+    /// Whether to enforce upstream's size limit on the rendered object (where the release
+    /// does).
     pub check_size: bool,
+    /// The release whose rendering to reproduce.
+    pub release: Release,
 }
 
 impl Default for RenderOptions {
@@ -69,6 +75,7 @@ impl Default for RenderOptions {
             release_image_version: String::new(),
             name_scheme: NameScheme::Upstream,
             check_size: true,
+            release: Release::NEWEST,
         }
     }
 }
@@ -144,7 +151,16 @@ pub fn select<'a>(
     pool: &MachineConfigPool,
     all: &'a [MachineConfig],
 ) -> Result<Vec<&'a MachineConfig>, RenderError> {
-    Ok(select_indices(pool, all)?
+    select_for(pool, all, &Profile::default())
+}
+
+/// [`select`] as `profile`'s release selects (the same, but for its selector errors' words).
+pub fn select_for<'a>(
+    pool: &MachineConfigPool,
+    all: &'a [MachineConfig],
+    profile: &Profile,
+) -> Result<Vec<&'a MachineConfig>, RenderError> {
+    Ok(select_indices(pool, all, profile)?
         .into_iter()
         .map(|i| &all[i])
         .collect())
@@ -154,6 +170,7 @@ pub fn select<'a>(
 fn select_indices(
     pool: &MachineConfigPool,
     all: &[MachineConfig],
+    profile: &Profile,
 ) -> Result<Vec<usize>, RenderError> {
     let selector = pool
         .spec
@@ -167,7 +184,7 @@ fn select_indices(
         ));
     }
     let compiled = selector
-        .compile()
+        .compile_as(profile.selector_values)
         .map_err(|e| RenderError::pool(K::InvalidSelector, e.to_string()))?;
     let mut out: Vec<usize> = (0..all.len())
         .filter(|i| compiled.matches(&all[*i].metadata.labels))
@@ -224,7 +241,15 @@ fn config_error(mc: &MachineConfig, e: ConfigError) -> RenderError {
 /// Checks one MachineConfig as upstream's ValidateMachineConfig does, returning its config as 3.5.
 /// Every problem is returned, upstream's first first.
 pub fn validate_machine_config(mc: &MachineConfig) -> Result<Option<Config>, Vec<RenderError>> {
-    check_machine_config(mc, mc.ignition().map(Ignition::Borrowed))
+    validate_machine_config_for(mc, &Profile::default())
+}
+
+/// [`validate_machine_config`] as `profile`'s release checks.
+pub fn validate_machine_config_for(
+    mc: &MachineConfig,
+    profile: &Profile,
+) -> Result<Option<Config>, Vec<RenderError>> {
+    check_machine_config(mc, mc.ignition().map(Ignition::Borrowed), profile)
 }
 
 /// [`validate_machine_config`] taking the Ignition config out of `mc` (leaving `spec.config`
@@ -233,7 +258,7 @@ pub fn validate_machine_config_owned(
     mc: &mut MachineConfig,
 ) -> Result<Option<Config>, Vec<RenderError>> {
     let raw = mc.spec.config.take().filter(|c| !c.is_null());
-    check_machine_config(mc, raw.map(Ignition::Owned))
+    check_machine_config(mc, raw.map(Ignition::Owned), &Profile::default())
 }
 
 /// A MachineConfig's Ignition config, borrowed or taken.
@@ -245,10 +270,11 @@ enum Ignition<'a> {
 fn check_machine_config(
     mc: &MachineConfig,
     ignition: Option<Ignition<'_>>,
+    profile: &Profile,
 ) -> Result<Option<Config>, Vec<RenderError>> {
     let mut errors = Vec::new();
     let kt = mc.spec.kernel_type.as_str();
-    if !matches!(kt, "" | "default" | "realtime" | "64k-pages") {
+    if !profile.kernel_type_valid(kt) {
         errors.push(
             RenderError::in_config(
                 K::InvalidKernelType,
@@ -259,11 +285,14 @@ fn check_machine_config(
         );
     }
     let mut config = None;
+    let has_config = ignition.is_some();
     if let Some(raw) = ignition {
         let parsed = match raw {
-            Ignition::Borrowed(v) => source_config::parse_any(v),
+            Ignition::Borrowed(v) => {
+                source_config::parse_for(v, source_config::Layout::Sorted, profile)
+            }
             Ignition::Owned(v) => {
-                source_config::parse_any_owned_in(v, source_config::Layout::Sorted)
+                source_config::parse_owned_for(v, source_config::Layout::Sorted, profile)
             }
         };
         match parsed {
@@ -275,12 +304,19 @@ fn check_machine_config(
                 config = Some(parsed.into_config());
             }
         }
+    }
+    let check_extensions = match profile.extension_check {
+        ExtensionCheck::None => false,
+        ExtensionCheck::Always => true,
+        ExtensionCheck::WithConfig => has_config,
+    };
+    if check_extensions {
         let invalid: Vec<&str> = mc
             .spec
             .extensions
             .iter()
             .map(String::as_str)
-            .filter(|e| !SUPPORTED_EXTENSIONS.iter().any(|(n, _)| n == e))
+            .filter(|e| !profile.extensions.contains(e))
             .collect();
         if !invalid.is_empty() {
             errors.push(
@@ -302,6 +338,19 @@ fn check_machine_config(
 
 /// Upstream's merge order: MachineConfigs with role `worker` first, then the rest, each by name.
 pub fn merge_order<'a>(selected: &[&'a MachineConfig]) -> Vec<&'a MachineConfig> {
+    merge_order_as(selected, MergeOrder::WorkerFirst)
+}
+
+/// The merge order `order` gives.
+pub fn merge_order_as<'a>(
+    selected: &[&'a MachineConfig],
+    order: MergeOrder,
+) -> Vec<&'a MachineConfig> {
+    if order == MergeOrder::Name {
+        let mut all = selected.to_vec();
+        all.sort_by(|a, b| a.name().cmp(b.name()));
+        return all;
+    }
     let (mut workers, mut others): (Vec<&MachineConfig>, Vec<&MachineConfig>) = selected
         .iter()
         .partition(|mc| mc.metadata.labels.get(ROLE_LABEL).map(String::as_str) == Some("worker"));
@@ -318,9 +367,11 @@ pub fn render_pool(
     controller: &ControllerConfigSpec,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderFailure> {
-    let selected = select(pool, all).map_err(|e| RenderFailure::single(e, Vec::new()))?;
+    let profile = opts.release.profile();
+    let selected =
+        select_for(pool, all, &profile).map_err(|e| RenderFailure::single(e, Vec::new()))?;
     render_selected(pool, &selected, controller, opts, |mc, _| {
-        validate_machine_config(mc)
+        validate_machine_config_for(mc, &profile)
     })
 }
 
@@ -332,13 +383,15 @@ pub fn render_pool_owned(
     controller: &ControllerConfigSpec,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderFailure> {
-    let indices = select_indices(pool, &all).map_err(|e| RenderFailure::single(e, Vec::new()))?;
+    let profile = opts.release.profile();
+    let indices =
+        select_indices(pool, &all, &profile).map_err(|e| RenderFailure::single(e, Vec::new()))?;
     let mut ignition: Vec<Option<Value>> =
         indices.iter().map(|i| all[*i].spec.config.take()).collect();
     let selected: Vec<&MachineConfig> = indices.iter().map(|i| &all[*i]).collect();
     render_selected(pool, &selected, controller, opts, |mc, n| {
         let raw = ignition[n].take().filter(|c| !c.is_null());
-        check_machine_config(mc, raw.map(Ignition::Owned))
+        check_machine_config(mc, raw.map(Ignition::Owned), &profile)
     })
 }
 
@@ -352,6 +405,7 @@ fn render_selected(
 ) -> Result<Rendered, RenderFailure> {
     let names = |v: &[&MachineConfig]| v.iter().map(|m| m.name().to_string()).collect::<Vec<_>>();
     let selection = names(selected);
+    let profile = opts.release.profile();
 
     let mut errors = Vec::new();
     for mc in selected {
@@ -360,11 +414,11 @@ fn render_selected(
                 errors.push(RenderError::in_config(
                     K::StaleGenerated,
                     mc.name(),
-                    format!(
+                    profile.cased(&format!(
                         "ignoring MC {} generated by older version {v} (my version: {})",
                         mc.name(),
                         opts.controller_version
-                    ),
+                    )),
                 ));
             }
         }
@@ -385,26 +439,42 @@ fn render_selected(
         });
     }
 
-    let ordered = merge_order(selected);
-    let source = names(&ordered);
+    let ordered = merge_order_as(selected, profile.merge_order);
+    let source = match profile.source_order {
+        SourceOrder::Merge => names(&ordered),
+        SourceOrder::Name => selection.clone(),
+    };
     for mc in &ordered {
-        if mc.metadata.labels.is_empty() {
+        if mc.metadata.labels.is_empty() && profile.merge_order == MergeOrder::WorkerFirst {
             return Err(RenderFailure::single(
                 RenderError::in_config(
                     K::MissingLabels,
                     mc.name(),
-                    format!("cannot find label in MachineConfig {}", mc.name()),
+                    profile.cased(&format!("cannot find label in MachineConfig {}", mc.name())),
                 ),
                 source,
             ));
         }
     }
-    let spec = merge_specs(&ordered, &mut configs, controller)
+    let spec = merge_specs(&ordered, &mut configs, controller, &profile)
         .map_err(|e| RenderFailure::single(e, source.clone()))?;
     let (mut mc_spec, config) = spec;
+    // Written in the release's spec version; what its inputs can express, it can.
+    let config = if profile.rendered_ignition == config.version() {
+        config.into_value()
+    } else {
+        mco_ignition::translate::down(&config.into_value(), profile.rendered_ignition).map_err(
+            |e| {
+                RenderFailure::single(
+                    RenderError::pool(K::Conflict, e.to_string()),
+                    source.clone(),
+                )
+            },
+        )?
+    };
     // The name hashes the spec with the config in it: lend the config to the spec value, then
     // take it back for the MachineConfig, so it is never copied.
-    let mut spec_value = spec_json(&mc_spec, config.into_value());
+    let mut spec_value = spec_json(&mc_spec, config);
     let name = match crate::render::name::try_name_for(opts.name_scheme, pool.name(), &spec_value) {
         Ok(name) => name,
         Err(e) => {
@@ -455,7 +525,7 @@ fn render_selected(
         },
         spec: mc_spec,
     };
-    if opts.check_size {
+    if opts.check_size && profile.size_check {
         let size = json_size(&machine_config);
         if size > MAX_RENDERED_SIZE {
             return Err(RenderFailure::single(
@@ -615,7 +685,9 @@ fn merge_specs(
     ordered: &[&MachineConfig],
     configs: &mut BTreeMap<&str, Option<Config>>,
     controller: &ControllerConfigSpec,
+    profile: &Profile,
 ) -> Result<(MachineConfigSpec, Config), RenderError> {
+    let child_wins = profile.compression_merge == CompressionMerge::ChildWins;
     // Children are folded one by one onto the result so far; after each step upstream strips
     // the default compression from every file. Files a step leaves alone were stripped by the
     // step before, so after the first step only the files a step touches need it.
@@ -628,6 +700,7 @@ fn merge_specs(
             (_, None) => {}
             (_, Some(mut child)) => match out.as_mut() {
                 None => out = Some(MergeFold::new(child)),
+                Some(parent) if !child_wins => parent.merge_with(child, |_, _| {}),
                 Some(parent) => {
                     set_default_compression_for_merge(&mut child, parent);
                     parent.merge_with(child, |list, entry| {
@@ -657,7 +730,7 @@ fn merge_specs(
     let fips = ordered.iter().any(|m| m.spec.fips);
     let mut kernel_type = "default".to_string();
     for mc in ordered {
-        if matches!(mc.spec.kernel_type.as_str(), "realtime" | "64k-pages") {
+        if profile.kernel_type_overrides(&mc.spec.kernel_type) {
             kernel_type = mc.spec.kernel_type.clone();
         }
     }
@@ -679,7 +752,10 @@ fn merge_specs(
     }
     let mut os_image_url = controller.base_os_container_image.clone();
     let mut ext_image = controller.base_os_extensions_container_image.clone();
-    for mc in ordered.iter().filter(|m| m.generated_by().is_none()) {
+    let may_set_images = |m: &&&MachineConfig| {
+        profile.generated_os_image == GeneratedOsImage::Honoured || m.generated_by().is_none()
+    };
+    for mc in ordered.iter().filter(may_set_images) {
         if !mc.spec.os_image_url.is_empty() {
             os_image_url = mc.spec.os_image_url.clone();
         }

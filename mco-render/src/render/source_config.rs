@@ -1,14 +1,12 @@
 //! Reading a MachineConfig's Ignition config the way upstream does: any supported version in,
 //! spec 3.5 out, with upstream's messages.
 
+use crate::release::Profile;
 pub use mco_ignition::emit::Layout;
 use mco_ignition::parse::{self, DetectedVersion};
 use mco_ignition::report::Report;
 use mco_ignition::{Config, JsonPath, ParseError, SpecVersion};
 use serde_json::Value;
-
-/// The spec versions upstream accepts, as its messages list them.
-pub const SUPPORTED_VERSIONS: &str = "2.2,3.0,3.1,3.2,3.3,3.4,3.5";
 
 /// Why a MachineConfig's Ignition config was refused.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,8 +38,9 @@ impl ConfigError {
     }
 }
 
-fn v3_failure(err: &ParseError) -> ConfigError {
-    let report = err.report().cloned().unwrap_or_default();
+fn v3_failure(err: &ParseError, profile: &Profile, version: SpecVersion) -> ConfigError {
+    let mut report = err.report().cloned().unwrap_or_default();
+    profile.special_mode_bits.reword(&mut report, version);
     ConfigError::with_report(
         format!("parsing Ignition config spec v3 failed with error: {err}\nReport: {report}"),
         report,
@@ -57,42 +56,73 @@ pub fn parse_any(raw: &Value) -> Result<ParsedConfig, ConfigError> {
 /// [`parse_any`] with report positions in a given layout: [`Layout::Struct`] for configs upstream
 /// marshalled itself (rendered configs), [`Layout::Sorted`] for stored MachineConfigs.
 pub fn parse_any_in(raw: &Value, layout: Layout) -> Result<ParsedConfig, ConfigError> {
+    parse_for(raw, layout, &Profile::default())
+}
+
+/// [`parse_any_in`] as `profile`'s release parses: versions newer than the one it renders
+/// are unknown to it, and its messages list the versions it supports.
+pub fn parse_for(
+    raw: &Value,
+    layout: Layout,
+    profile: &Profile,
+) -> Result<ParsedConfig, ConfigError> {
+    let supported = profile.supported_versions;
     let detected = match parse::detect_version(raw) {
         Ok(d) => d,
         Err(ParseError::InvalidVersion) => {
             return Err(ConfigError::plain(format!(
-                "parsing Ignition config failed: invalid version. Supported spec versions: {SUPPORTED_VERSIONS}"
-            )))
+            "parsing Ignition config failed: invalid version. Supported spec versions: {supported}"
+        )))
         }
-        Err(e) => return Err(v3_failure(&e)),
+        Err(e) => return Err(v3_failure(&e, profile, SpecVersion::LATEST)),
     };
     match detected {
+        DetectedVersion::Known(v) if v.is_v3() && v > profile.rendered_ignition => {
+            Err(unknown_version(supported))
+        }
         DetectedVersion::Known(v) if v.is_v3() => match parse::parse_value_in(raw, layout) {
             Ok(p) => Ok(ParsedConfig::V3 {
                 source_minor: v.minor(),
                 config: p.config.into_latest(),
             }),
-            Err(e) => Err(v3_failure(&e)),
+            Err(e) => Err(v3_failure(&e, profile, v)),
         },
-        DetectedVersion::Known(SpecVersion::V2_2) => crate::render::v2_bridge::parse_v2(raw),
-        _ => Err(ConfigError::plain(format!(
-            "parsing Ignition config failed: unknown version. Supported spec versions: {SUPPORTED_VERSIONS}"
-        ))),
+        DetectedVersion::Known(SpecVersion::V2_2) => {
+            crate::render::v2_bridge::parse_v2(raw, supported)
+        }
+        _ => Err(unknown_version(supported)),
     }
+}
+
+fn unknown_version(supported: &str) -> ConfigError {
+    ConfigError::plain(format!(
+        "parsing Ignition config failed: unknown version. Supported spec versions: {supported}"
+    ))
 }
 
 /// [`parse_any_in`] taking the config: the same result, without copying a spec 3.x config that
 /// is already in normalised form (see [`parse::parse_owned_in`]).
 pub fn parse_any_owned_in(raw: Value, layout: Layout) -> Result<ParsedConfig, ConfigError> {
+    parse_owned_for(raw, layout, &Profile::default())
+}
+
+/// [`parse_for`] taking the config.
+pub fn parse_owned_for(
+    raw: Value,
+    layout: Layout,
+    profile: &Profile,
+) -> Result<ParsedConfig, ConfigError> {
     match parse::detect_version(&raw) {
-        Ok(DetectedVersion::Known(v)) if v.is_v3() => match parse::parse_owned_in(raw, layout) {
-            Ok(p) => Ok(ParsedConfig::V3 {
-                source_minor: v.minor(),
-                config: p.config.into_latest(),
-            }),
-            Err(e) => Err(v3_failure(&e)),
-        },
-        _ => parse_any_in(&raw, layout),
+        Ok(DetectedVersion::Known(v)) if v.is_v3() && v <= profile.rendered_ignition => {
+            match parse::parse_owned_in(raw, layout) {
+                Ok(p) => Ok(ParsedConfig::V3 {
+                    source_minor: v.minor(),
+                    config: p.config.into_latest(),
+                }),
+                Err(e) => Err(v3_failure(&e, profile, v)),
+            }
+        }
+        _ => parse_for(&raw, layout, profile),
     }
 }
 

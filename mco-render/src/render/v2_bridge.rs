@@ -1,14 +1,14 @@
 //! Spec 2.2 configs, through the spec 2 engine.
 
-use crate::render::source_config::{ConfigError, ParsedConfig, SUPPORTED_VERSIONS};
+use crate::render::source_config::{ConfigError, ParsedConfig};
 use mco_ignition::v2::{self, V2Error};
 use mco_ignition::SpecVersion;
 use serde_json::Value;
 
-fn message(e: &V2Error) -> String {
+fn message(e: &V2Error, supported: &str) -> String {
     match e {
         V2Error::UnknownVersion => format!(
-            "parsing Ignition config failed: unknown version. Supported spec versions: {SUPPORTED_VERSIONS}"
+            "parsing Ignition config failed: unknown version. Supported spec versions: {supported}"
         ),
         other => other.to_string(),
     }
@@ -16,9 +16,9 @@ fn message(e: &V2Error) -> String {
 
 /// Parses and validates a spec 2.2 config with upstream's spec 2 rules, then converts it to 3.5
 /// the way upstream does (duplicate-removal pre-pass, 2.2 to 3.0, up to 3.5).
-pub fn parse_v2(raw: &Value) -> Result<ParsedConfig, ConfigError> {
+pub fn parse_v2(raw: &Value, supported: &str) -> Result<ParsedConfig, ConfigError> {
     let err = |e: V2Error| ConfigError {
-        message: message(&e),
+        message: message(&e, supported),
         path: None,
         report: None,
     };
@@ -39,7 +39,7 @@ pub fn parse_v2(raw: &Value) -> Result<ParsedConfig, ConfigError> {
 /// Upstream's extra check on spec 2 configs: no file mode above 0777.
 pub fn check_v2_modes(v2_config: &Value) -> Result<(), ConfigError> {
     v2::check_file_modes(v2_config).map_err(|e| ConfigError {
-        message: message(&e),
+        message: message(&e, crate::release::Profile::default().supported_versions),
         path: None,
         report: None,
     })

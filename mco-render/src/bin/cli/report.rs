@@ -2,7 +2,6 @@
 
 use super::{load_cluster, to_json, write_stdout, Failure};
 use mco_render::report::{change_report, node_counts, NodeCount, NodeSource, ReportOptions};
-use mco_render::RenderOptions;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,9 +37,14 @@ pub(crate) struct ReportArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     output: ReportFormat,
-    /// Controller version the trees' generated configs carry.
+    /// Controller version the trees' generated configs carry (left at its default on a
+    /// cluster dump as BASE, the one its rendered configs carry).
     #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
     controller_version: String,
+    /// The MCO release to render both trees as (4.14 to 4.22); default: the release BASE's
+    /// ControllerConfig or rendered configs name (a cluster dump), else the newest.
+    #[arg(long)]
+    release: Option<mco_render::release::Release>,
     /// A pool's node count, POOL=N (repeatable), for trees that hold no Nodes or pool status
     /// (a GitOps repository). Without one the count is unknown and the estimate is given per
     /// node and per 10 nodes.
@@ -69,8 +73,18 @@ fn parse_nodes(s: &str) -> Result<(String, usize), String> {
 /// Exit 0 whatever the report says, 1 when a pool fails to render in HEAD or a change is not
 /// reconcilable (after printing the report), 2 when a tree cannot be read.
 pub(crate) fn cmd_report(a: &ReportArgs) -> Result<(), Failure> {
-    let base = load_cluster(std::slice::from_ref(&a.base), &a.controller_version, None)?;
-    let head = load_cluster(std::slice::from_ref(&a.head), &a.controller_version, None)?;
+    // The base is the cluster (a dump says its release and controller); the head renders as
+    // the cluster would render it.
+    let (base, render) = load_cluster(
+        std::slice::from_ref(&a.base),
+        (&a.controller_version, a.release),
+        None,
+    )?;
+    let (head, _) = load_cluster(
+        std::slice::from_ref(&a.head),
+        (&render.controller_version, Some(render.release)),
+        None,
+    )?;
     let in_either = |p: &str| {
         let known =
             |m: &mco_render::manifests::Manifests| m.pools.iter().any(|(_, x)| x.name() == p);
@@ -104,10 +118,7 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<(), Failure> {
         );
     }
     let opts = ReportOptions {
-        render: RenderOptions {
-            controller_version: a.controller_version.clone(),
-            ..RenderOptions::default()
-        },
+        render,
         pool: a.pool.clone(),
         per_node: std::time::Duration::from_secs(a.node_minutes.saturating_mul(60)),
         // The binary may read the clock; the library never does.

@@ -1,0 +1,420 @@
+//! The MCO releases whose rendering is reproduced, 4.14 to 4.22, and the behaviours that
+//! differ between them.
+//!
+//! A rendered config's name is a hash of its spec, so a cluster's names are those of its own
+//! release's renderer. [`Release`] names a release (`4.16`, parsed from `4.16`, `4.16.3` or a
+//! `release-image-version` such as `4.16.0-0.nightly-2024-08-01-082745`); its [`Profile`] holds,
+//! each in one field named for what it is, every behaviour of rendering, serving and validation
+//! that is not the same in all of them. The code that renders reads the profile; it never
+//! compares release numbers itself. The newest release is the default everywhere.
+
+use mco_ignition::SpecVersion;
+use std::fmt;
+use std::str::FromStr;
+
+/// An MCO release (its minor version; the major is 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Release {
+    minor: u8,
+}
+
+/// A release that is not one of [`Release::all`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRelease {
+    /// What was given.
+    pub given: String,
+}
+
+impl fmt::Display for UnknownRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<String> = Release::all().map(|r| r.to_string()).collect();
+        write!(
+            f,
+            "unknown release {:?}: the releases known are {}",
+            self.given,
+            known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownRelease {}
+
+impl Release {
+    /// The oldest release reproduced.
+    pub const OLDEST: Release = Release { minor: 14 };
+    /// The newest release, the default.
+    pub const NEWEST: Release = Release { minor: 22 };
+
+    /// Every release reproduced, oldest first.
+    pub fn all() -> impl Iterator<Item = Release> {
+        (Release::OLDEST.minor..=Release::NEWEST.minor).map(|minor| Release { minor })
+    }
+
+    /// `4.<minor>`, when that release is reproduced.
+    pub fn of_minor(minor: u8) -> Option<Release> {
+        let r = Release { minor };
+        (Release::OLDEST..=Release::NEWEST)
+            .contains(&r)
+            .then_some(r)
+    }
+
+    /// The minor version.
+    pub fn minor(self) -> u8 {
+        self.minor
+    }
+
+    /// The release of a version as clusters write it: `4.16`, `4.16.3`, `v4.16.3`,
+    /// `4.16.0-0.nightly-2024-08-01-082745`, `4.16.0-ec.2`.
+    pub fn parse(s: &str) -> Result<Release, UnknownRelease> {
+        let unknown = || UnknownRelease {
+            given: s.to_string(),
+        };
+        let t = s.trim();
+        let t = t.strip_prefix('v').unwrap_or(t);
+        let core = t.split(['-', '+']).next().unwrap_or("");
+        let mut parts = core.split('.');
+        let (Some("4"), Some(minor)) = (parts.next(), parts.next()) else {
+            return Err(unknown());
+        };
+        if parts
+            .clone()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(unknown());
+        }
+        let minor: u8 = minor.parse().map_err(|_| unknown())?;
+        Release::of_minor(minor).ok_or_else(unknown)
+    }
+
+    /// What this release does where releases differ.
+    pub fn profile(self) -> Profile {
+        let m = self.minor;
+        Profile {
+            release: self,
+            rendered_ignition: if m >= 19 {
+                SpecVersion::V3_5
+            } else {
+                SpecVersion::V3_4
+            },
+            supported_versions: if m >= 20 {
+                "2.2,3.0,3.1,3.2,3.3,3.4,3.5"
+            } else if m == 19 {
+                "2.2, 3.0, 3.1, 3.2, 3.3, 3.4, 3.5"
+            } else {
+                "2.2, 3.0, 3.1, 3.2, 3.3, 3.4"
+            },
+            merge_order: if m >= 15 {
+                MergeOrder::WorkerFirst
+            } else {
+                MergeOrder::Name
+            },
+            source_order: if m >= 17 || m == 14 {
+                SourceOrder::Merge
+            } else {
+                SourceOrder::Name
+            },
+            compression_merge: if m >= 20 {
+                CompressionMerge::ChildWins
+            } else {
+                CompressionMerge::PerField
+            },
+            large_pages_kernel: m >= 15,
+            extension_check: match m {
+                ..=15 => ExtensionCheck::None,
+                16 | 17 => ExtensionCheck::Always,
+                _ => ExtensionCheck::WithConfig,
+            },
+            extensions: match m {
+                ..=15 => &[],
+                16 | 17 => &[
+                    "wasm",
+                    "ipsec",
+                    "usbguard",
+                    "kerberos",
+                    "kernel-devel",
+                    "sandboxed-containers",
+                ],
+                18 => &[
+                    "wasm",
+                    "ipsec",
+                    "usbguard",
+                    "kerberos",
+                    "kernel-devel",
+                    "sandboxed-containers",
+                    "sysstat",
+                ],
+                19..=21 => &[
+                    "two-node-ha",
+                    "wasm",
+                    "ipsec",
+                    "usbguard",
+                    "kerberos",
+                    "kernel-devel",
+                    "sandboxed-containers",
+                    "sysstat",
+                ],
+                _ => &[
+                    "two-node-ha",
+                    "ipsec",
+                    "usbguard",
+                    "kerberos",
+                    "kernel-devel",
+                    "sandboxed-containers",
+                    "sysstat",
+                ],
+            },
+            generated_os_image: if m >= 21 {
+                GeneratedOsImage::Ignored
+            } else {
+                GeneratedOsImage::Honoured
+            },
+            size_check: m >= 22,
+            message_case: if m >= 22 {
+                MessageCase::Lower
+            } else {
+                MessageCase::Capitalised
+            },
+            selector_values: if m >= 21 {
+                ValueStyle::Json
+            } else {
+                ValueStyle::GoSyntax
+            },
+            special_mode_bits: if m >= 22 {
+                SpecialModeBits::Before36
+            } else {
+                SpecialModeBits::Before34
+            },
+        }
+    }
+}
+
+impl Default for Release {
+    fn default() -> Self {
+        Release::NEWEST
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "4.{}", self.minor)
+    }
+}
+
+impl FromStr for Release {
+    type Err = UnknownRelease;
+
+    fn from_str(s: &str) -> Result<Release, UnknownRelease> {
+        Release::parse(s)
+    }
+}
+
+/// The behaviours that differ between releases. Built by [`Release::profile`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    /// The release.
+    pub release: Release,
+    /// The spec version the rendered config (and the generated MachineConfigs) is written in,
+    /// which is also the newest version a MachineConfig may be written in: 3.4.0 until 4.18,
+    /// 3.5.0 from 4.19.
+    pub rendered_ignition: SpecVersion,
+    /// The versions an "unknown version" parse error lists (from 4.20 without spaces).
+    pub supported_versions: &'static str,
+    /// The order MachineConfigs merge in.
+    pub merge_order: MergeOrder,
+    /// The order the rendered config's sources are listed in.
+    pub source_order: SourceOrder,
+    /// How a file's `contents.compression` merges.
+    pub compression_merge: CompressionMerge,
+    /// Whether `kernelType: 64k-pages` is valid (from 4.15).
+    pub large_pages_kernel: bool,
+    /// When `spec.extensions` is checked against [`Profile::extensions`].
+    pub extension_check: ExtensionCheck,
+    /// The extensions a MachineConfig may ask for.
+    pub extensions: &'static [&'static str],
+    /// Whether a generated MachineConfig may set the OS images.
+    pub generated_os_image: GeneratedOsImage,
+    /// Whether a rendered config larger than etcd's request limit fails the render (4.22).
+    pub size_check: bool,
+    /// How the render's messages begin (`Ignoring MC …` until 4.21, `ignoring MC …` after).
+    pub message_case: MessageCase,
+    /// How an invalid selector's values print in its error.
+    pub selector_values: ValueStyle,
+    /// Which configs get the warning on setuid, setgid and sticky mode bits, and its words.
+    pub special_mode_bits: SpecialModeBits,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Release::NEWEST.profile()
+    }
+}
+
+impl Profile {
+    /// `message` with its first letter as this release writes it.
+    pub fn cased(&self, message: &str) -> String {
+        match self.message_case {
+            MessageCase::Lower => message.to_string(),
+            MessageCase::Capitalised => {
+                let mut c = message.chars();
+                match c.next() {
+                    Some(first) => first.to_uppercase().chain(c).collect(),
+                    None => String::new(),
+                }
+            }
+        }
+    }
+
+    /// Whether `kind` is a valid `kernelType`.
+    pub fn kernel_type_valid(&self, kind: &str) -> bool {
+        matches!(kind, "" | "default" | "realtime")
+            || (self.large_pages_kernel && kind == "64k-pages")
+    }
+
+    /// Whether a MachineConfig's `kernelType` replaces the merged one.
+    pub fn kernel_type_overrides(&self, kind: &str) -> bool {
+        kind == "realtime" || (self.large_pages_kernel && kind == "64k-pages")
+    }
+}
+
+/// The order MachineConfigs merge in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeOrder {
+    /// By name (4.14).
+    Name,
+    /// Those with role `worker` first, then the others, each by name: a custom pool's own
+    /// MachineConfigs override the worker ones (4.15 on).
+    WorkerFirst,
+}
+
+/// The order a rendered config's `source` lists its MachineConfigs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceOrder {
+    /// By name, whatever order they merged in (4.15, 4.16).
+    Name,
+    /// The merge order (4.14, where that is by name, and 4.17 on).
+    Merge,
+}
+
+/// How a file's `contents.compression` merges when a later MachineConfig writes the same path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompressionMerge {
+    /// As its own field: a later file without `compression` keeps the earlier one's (`gzip`, or
+    /// `""`, stays). Until 4.19.
+    PerField,
+    /// With the contents: a later file without `compression` has none. From 4.20.
+    ChildWins,
+}
+
+/// When `spec.extensions` is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionCheck {
+    /// Never (until 4.15).
+    None,
+    /// On every MachineConfig (4.16, 4.17).
+    Always,
+    /// On MachineConfigs with an Ignition config (4.18 on).
+    WithConfig,
+}
+
+/// Whether a MachineConfig generated by the controller may set `osImageURL` and
+/// `baseOSExtensionsContainerImage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeneratedOsImage {
+    /// Like any other (until 4.20).
+    Honoured,
+    /// Skipped (4.21 on).
+    Ignored,
+}
+
+pub use crate::api::selector::ValueStyle;
+
+/// Which configs Ignition warns about setuid, setgid and sticky mode bits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecialModeBits {
+    /// Configs older than 3.4.0, "not supported in spec versions older than 3.4.0" (Ignition
+    /// v2.15 and v2.20: until 4.21).
+    Before34,
+    /// Every 3.x config, "not supported or functional in spec versions older than 3.6.0"
+    /// (Ignition v2.26: 4.22).
+    Before36,
+}
+
+impl SpecialModeBits {
+    /// Rewords (or drops) the warning in a report on a config of `version`, from the words
+    /// of [`SpecialModeBits::Before36`] that validation writes.
+    pub fn reword(self, report: &mut mco_ignition::Report, version: SpecVersion) {
+        if self == SpecialModeBits::Before36 {
+            return;
+        }
+        let warning = mco_ignition::validate::SPECIAL_MODE_BITS_WARNING;
+        if version >= SpecVersion::V3_4 {
+            report.entries.retain(|e| e.message != warning);
+            return;
+        }
+        for e in &mut report.entries {
+            if e.message == warning {
+                e.message =
+                    "setuid/setgid/sticky bits are not supported in spec versions older than 3.4.0"
+                        .to_string();
+            }
+        }
+    }
+}
+
+/// How the render's messages begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageCase {
+    /// `Ignoring MC …`, `Cannot find label …` (until 4.21).
+    Capitalised,
+    /// `ignoring MC …`, `cannot find label …` (4.22).
+    Lower,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_parse_as_clusters_write_them() {
+        for (s, minor) in [
+            ("4.16", 16),
+            ("4.16.3", 16),
+            ("v4.16.3", 16),
+            ("4.16.0-0.nightly-2024-08-01-082745", 16),
+            ("4.20.0-ec.2", 20),
+            ("4.14", 14),
+            ("4.22.0", 22),
+        ] {
+            assert_eq!(Release::parse(s).map(Release::minor), Ok(minor), "{s}");
+        }
+        for s in ["4.13", "4.23", "5.1", "4", "", "4.x", "4.16.a", "latest"] {
+            let e = Release::parse(s).unwrap_err();
+            assert!(
+                e.to_string()
+                    .ends_with("4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20, 4.21, 4.22"),
+                "{e}"
+            );
+        }
+        assert_eq!(Release::default(), Release::NEWEST);
+        assert_eq!(Release::NEWEST.to_string(), "4.22");
+    }
+
+    #[test]
+    fn each_behaviour_changes_where_upstream_changed_it() {
+        let at = |m| Release::of_minor(m).expect("known").profile();
+        assert_eq!(at(18).rendered_ignition, SpecVersion::V3_4);
+        assert_eq!(at(19).rendered_ignition, SpecVersion::V3_5);
+        assert_eq!(at(14).merge_order, MergeOrder::Name);
+        assert_eq!(at(15).merge_order, MergeOrder::WorkerFirst);
+        assert_eq!(at(19).compression_merge, CompressionMerge::PerField);
+        assert_eq!(at(20).compression_merge, CompressionMerge::ChildWins);
+        assert!(!at(14).kernel_type_valid("64k-pages"));
+        assert!(at(15).kernel_type_valid("64k-pages"));
+        assert_eq!(at(20).generated_os_image, GeneratedOsImage::Honoured);
+        assert_eq!(at(21).generated_os_image, GeneratedOsImage::Ignored);
+        assert_eq!(at(21).cased("ignoring MC x"), "Ignoring MC x");
+        assert_eq!(at(22).cased("ignoring MC x"), "ignoring MC x");
+        assert!(at(21).extensions.contains(&"wasm"));
+        assert!(!at(22).extensions.contains(&"wasm"));
+    }
+}

@@ -1,0 +1,100 @@
+//! Every render case of each release's corpus (`testdata/conformance/releases/4.NN`, and its
+//! `ign34/` variant for 4.14 to 4.18): rendered as that release, the error or success, source
+//! order, rendered spec and rendered name must be that release's.
+
+#[path = "support/render_case.rs"]
+mod render_case;
+
+use mco_render::release::Release;
+use mco_render::RenderOptions;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The controller version each release's corpus was made with (its branch head; the README of
+/// `releases/` names it).
+fn controller_version(release: Release) -> &'static str {
+    match release.minor() {
+        14 => "00b2e0b1cc83e119995bbbe2ae06665c3d1655d7",
+        15 => "1ffa8341fb18365b72398fc4eedffcbe4d423256",
+        16 => "7327bb2359dd01f5b98c6bc3bd43ae134b080d02",
+        17 => "3bdd678e83da52e0754b393b82435eea968af3ed",
+        18 => "f313997e0ba83edd79b1d0091e85d6e25c793274",
+        19 => "1a6905d980fd4c4f3869492b98cb696f09a46cff",
+        20 => "afed09939d80d86cafd38e9f733cc49ed16af092",
+        21 => "db84d8368ef78e50f3bc0961dcf2b27a7975e053",
+        _ => mco_render::CONTROLLER_VERSION,
+    }
+}
+
+fn folders(release: Release) -> Vec<PathBuf> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/conformance/releases")
+        .join(release.to_string());
+    [base.clone(), base.join("ign34")]
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+fn cases(dir: &Path) -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("corpus folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| !p.ends_with("accept-headers.json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| serde_json::from_slice(&std::fs::read(p).expect("case")).expect("case JSON"))
+        .collect()
+}
+
+#[test]
+fn each_release_renders_as_that_release_does() {
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for release in Release::all().filter(|r| *r != Release::NEWEST) {
+        let opts = RenderOptions {
+            release,
+            controller_version: controller_version(release).to_string(),
+            ..RenderOptions::default()
+        };
+        for dir in folders(release) {
+            let cases = cases(&dir);
+            assert!(
+                cases.len() >= 300,
+                "{}: {} cases",
+                dir.display(),
+                cases.len()
+            );
+            let mut failed = 0;
+            for case in &cases {
+                total += 1;
+                if let Err(e) = render_case::run_case_as(case, &opts, false) {
+                    failed += 1;
+                    failures.push(format!("{release} {}: {e}", case["name"]));
+                }
+            }
+            let folder = dir.strip_prefix(dir.parent().and_then(Path::parent).unwrap_or(&dir));
+            report.push(format!(
+                "{}: {}/{}",
+                folder.unwrap_or(&dir).display(),
+                cases.len() - failed,
+                cases.len()
+            ));
+        }
+    }
+    eprintln!("release conformance: {}", report.join(", "));
+    for f in failures.iter().take(40) {
+        eprintln!("FAIL {f}\n");
+    }
+    assert!(total > 0, "no release corpus found");
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases differ from their release",
+        failures.len()
+    );
+}
