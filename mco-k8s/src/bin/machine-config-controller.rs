@@ -17,7 +17,8 @@ struct Cli {
     /// Controller version stamped on rendered configs.
     #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
     controller_version: String,
-    /// Release image version annotation on rendered configs.
+    /// Release image version annotation on rendered configs; its release (4.14 to 4.22) is
+    /// the one whose rendering rules apply (the newest when empty or unknown).
     #[arg(long, default_value = "")]
     release_image_version: String,
     /// Unused rendered configs kept per pool (garbage collection); negative disables it.
@@ -56,10 +57,20 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The controller renders as its own release, as the operator names it: a cluster that
+    // upgrades re-renders on the new release's rules.
+    let release = match cli.release_image_version.as_str() {
+        "" => mco_render::release::Release::NEWEST,
+        v => mco_render::release::Release::parse(v).unwrap_or_else(|e| {
+            tracing::warn!("{e}; rendering as the newest release");
+            mco_render::release::Release::NEWEST
+        }),
+    };
     let opts = Options {
         render: mco_render::RenderOptions {
             controller_version: cli.controller_version,
             release_image_version: cli.release_image_version,
+            release,
             ..Default::default()
         },
         debounce: Duration::from_millis(cli.debounce_ms),
