@@ -1,7 +1,7 @@
 //! The machine-config-server's request handling (`mco-k8s/src/mcs/respond.rs`, which is pure)
 //! over the served state of `examples/cluster`, with the request's method, path, `Accept`,
-//! `If-None-Match` and `Authorization` headers, an allow-list and a client address taken from the
-//! input's lines. Whatever comes in, the server only ever answers 200 with a pool's encoded
+//! `If-None-Match`, `Authorization` and `Accept-Encoding` headers, an allow-list and a client
+//! address taken from the input's lines (a gzip body must decompress to the config). Whatever comes in, the server only ever answers 200 with a pool's encoded
 //! config for the negotiated version (`mco_render::serve::accept`), `/healthz` or `/metrics`.
 //!
 //! The server's modules are compiled into this target from their files: `mco-k8s` itself would
@@ -11,6 +11,8 @@
 
 #[path = "../../mco-k8s/src/mcs/access.rs"]
 mod access;
+#[path = "../../mco-k8s/src/mcs/content_coding.rs"]
+mod content_coding;
 #[path = "../../mco-k8s/src/mcs/metrics.rs"]
 mod metrics;
 #[path = "../../mco-k8s/src/mcs/respond.rs"]
@@ -113,6 +115,7 @@ fuzz_target!(|data: &[u8]| {
         if_none_match: line(&lines, 3),
         authorization: line(&lines, 4),
         client,
+        accept_encoding: line(&lines, 8),
         has_body: false,
     };
     let metrics = Metrics::default();
@@ -154,7 +157,16 @@ fuzz_target!(|data: &[u8]| {
     let encoded = entry.versions[&version]
         .as_ref()
         .expect("200 only for an encoded version");
-    if method == "GET" {
+    let gzip = r
+        .headers
+        .iter()
+        .any(|(k, v)| *k == "content-encoding" && v == "gzip");
+    if method == "GET" && gzip {
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&r.body[..]), &mut plain)
+            .expect("the gzip body decompresses");
+        assert_eq!(plain, encoded.body, "the gzip body is the pool's config");
+    } else if method == "GET" {
         assert_eq!(r.body, encoded.body, "the body is the pool's config");
     }
 });

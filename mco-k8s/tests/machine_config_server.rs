@@ -522,3 +522,257 @@ async fn a_rotated_bootstrap_token_or_ca_reaches_the_next_machine() {
     .await
     .expect("test finished in time");
 }
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(b), &mut out).expect("gunzip");
+    out
+}
+
+fn header_str<'a>(r: &'a Reply, name: &str) -> Option<&'a str> {
+    r.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A counter's value in the server's /metrics text.
+async fn counter(addr: SocketAddr, name: &str) -> Option<u64> {
+    let m = get(addr, "/metrics", None).await;
+    String::from_utf8_lossy(&m.body)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+        .and_then(|v| v.parse().ok())
+}
+
+/// For every spec version served, a client that accepts gzip (as Go's HTTP client, which
+/// Ignition uses, does) gets a gzip body that decompresses to exactly the plain body, with
+/// `Content-Encoding`, its own length and `Vary`; the compression runs once per version, not
+/// once per request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_bodies_decompress_to_the_plain_ones_and_are_made_once() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("gzip");
+        let srv = start(config(&dir, None)).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let mut versions = 0;
+        for v in SpecVersion::ALL {
+            if !convertible(v) {
+                continue;
+            }
+            versions += 1;
+            let accept = format!(
+                "application/vnd.coreos.ignition+json;version={}",
+                v.as_str()
+            );
+            let plain = send(
+                addr,
+                None,
+                "GET",
+                "/config/worker",
+                &[("accept", accept.as_bytes())],
+            )
+            .await;
+            assert_eq!(plain.status, 200, "{v:?}");
+            assert_eq!(header_str(&plain, "content-encoding"), None);
+            assert_eq!(header_str(&plain, "vary"), Some("Accept, Accept-Encoding"));
+            // Several clients at once, each asking for gzip in its own words.
+            let asks: [&[u8]; 4] = [b"gzip", b"gzip, deflate", b"br;q=1.0, GZIP;q=0.5", b"*"];
+            let replies = futures::future::join_all(asks.iter().map(|ae| {
+                let accept = accept.clone();
+                async move {
+                    send(
+                        addr,
+                        None,
+                        "GET",
+                        "/config/worker",
+                        &[("accept", accept.as_bytes()), ("accept-encoding", ae)],
+                    )
+                    .await
+                }
+            }))
+            .await;
+            for (ae, z) in asks.iter().zip(&replies) {
+                let what = format!("{v:?} {}", String::from_utf8_lossy(ae));
+                assert_eq!(z.status, 200, "{what}");
+                assert_eq!(header_str(z, "content-encoding"), Some("gzip"), "{what}");
+                assert_eq!(
+                    header_str(z, "vary"),
+                    Some("Accept, Accept-Encoding"),
+                    "{what}"
+                );
+                assert_eq!(
+                    header_str(z, "content-length"),
+                    Some(z.body.len().to_string().as_str()),
+                    "{what}"
+                );
+                assert!(z.body.len() < plain.body.len(), "{what}");
+                assert_eq!(gunzip(&z.body), plain.body.to_vec(), "{what}");
+                assert_eq!(z.body, replies[0].body, "{what}");
+                assert_ne!(z.headers.get("etag"), plain.headers.get("etag"), "{what}");
+            }
+            // HEAD: the gzip form's headers, no body.
+            let head = send(
+                addr,
+                None,
+                "HEAD",
+                "/config/worker",
+                &[("accept", accept.as_bytes()), ("accept-encoding", b"gzip")],
+            )
+            .await;
+            assert_eq!(head.status, 200);
+            assert!(head.body.is_empty());
+            assert_eq!(header_str(&head, "content-encoding"), Some("gzip"));
+            assert_eq!(
+                header_str(&head, "content-length"),
+                Some(replies[0].body.len().to_string().as_str())
+            );
+        }
+        assert!(versions >= 1, "no spec version converts");
+        // Once per version, however many requests asked.
+        assert_eq!(
+            counter(addr, "mcs_gzip_encodes_total").await,
+            Some(versions)
+        );
+        assert_eq!(
+            counter(addr, "mcs_gzip_responses_total").await,
+            Some(4 * versions)
+        );
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// `gzip;q=0` (in any case, and `*;q=0`) refuses gzip: the plain body, as upstream serves it,
+/// still with `Vary`. Several `Accept-Encoding` lines are one list.
+#[tokio::test]
+async fn gzip_refused_with_q0_gets_the_plain_body() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("gzip-q0");
+        let srv = start(config(&dir, None)).await;
+        let addr = srv.insecure_addr.expect("plain port");
+        let accept: (&str, &[u8]) = (
+            "accept",
+            b"application/vnd.coreos.ignition+json;version=3.5.0",
+        );
+        let plain = send(addr, None, "GET", "/config/worker", &[accept]).await;
+        assert_eq!(plain.status, 200);
+        for refused in [
+            &b"gzip;q=0"[..],
+            b"GZIP; Q=0.000",
+            b"*;q=0",
+            b"identity",
+            b"deflate, br",
+            b"",
+        ] {
+            let r = send(
+                addr,
+                None,
+                "GET",
+                "/config/worker",
+                &[accept, ("accept-encoding", refused)],
+            )
+            .await;
+            let what = String::from_utf8_lossy(refused);
+            assert_eq!(r.status, 200, "{what}");
+            assert_eq!(header_str(&r, "content-encoding"), None, "{what}");
+            assert_eq!(
+                header_str(&r, "vary"),
+                Some("Accept, Accept-Encoding"),
+                "{what}"
+            );
+            assert_eq!(r.body, plain.body, "{what}");
+            assert_eq!(r.headers.get("etag"), plain.headers.get("etag"), "{what}");
+        }
+        // Two header lines: "deflate" then "gzip" is a list naming gzip.
+        let r = send(
+            addr,
+            None,
+            "GET",
+            "/config/worker",
+            &[
+                accept,
+                ("accept-encoding", b"deflate"),
+                ("accept-encoding", b"gzip"),
+            ],
+        )
+        .await;
+        assert_eq!(header_str(&r, "content-encoding"), Some("gzip"));
+        assert_eq!(gunzip(&r.body), plain.body.to_vec());
+        // A gzip ETag answers 304 only to a client that would get gzip again.
+        let tag = r.headers.get("etag").cloned().expect("etag");
+        let again = send(
+            addr,
+            None,
+            "GET",
+            "/config/worker",
+            &[
+                accept,
+                ("accept-encoding", b"gzip"),
+                ("if-none-match", tag.as_bytes()),
+            ],
+        )
+        .await;
+        assert_eq!(again.status, 304);
+        assert_eq!(header_str(&again, "vary"), Some("Accept, Accept-Encoding"));
+        let plain_again = send(
+            addr,
+            None,
+            "GET",
+            "/config/worker",
+            &[accept, ("if-none-match", tag.as_bytes())],
+        )
+        .await;
+        assert_eq!(plain_again.status, 200);
+        assert_eq!(plain_again.body, plain.body);
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// Over TLS the gzip body is the same as over plain HTTP.
+#[tokio::test]
+async fn gzip_over_tls() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("gzip-tls");
+        let certs = dir.join("certs-outside-manifests");
+        std::fs::create_dir_all(&certs).expect("certs dir");
+        let (cert, key, der) = self_signed(&certs);
+        let srv = start(config(&dir, Some((cert, key)))).await;
+        let c = client_trusting(&[&der]);
+        let hdrs: &[(&str, &[u8])] = &[
+            (
+                "accept",
+                b"application/vnd.coreos.ignition+json;version=3.5.0",
+            ),
+            ("accept-encoding", b"gzip"),
+        ];
+        let tls = send(
+            srv.secure_addr.expect("tls port"),
+            Some(&c),
+            "GET",
+            "/config/worker",
+            hdrs,
+        )
+        .await;
+        let plain = send(
+            srv.insecure_addr.expect("plain port"),
+            None,
+            "GET",
+            "/config/worker",
+            hdrs,
+        )
+        .await;
+        assert_eq!(header_str(&tls, "content-encoding"), Some("gzip"));
+        assert_eq!(tls.body, plain.body);
+        assert_eq!(
+            ignition_version(&gunzip(&tls.body)).as_deref(),
+            Some("3.5.0")
+        );
+        srv.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("test finished in time");
+}

@@ -2,6 +2,7 @@
 //! address plus the served state give the status, headers and body. No sockets here.
 
 use super::access::{constant_time_eq, AccessPolicy};
+use super::content_coding;
 use super::metrics::Metrics;
 use super::served_state::ServedState;
 use bytes::Bytes;
@@ -20,6 +21,8 @@ pub struct Request<'a> {
     pub path: &'a str,
     /// The first `Accept` header value.
     pub accept: Option<&'a str>,
+    /// Every `Accept-Encoding` header value, joined with commas (`None`: no such header).
+    pub accept_encoding: Option<&'a str>,
     /// The first `If-None-Match` header value.
     pub if_none_match: Option<&'a str>,
     /// The first `Authorization` header value.
@@ -179,27 +182,41 @@ pub fn respond(
             return empty(500, note);
         }
     };
-    if req
-        .if_none_match
-        .is_some_and(|v| etag_matches(v, &encoded.etag))
-    {
+    // The gzip form when the client prefers it and it is smaller; made once per body.
+    let gzipped = if content_coding::prefers_gzip(req.accept_encoding) {
+        encoded.gzipped(|| metrics.gzip_encoded())
+    } else {
+        None
+    };
+    let (body, etag) = match gzipped {
+        Some(g) => (&g.body, &g.etag),
+        None => (&encoded.body, &encoded.etag),
+    };
+    if req.if_none_match.is_some_and(|v| etag_matches(v, etag)) {
         return Response {
             status: 304,
-            headers: vec![("etag", encoded.etag.clone())],
+            headers: vec![("etag", etag.clone()), vary()],
             body: Bytes::new(),
             cache_hit: true,
             note,
         };
     }
-    let mut r = ok(
-        head,
-        CONFIG_CONTENT_TYPE,
-        encoded.body.clone(),
-        Some(&encoded.etag),
-        note,
-    );
+    let mut r = ok(head, CONFIG_CONTENT_TYPE, body.clone(), Some(etag), note);
+    r.headers.push(vary());
+    if gzipped.is_some() {
+        r.headers.push(("content-encoding", "gzip".into()));
+        if !head {
+            metrics.gzip_sent();
+        }
+    }
     r.cache_hit = true;
     r
+}
+
+/// The request headers a config answer depends on: `Accept` picks the spec version,
+/// `Accept-Encoding` the coding.
+fn vary() -> (&'static str, String) {
+    ("vary", "Accept, Accept-Encoding".into())
 }
 
 fn ok(head: bool, content_type: &str, body: Bytes, etag: Option<&str>, note: Note) -> Response {

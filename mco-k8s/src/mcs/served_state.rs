@@ -9,19 +9,42 @@ use mco_render::render::{render_pool, RenderOptions};
 use mco_render::serve::{self, EncapsulatedVersion, ServeInput};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 /// The versions Accept negotiation can pick, each encoded ahead of time (a version the
 /// conversion cannot reach is kept as its error and answered with 500, as upstream does).
 pub const SERVED_VERSIONS: [SpecVersion; 7] = SpecVersion::ALL;
 
-/// One encoded response body with its entity tag.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One encoded response body with its entity tag, and its gzip form, compressed on the first
+/// request that accepts gzip and shared from then on by every request and every clone (a pool
+/// whose rendered config is unchanged across a rebuild keeps its entry, gzip form included).
+#[derive(Debug, Clone)]
 pub struct Encoded {
     /// The body bytes.
     pub body: Bytes,
     /// The strong entity tag, quoted.
     pub etag: String,
+    gzip: Arc<OnceLock<Option<Gzipped>>>,
 }
+
+/// A body's gzip form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gzipped {
+    /// The compressed bytes (one gzip member).
+    pub body: Bytes,
+    /// Its own strong entity tag (the plain body's with `-gzip` before the closing quote: a
+    /// different representation needs a different strong tag).
+    pub etag: String,
+}
+
+impl PartialEq for Encoded {
+    /// Equal bodies (the gzip form follows from the body).
+    fn eq(&self, other: &Self) -> bool {
+        self.body == other.body && self.etag == other.etag
+    }
+}
+
+impl Eq for Encoded {}
 
 impl Encoded {
     /// Wraps a body and computes its tag.
@@ -31,7 +54,23 @@ impl Encoded {
         Encoded {
             body: Bytes::from(body),
             etag,
+            gzip: Arc::default(),
         }
+    }
+
+    /// The gzip form, if it is smaller than the body: compressed by the first caller (which
+    /// runs `compressed`; callers at the same moment wait for it) and shared by every later one.
+    pub fn gzipped(&self, compressed: impl FnOnce()) -> Option<&Gzipped> {
+        self.gzip
+            .get_or_init(|| {
+                compressed();
+                let z = super::content_coding::gzip(&self.body).ok()?;
+                (z.len() < self.body.len()).then(|| Gzipped {
+                    body: Bytes::from(z),
+                    etag: format!("{}-gzip\"", self.etag.trim_end_matches('"')),
+                })
+            })
+            .as_ref()
     }
 }
 

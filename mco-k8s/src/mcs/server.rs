@@ -540,10 +540,25 @@ fn handle(
         .headers()
         .get("accept")
         .map(|v| String::from_utf8_lossy(v.as_bytes()));
+    // A list header may come as several lines: they are one comma-separated list.
+    let mut codings = req.headers().get_all("accept-encoding").iter();
+    let accept_encoding = match (codings.next(), codings.next()) {
+        (None, _) => None,
+        (Some(one), None) => Some(String::from_utf8_lossy(one.as_bytes())),
+        (Some(first), Some(second)) => {
+            let mut all = String::from_utf8_lossy(first.as_bytes()).into_owned();
+            for v in std::iter::once(second).chain(codings) {
+                all.push(',');
+                all.push_str(&String::from_utf8_lossy(v.as_bytes()));
+            }
+            Some(std::borrow::Cow::Owned(all))
+        }
+    };
     let view = Request {
         method: req.method().as_str(),
         path: req.uri().path(),
         accept: accept.as_deref(),
+        accept_encoding: accept_encoding.as_deref(),
         if_none_match: h("if-none-match"),
         authorization: h("authorization"),
         client: Some(peer.ip()),
@@ -563,6 +578,7 @@ fn handle(
         version = r.note.version.as_deref().unwrap_or(""),
         rendered = r.note.rendered.as_deref().unwrap_or(""),
         accept = view.accept.unwrap_or(""),
+        accept_encoding = view.accept_encoding.unwrap_or(""),
         user_agent = h("user-agent").unwrap_or(""),
         bytes = r.body.len(),
         error = r.note.error.as_deref().unwrap_or(""),

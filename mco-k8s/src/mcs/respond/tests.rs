@@ -297,3 +297,134 @@ proptest::proptest! {
         }
     }
 }
+
+/// A state whose worker config is large enough to compress.
+fn big_state() -> ServedState {
+    let body = format!(
+        "{{\"ignition\":{{\"version\":\"3.5.0\"}},\"pad\":\"{}\"}}",
+        "abc".repeat(1000)
+    );
+    let mut versions = BTreeMap::new();
+    versions.insert(SpecVersion::V3_5, Ok(Encoded::new(body.into_bytes())));
+    versions.insert(
+        SpecVersion::V2_2,
+        Ok(Encoded::new(
+            br#"{"ignition":{"version":"2.2.0"}}"#.to_vec(),
+        )),
+    );
+    let mut pools = BTreeMap::new();
+    pools.insert(
+        "worker".to_string(),
+        Ok(PoolEntry {
+            rendered_name: "rendered-worker-1".into(),
+            versions,
+        }),
+    );
+    ServedState { pools }
+}
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(b), &mut out).expect("gunzip");
+    out
+}
+
+#[test]
+fn gzip_is_served_when_asked_and_made_once() {
+    let state = big_state();
+    let m = Metrics::default();
+    let policy = AccessPolicy::default();
+    let mut req = get("/config/worker");
+    req.accept = Some(V35);
+    let plain = respond(&req, &state, &policy, &m);
+    assert_eq!(header(&plain, "content-encoding"), None);
+    assert_eq!(header(&plain, "vary"), Some("Accept, Accept-Encoding"));
+    assert!(m.render(1).contains("mcs_gzip_encodes_total 0\n"));
+
+    req.accept_encoding = Some("gzip");
+    let first = respond(&req, &state, &policy, &m);
+    let second = respond(&req, &state, &policy, &m);
+    assert_eq!(first.status, 200);
+    assert_eq!(header(&first, "content-encoding"), Some("gzip"));
+    assert_eq!(header(&first, "vary"), Some("Accept, Accept-Encoding"));
+    assert_eq!(
+        header(&first, "content-length"),
+        Some(first.body.len().to_string().as_str())
+    );
+    assert!(first.body.len() < plain.body.len());
+    assert_eq!(gunzip(&first.body), plain.body.to_vec());
+    // The same bytes, not a copy: compressed once, shared by every request.
+    assert_eq!(first.body.as_ptr(), second.body.as_ptr());
+    let text = m.render(1);
+    assert!(text.contains("mcs_gzip_encodes_total 1\n"), "{text}");
+    assert!(text.contains("mcs_gzip_responses_total 2\n"), "{text}");
+    // A different representation, a different strong tag.
+    let (pt, gt) = (header(&plain, "etag"), header(&first, "etag"));
+    assert_ne!(pt, gt);
+    assert!(gt.is_some_and(|t| t.starts_with('"') && t.ends_with("-gzip\"")));
+
+    // A clone of the state (a rebuild that keeps the pool) shares the gzip form.
+    let kept = state.clone();
+    let again = respond(&req, &kept, &policy, &m);
+    assert_eq!(again.body.as_ptr(), first.body.as_ptr());
+    assert!(m.render(1).contains("mcs_gzip_encodes_total 1\n"));
+}
+
+#[test]
+fn gzip_refused_or_not_smaller_is_plain() {
+    let state = big_state();
+    let m = Metrics::default();
+    let policy = AccessPolicy::default();
+    let mut req = get("/config/worker");
+    req.accept = Some(V35);
+    for refused in [
+        "gzip;q=0",
+        "GZIP; Q=0.000",
+        "*;q=0",
+        "identity",
+        "br, deflate",
+        "",
+    ] {
+        req.accept_encoding = Some(refused);
+        let r = respond(&req, &state, &policy, &m);
+        assert_eq!(header(&r, "content-encoding"), None, "{refused:?}");
+        assert_eq!(header(&r, "vary"), Some("Accept, Accept-Encoding"));
+        assert!(r.body.starts_with(b"{\"ignition\""), "{refused:?}");
+    }
+    // The 2.2 body is too small to gain from gzip: sent as it is.
+    req.accept = None;
+    req.accept_encoding = Some("gzip");
+    let r = respond(&req, &state, &policy, &m);
+    assert_eq!(header(&r, "content-encoding"), None);
+    assert_eq!(&r.body[..], br#"{"ignition":{"version":"2.2.0"}}"#);
+}
+
+#[test]
+fn gzip_head_and_etag() {
+    let state = big_state();
+    let m = Metrics::default();
+    let policy = AccessPolicy::default();
+    let mut req = get("/config/worker");
+    req.accept = Some(V35);
+    req.accept_encoding = Some("deflate, gzip;q=0.9");
+    let full = respond(&req, &state, &policy, &m);
+    req.method = "HEAD";
+    let head = respond(&req, &state, &policy, &m);
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    assert_eq!(header(&head, "content-encoding"), Some("gzip"));
+    assert_eq!(
+        header(&head, "content-length"),
+        Some(full.body.len().to_string().as_str())
+    );
+    req.method = "GET";
+    let gtag = header(&full, "etag").unwrap_or("").to_string();
+    req.if_none_match = Some(&gtag);
+    let r = respond(&req, &state, &policy, &m);
+    assert_eq!(r.status, 304);
+    assert_eq!(header(&r, "etag"), Some(gtag.as_str()));
+    assert_eq!(header(&r, "vary"), Some("Accept, Accept-Encoding"));
+    // The gzip tag does not validate the plain representation.
+    req.accept_encoding = None;
+    assert_eq!(respond(&req, &state, &policy, &m).status, 200);
+}
