@@ -184,6 +184,30 @@ impl Release {
             } else {
                 SpecialModeBits::Before34
             },
+            accept: match m {
+                ..=19 => AcceptRule::Bands {
+                    newest: if m >= 19 {
+                        SpecVersion::V3_5
+                    } else {
+                        SpecVersion::V3_4
+                    },
+                },
+                20 => AcceptRule::FirstDecides {
+                    newer_minor_is_newest: false,
+                },
+                _ => AcceptRule::FirstDecides {
+                    newer_minor_is_newest: true,
+                },
+            },
+            served_conversion: match m {
+                ..=18 => ServedConversion::Chain {
+                    labels: StepLabels::Underscored,
+                },
+                19 => ServedConversion::Chain {
+                    labels: StepLabels::Dotted,
+                },
+                _ => ServedConversion::Generic,
+            },
         }
     }
 }
@@ -241,6 +265,10 @@ pub struct Profile {
     pub selector_values: ValueStyle,
     /// Which configs get the warning on setuid, setgid and sticky mode bits, and its words.
     pub special_mode_bits: SpecialModeBits,
+    /// How the machine-config-server picks the spec version an `Accept` header asks for.
+    pub accept: AcceptRule,
+    /// How the machine-config-server converts a rendered config to an older spec version.
+    pub served_conversion: ServedConversion,
 }
 
 impl Default for Profile {
@@ -327,6 +355,49 @@ pub enum GeneratedOsImage {
 }
 
 pub use crate::api::selector::ValueStyle;
+
+/// How the machine-config-server converts a rendered config to an older spec version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedConversion {
+    /// One step function per version: the newest served as parsed, each older 3.x minor
+    /// from the one above, 2.2 from 3.2 (until 4.19); each step's error in its own words.
+    Chain {
+        /// How the steps name the versions in their errors.
+        labels: StepLabels,
+    },
+    /// One converter for every target, its errors bare (4.20 on).
+    Generic,
+}
+
+/// How the step conversions of [`ServedConversion::Chain`] name versions in their errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepLabels {
+    /// Every step says `v3_2 config to v3_1` and 2.2 says it converts from `v3.2` (until 4.18).
+    Underscored,
+    /// Each step names its versions (`v3.3 config to v3.2`, 2.2 from the newest) (4.19).
+    Dotted,
+}
+
+/// How the machine-config-server picks the spec version from an `Accept` header's Ignition
+/// media ranges (by descending `q`, each with a `version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptRule {
+    /// The first range whose version falls in a band decides: `[newest, 4.0.0)`, each older
+    /// minor from 3.1 (`[3.y.0, 3.y+1.0)`, pre-releases below their release), `[2.2.0,
+    /// 3.0.0)`; ranges outside every band are passed over, and refused only when no range
+    /// decides (until 4.19).
+    Bands {
+        /// The newest version served.
+        newest: SpecVersion,
+    },
+    /// The first range decides: 2.x from 2.2.0 is 2.2, else its major.minor if served (3.0
+    /// included), else, when `newer_minor_is_newest` (4.21 on), a newer 3.x minor is the
+    /// newest; else refused (4.20 on).
+    FirstDecides {
+        /// A 3.x minor newer than the newest served is served the newest.
+        newer_minor_is_newest: bool,
+    },
+}
 
 /// Which configs Ignition warns about setuid, setgid and sticky mode bits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

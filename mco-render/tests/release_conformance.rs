@@ -73,7 +73,7 @@ fn each_release_renders_as_that_release_does() {
             let mut failed = 0;
             for case in &cases {
                 total += 1;
-                if let Err(e) = render_case::run_case_as(case, &opts, false) {
+                if let Err(e) = render_case::run_case_as(case, &opts, true) {
                     failed += 1;
                     failures.push(format!("{release} {}: {e}", case["name"]));
                 }

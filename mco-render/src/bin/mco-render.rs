@@ -737,7 +737,14 @@ fn cmd_ignition(
     let Some((_, r)) = rendered.first() else {
         return Err(Failure::input("nothing rendered"));
     };
-    let served = serve::convert(r.ignition(), target).map_err(|e| Failure {
+    let profile = opts.release.profile();
+    if target > profile.rendered_ignition {
+        return Err(Failure::input(format!(
+            "{} serves spec {} at the newest; {target} was asked",
+            opts.release, profile.rendered_ignition
+        )));
+    }
+    let served = serve::convert_for(r.ignition(), target, &profile).map_err(|e| Failure {
         code: 1,
         lines: vec![format!("error: {e}")],
     })?;

@@ -12,6 +12,7 @@
 
 use crate::gocompat::{semver as go_semver, sort as go_sort, strconv as go_float};
 
+use crate::release::{AcceptRule, Profile};
 use mco_ignition::SpecVersion;
 
 /// The media subtype Ignition requests configs with.
@@ -65,41 +66,83 @@ fn parse_ranges(header: &str) -> Vec<MediaRange> {
     out
 }
 
-/// Picks the spec version to serve for an `Accept` header (absent is the same as empty).
+/// Picks the spec version to serve for an `Accept` header (absent is the same as empty), as
+/// the newest release does.
 pub fn negotiate(accept: Option<&str>) -> Result<SpecVersion, AcceptError> {
+    negotiate_as(accept, Profile::default().accept)
+}
+
+/// [`negotiate`] by a release's rule.
+pub fn negotiate_as(accept: Option<&str>, rule: AcceptRule) -> Result<SpecVersion, AcceptError> {
     let header = accept.unwrap_or("");
     let mut ranges = parse_ranges(header);
     go_sort::stable_sort_by(&mut ranges, |a, b| a.q > b.q);
-    for range in &ranges {
-        let Some(v) = range
-            .version
-            .as_ref()
-            .filter(|_| range.subtype == IGNITION_SUBTYPE)
-        else {
-            continue;
-        };
-        // Any 2.x from 2.2.0 on (pre-releases of 2.2.0 excluded) is served as 2.2.
-        let (major, minor) = if v.major == 2 && v.at_least(2, 2, 0) {
-            (2, 2)
-        } else {
-            (v.major, v.minor)
-        };
-        if let Some(found) = u64::try_from(major)
-            .ok()
-            .zip(u64::try_from(minor).ok())
-            .and_then(|(ma, mi)| SpecVersion::from_major_minor(ma, mi))
-        {
-            return Ok(found);
+    let versions = ranges
+        .iter()
+        .filter_map(|r| r.version.as_ref().filter(|_| r.subtype == IGNITION_SUBTYPE));
+    let unsupported = || AcceptError {
+        header: header.to_string(),
+    };
+    match rule {
+        AcceptRule::Bands { newest } => {
+            let mut refused = false;
+            for v in versions {
+                match band(v, newest) {
+                    Some(found) => return Ok(found),
+                    None => refused = true,
+                }
+            }
+            if refused {
+                Err(unsupported())
+            } else {
+                Ok(SpecVersion::V2_2)
+            }
         }
-        let latest = SpecVersion::LATEST;
-        if major == 3 && minor > latest.minor() as i64 {
-            return Ok(latest);
-        }
-        return Err(AcceptError {
-            header: header.to_string(),
-        });
+        AcceptRule::FirstDecides {
+            newer_minor_is_newest,
+        } => match versions.into_iter().next() {
+            Some(v) => first_decides(v, newer_minor_is_newest).ok_or_else(unsupported),
+            None => Ok(SpecVersion::V2_2),
+        },
     }
-    Ok(SpecVersion::V2_2)
+}
+
+/// The band of versions `v` falls in, releases until 4.19: `[newest, 4.0.0)` is the newest,
+/// each older 3.x minor from 3.1 its own `[3.y.0, 3.y+1.0)`, `[2.2.0, 3.0.0)` is 2.2; 3.0 and
+/// what lies outside are refused. Pre-releases sort below their release (`3.4.0-rc.1` is 3.3).
+fn band(v: &go_semver::Version, newest: SpecVersion) -> Option<SpecVersion> {
+    let at_least = |minor: u64| v.at_least(3, minor as i64, 0);
+    if at_least(newest.minor()) && !v.at_least(4, 0, 0) {
+        return Some(newest);
+    }
+    for older in SpecVersion::ALL.iter().rev() {
+        let m = older.minor();
+        if older.is_v3() && m >= 1 && m < newest.minor() && at_least(m) && !at_least(m + 1) {
+            return Some(*older);
+        }
+    }
+    (v.at_least(2, 2, 0) && !v.at_least(3, 0, 0)).then_some(SpecVersion::V2_2)
+}
+
+/// The first Ignition range with a version decides, releases from 4.20: 2.x from 2.2.0 is 2.2,
+/// else its major.minor if served (patch and pre-release ignored), else (from 4.21) a 3.x
+/// newer than the newest is the newest.
+fn first_decides(v: &go_semver::Version, newer_minor_is_newest: bool) -> Option<SpecVersion> {
+    // Any 2.x from 2.2.0 on (pre-releases of 2.2.0 excluded) is served as 2.2.
+    let (major, minor) = if v.major == 2 && v.at_least(2, 2, 0) {
+        (2, 2)
+    } else {
+        (v.major, v.minor)
+    };
+    if let Some(found) = u64::try_from(major)
+        .ok()
+        .zip(u64::try_from(minor).ok())
+        .and_then(|(ma, mi)| SpecVersion::from_major_minor(ma, mi))
+    {
+        return Some(found);
+    }
+    let latest = SpecVersion::LATEST;
+    (newer_minor_is_newest && major == 3 && minor > latest.minor() as i64).then_some(latest)
 }
 
 #[cfg(test)]

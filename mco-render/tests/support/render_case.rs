@@ -56,7 +56,7 @@ pub fn run_case_as(case: &Value, opts: &RenderOptions, served: bool) -> Result<(
             if let Some(served) = expected["served"].as_object().filter(|_| served) {
                 for (version, want) in served {
                     let v = SpecVersion::parse(version).ok_or("bad version in corpus")?;
-                    let got = serve::convert(r.ignition(), v);
+                    let got = serve::convert_for(r.ignition(), v, &opts.release.profile());
                     match (got, want["error"].as_str()) {
                         (Ok(c), None) if c == want["config"] => {}
                         (Err(e), Some(w)) if e == w => {}
