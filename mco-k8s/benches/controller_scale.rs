@@ -5,14 +5,19 @@
 //! new MachineConfig rolls out to every worker; the figures are for that rollout:
 //! the controller's API requests per node update by verb, its CPU time and peak RSS.
 //!
-//! Each size runs twice: plain (upstream's rollout), and guarded by a RolloutPolicy with 1%
-//! canaries and a 1 s soak, a health gate on the MachineConfigNode and on one DaemonSet pod
-//! per node (`app=node-health`, Ready), and a maintenance window open all day. In the guarded
-//! run the agents also report Updated in each node's MachineConfigNode.
+//! Each size runs plain (upstream's rollout); guarded by a RolloutPolicy with 1% canaries and
+//! a 1 s soak, a health gate on the MachineConfigNode and on one DaemonSet pod per node
+//! (`app=node-health`, Ready), and a maintenance window open all day (the agents also report
+//! Updated in each node's MachineConfigNode); and with every feature on (`all`): guarded, and
+//! the pool layered (a MachineOSConfig, each rendered config built into an image by a
+//! simulated builder, the nodes moved to it), a PinnedImageSet, a KubeletConfig, a
+//! ContainerRuntimeConfig, the Image config and mirror sets for the generators, the role
+//! templates, and the admission webhook served by the controller and called by the server on
+//! every MachineConfig write.
 //!
 //! Bounded: each size stops after `MCO_SCALE_LIMIT_SECS` (default 600 s). Sizes from
 //! `MCO_SCALE_NODES` (comma-separated, default `100,1000,5000`); `MCO_SCALE_MODES` picks
-//! `plain`, `guarded` or both (default).
+//! `plain`, `guarded`, `all`, or a comma-separated list of them (default all three).
 //!
 //! `cargo bench -p mco-k8s --bench controller_scale`
 
@@ -25,7 +30,8 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::watcher;
 use mco_render::api::node::{
-    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+    CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_CONFIG, DESIRED_DRAIN, DESIRED_IMAGE,
+    LAST_APPLIED_DRAIN, STATE,
 };
 use mco_render::RenderOptions;
 use serde_json::{json, Value};
@@ -106,13 +112,15 @@ async fn wait_applied(api: &Api<KubeNode>, name: &str, want: &str) {
     }
 }
 
-/// One agent's update: Working and a drain request, the drain, the uncordon, Done (and, when
-/// `mcns` is given, Updated in the node's MachineConfigNode).
+/// One agent's update: Working and a drain request, the drain, the uncordon, Done on the
+/// config (and the image, on a layered pool), and, when `mcns` is given, Updated in the
+/// node's MachineConfigNode.
 async fn update(
     api: Api<KubeNode>,
     mcns: Option<Api<DynamicObject>>,
     name: String,
     desired: String,
+    image: Option<String>,
     busy: Arc<Mutex<BTreeSet<String>>>,
 ) {
     let drain = format!("drain-{desired}");
@@ -121,7 +129,21 @@ async fn update(
     let uncordon = format!("uncordon-{desired}");
     annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
     wait_applied(&api, &name, &uncordon).await;
-    annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
+    match &image {
+        Some(image) => {
+            annotate(
+                &api,
+                &name,
+                &[
+                    (CURRENT_CONFIG, &desired),
+                    (CURRENT_IMAGE, image),
+                    (STATE, "Done"),
+                ],
+            )
+            .await
+        }
+        None => annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await,
+    }
     if let Some(mcns) = mcns {
         let status = json!({"status": {
             "configVersion": {"current": desired, "desired": desired},
@@ -153,7 +175,11 @@ fn start_agents(server: &ApiServer, report_mcn: bool) -> tokio::task::JoinHandle
             };
             let ann = node.metadata.annotations.clone().unwrap_or_default();
             let desired = ann.get(DESIRED_CONFIG).cloned().unwrap_or_default();
-            if desired.is_empty() || ann.get(CURRENT_CONFIG) == Some(&desired) {
+            let image = ann.get(DESIRED_IMAGE).cloned();
+            if desired.is_empty()
+                || (ann.get(CURRENT_CONFIG) == Some(&desired)
+                    && ann.get(CURRENT_IMAGE) == image.as_ref())
+            {
                 continue;
             }
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -169,6 +195,7 @@ fn start_agents(server: &ApiServer, report_mcn: bool) -> tokio::task::JoinHandle
                 mcns.clone(),
                 name,
                 desired,
+                image,
                 busy.clone(),
             ));
         }
@@ -210,6 +237,128 @@ fn pool_on(server: &ApiServer, config: &str, count: usize) -> bool {
         })
 }
 
+/// The pool's config once every node is updated on it (its spec and status naming the
+/// same config, all `count` nodes counted updated): what a rollout ends on, whatever the
+/// generators and templates made the config.
+fn pool_settled(server: &ApiServer, pool: &str, count: usize) -> Option<String> {
+    let p = server.store.get("machineconfigpools", "", pool)?;
+    let spec = p["spec"]["configuration"]["name"].as_str()?;
+    let updated = p["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .any(|c| c["type"] == "Updated" && c["status"] == "True");
+    (updated
+        && p["status"]["configuration"]["name"] == spec
+        && p["status"]["updatedMachineCount"] == count)
+        .then(|| spec.to_string())
+}
+
+/// The objects of a YAML file of the repository.
+fn repo_docs(path: &str) -> Vec<Value> {
+    support::yaml_docs(&support::cluster::repo(path))
+}
+
+/// What the `all` run adds before the controller starts: the generators' inputs (a
+/// KubeletConfig and a ContainerRuntimeConfig for the worker pool, the Image config and mirror
+/// sets), a PinnedImageSet, and the infra pool layered (its MachineOSConfig and what a build
+/// reads). The RolloutPolicy guards the worker pool: a layered pool rolls to its built image
+/// under upstream's rule, so the two are on different pools.
+// The test server's error type is what its store closures return.
+#[allow(clippy::result_large_err)]
+fn seed_all_features(server: &ApiServer) {
+    let store = &server.store;
+    let pools = resource("machineconfigpools").expect("served");
+    let _ = store.write(pools, "", "worker", false, |p| {
+        let mut p = p.clone();
+        p["metadata"]["labels"]["pools.operator.machineconfiguration.openshift.io/worker"] =
+            json!("");
+        Ok(p)
+    });
+    let selector =
+        json!({"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}});
+    let _ = store.create(
+        resource("kubeletconfigs").expect("served"),
+        "",
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+               "metadata": {"name": "worker-max-pods"},
+               "spec": {"machineConfigPoolSelector": selector, "kubeletConfig": {"maxPods": 300}}}),
+    );
+    let _ = store.create(
+        resource("containerruntimeconfigs").expect("served"),
+        "",
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "ContainerRuntimeConfig",
+               "metadata": {"name": "worker-pids"},
+               "spec": {"machineConfigPoolSelector": selector,
+                        "containerRuntimeConfig": {"pidsLimit": 4096}}}),
+    );
+    for doc in repo_docs("examples/cluster-config/10-image.yaml")
+        .into_iter()
+        .chain(repo_docs("examples/cluster-config/20-mirrors.yaml"))
+        .chain(repo_docs(
+            "examples/layering/cluster/30-worker-pinned-images.yaml",
+        ))
+    {
+        let plural = match doc["kind"].as_str().unwrap_or("") {
+            "Image" => "images",
+            "ImageDigestMirrorSet" => "imagedigestmirrorsets",
+            "ImageTagMirrorSet" => "imagetagmirrorsets",
+            "ImageContentSourcePolicy" => "imagecontentsourcepolicies",
+            "PinnedImageSet" => "pinnedimagesets",
+            _ => continue,
+        };
+        let _ = store.create(resource(plural).expect("served"), "", doc);
+    }
+    support::builder::seed_build_inputs(store);
+    support::builder::create_mosc(
+        store,
+        "infra-layered",
+        "infra",
+        "registry.example.com/ocl/infra:latest",
+        "RUN dnf install -y tmux && dnf clean all",
+    );
+}
+
+/// The webhook's certificate for its Service name, in `dir`: (cert, key, CA bundle base64).
+fn webhook_cert(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    use base64::Engine;
+    let service = format!("machine-config-controller.{}.svc", support::builder::NS);
+    let ck = rcgen::generate_simple_self_signed(vec![service]).expect("cert");
+    let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert, ck.cert.pem()).expect("cert");
+    std::fs::write(&key, ck.key_pair.serialize_pem()).expect("key");
+    let ca = base64::engine::general_purpose::STANDARD.encode(ck.cert.pem());
+    (cert, key, ca)
+}
+
+/// Routes the webhook's Service to `port` and registers the manifests' configuration with
+/// `ca`: every MachineConfig write from then on is reviewed by the controller's webhook.
+fn register_webhook(server: &ApiServer, port: u16, ca: &str) {
+    server.store.route_service(
+        support::builder::NS,
+        "machine-config-controller",
+        443,
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+    );
+    let mut configuration = repo_docs("manifests/09-webhook.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
+        .expect("the webhook configuration");
+    assert!(mco_render::admission::set_ca_bundle(&mut configuration, ca));
+    let _ = server.store.create(
+        resource("validatingwebhookconfigurations").expect("served"),
+        "",
+        configuration,
+    );
+}
+
+/// A port free on 127.0.0.1 now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 /// The RolloutPolicy of the guarded run.
 fn policy() -> Value {
     json!({
@@ -248,11 +397,18 @@ fn health_pod(node: &str) -> Value {
     })
 }
 
-/// Which runs: plain, guarded by a RolloutPolicy, or both.
+/// Which runs: plain, guarded by a RolloutPolicy, every feature on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Plain,
     Guarded,
+    All,
+}
+
+impl Mode {
+    fn guarded(self) -> bool {
+        matches!(self, Mode::Guarded | Mode::All)
+    }
 }
 
 // The test server's error type is what its store closures return.
@@ -301,7 +457,7 @@ async fn run(nodes: usize, mode: Mode, limit: Duration) {
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}
         });
         let _ = server.store.create(node_def, "", n);
-        if mode == Mode::Guarded && i >= 3 {
+        if mode.guarded() && i >= 3 {
             let mcn = resource("machineconfignodes").expect("served");
             let _ = server
                 .store
@@ -310,16 +466,43 @@ async fn run(nodes: usize, mode: Mode, limit: Duration) {
             let _ = server.store.create(pods, "monitoring", health_pod(&name));
         }
     }
-    if mode == Mode::Guarded {
+    // The `all` run's layered infra pool: one node per 20 workers more (OpenShift's custom
+    // pool nodes carry both roles), first on the worker config.
+    let infra = if mode == Mode::All {
+        (nodes / 20).max(1)
+    } else {
+        0
+    };
+    for i in 0..infra {
+        let n = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": format!("infra-{i:04}"),
+                         "labels": {"node-role.kubernetes.io/worker": "",
+                                    "node-role.kubernetes.io/infra": "",
+                                    "kubernetes.io/os": "linux"},
+                         "annotations": {CURRENT_CONFIG: &worker, DESIRED_CONFIG: &worker, STATE: "Done"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+        });
+        let _ = server.store.create(node_def, "", n);
+    }
+    if mode.guarded() {
         let policies = resource("rolloutpolicies").expect("served");
         let _ = server.store.create(policies, "", policy());
     }
-    let agents = start_agents(&server, mode == Mode::Guarded);
+    let _builder = (mode == Mode::All).then(|| {
+        seed_all_features(&server);
+        support::builder::start_builder(
+            server.store.clone(),
+            Arc::new(Mutex::new(support::builder::Builder::Succeed)),
+        )
+    });
+    let agents = start_agents(&server, mode.guarded());
     let dir = std::env::temp_dir().join(format!("mco-scale-{}-{nodes}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let kubeconfig = dir.join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_machine-config-controller"));
+    command
         .args(["--kubeconfig"])
         .arg(&kubeconfig)
         .args([
@@ -329,7 +512,23 @@ async fn run(nodes: usize, mode: Mode, limit: Duration) {
             "--debounce-ms",
             "50",
         ])
-        .arg("--keep-rendered=-1")
+        .arg("--keep-rendered=-1");
+    if mode == Mode::All {
+        let (cert, key, ca) = webhook_cert(&dir);
+        let port = free_port();
+        command
+            // A build names the release its rendered config carries.
+            .arg("--release-image-version=4.22.0-scale")
+            .arg("--templates")
+            .arg(support::cluster::repo("templates"))
+            .arg(format!("--webhook-listen=127.0.0.1:{port}"))
+            .arg("--webhook-cert")
+            .arg(cert)
+            .arg("--webhook-key")
+            .arg(key);
+        register_webhook(&server, port, &ca);
+    }
+    let child = command
         .stdout(Stdio::null())
         .stderr(
             std::fs::File::create(dir.join("controller.log"))
@@ -341,8 +540,19 @@ async fn run(nodes: usize, mode: Mode, limit: Duration) {
     let ctrl = Process(child);
     let pid = ctrl.0.id();
 
-    // The controller adopts the cluster.
-    if !until(deadline, "adoption", || pool_on(&server, &worker, nodes)).await {
+    // The controller adopts the cluster (in the `all` run, with the generated configs and
+    // the first image, onto which every node moves first).
+    let adopted = match mode {
+        Mode::All => {
+            until(deadline, "adoption", || {
+                pool_settled(&server, "worker", nodes).is_some()
+                    && pool_settled(&server, "infra", infra).is_some()
+            })
+            .await
+        }
+        _ => until(deadline, "adoption", || pool_on(&server, &worker, nodes)).await,
+    };
+    if !adopted {
         let log = std::fs::read_to_string(dir.join("controller.log")).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(10).collect();
         eprintln!(
@@ -365,12 +575,36 @@ async fn run(nodes: usize, mode: Mode, limit: Duration) {
     let cpu_before = cpu_time(pid);
     let started = Instant::now();
 
-    // One new MachineConfig rolls out to every worker.
-    let _ = server.store.create(mcs, "", worker_mc(MACHINE_CONFIGS));
-    let target = expected_rendered(&server, "worker", &opts)
-        .name()
-        .to_string();
-    if !until(deadline, "the rollout", || pool_on(&server, &target, nodes)).await {
+    // One new MachineConfig rolls out to every worker (through the webhook in the `all` run,
+    // as a client's create would).
+    let adopted_on = (
+        pool_settled(&server, "worker", nodes).unwrap_or_default(),
+        pool_settled(&server, "infra", infra).unwrap_or_default(),
+    );
+    let done = if mode == Mode::All {
+        let admin = server.client();
+        let api: Api<DynamicObject> =
+            Api::all_with(admin, &mco_k8s::crd::MACHINE_CONFIG.api_resource());
+        let mc: DynamicObject =
+            serde_json::from_value(worker_mc(MACHINE_CONFIGS)).expect("a MachineConfig");
+        if let Err(e) = api.create(&Default::default(), &mc).await {
+            eprintln!("the new MachineConfig was refused: {e}");
+            agents.abort();
+            return;
+        }
+        until(deadline, "the rollout", || {
+            pool_settled(&server, "worker", nodes).is_some_and(|c| c != adopted_on.0)
+                && pool_settled(&server, "infra", infra).is_some_and(|c| c != adopted_on.1)
+        })
+        .await
+    } else {
+        let _ = server.store.create(mcs, "", worker_mc(MACHINE_CONFIGS));
+        let target = expected_rendered(&server, "worker", &opts)
+            .name()
+            .to_string();
+        until(deadline, "the rollout", || pool_on(&server, &target, nodes)).await
+    };
+    if !done {
         agents.abort();
         return;
     }
@@ -387,20 +621,40 @@ async fn run(nodes: usize, mode: Mode, limit: Duration) {
             total += d;
         }
     }
+    let updates = nodes + infra;
+    let layered = if infra > 0 {
+        format!(" and {infra} layered infra nodes")
+    } else {
+        String::new()
+    };
     println!(
-        "{nodes} workers, {MACHINE_CONFIGS} MachineConfigs, {mode:?}: rollout {:.1} s, controller CPU {:.2} s ({:.2} ms/node update), peak RSS {rss:.1} MiB",
+        "{nodes} workers{layered}, {MACHINE_CONFIGS} MachineConfigs, {mode:?}: rollout {:.1} s, controller CPU {:.2} s ({:.2} ms/node update), peak RSS {rss:.1} MiB",
         wall.as_secs_f64(),
         cpu.as_secs_f64(),
-        cpu.as_secs_f64() * 1000.0 / nodes as f64
+        cpu.as_secs_f64() * 1000.0 / updates as f64
     );
     println!(
         "  controller requests: {total} ({:.2} per node update)",
-        total as f64 / nodes as f64
+        total as f64 / updates as f64
     );
     for (what, d) in &by_verb {
         println!(
             "    {what:<40} {d:>7} ({:.2}/node)",
-            *d as f64 / nodes as f64
+            *d as f64 / updates as f64
+        );
+    }
+    if mode == Mode::All {
+        // Every write of the controller's went through its own webhook, and so did the change.
+        let calls = server.store.admission_calls();
+        let change = format!("50-worker-scale-{MACHINE_CONFIGS}");
+        let reviewed = calls
+            .iter()
+            .find(|c| c.name == change)
+            .map(|c| format!("{:?}", c.outcome))
+            .unwrap_or_else(|| "not reviewed".into());
+        println!(
+            "  webhook reviews: {} in all; the change: {reviewed}",
+            calls.len()
         );
     }
     agents.abort();
@@ -422,11 +676,19 @@ fn main() {
                 vec![10]
             }
         });
-    let modes: Vec<Mode> = match std::env::var("MCO_SCALE_MODES").as_deref() {
-        Ok("plain") => vec![Mode::Plain],
-        Ok("guarded") => vec![Mode::Guarded],
-        _ => vec![Mode::Plain, Mode::Guarded],
-    };
+    let modes: Vec<Mode> = std::env::var("MCO_SCALE_MODES")
+        .ok()
+        .map(|s| {
+            s.split(',')
+                .filter_map(|m| match m.trim() {
+                    "plain" => Some(Mode::Plain),
+                    "guarded" => Some(Mode::Guarded),
+                    "all" => Some(Mode::All),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| vec![Mode::Plain, Mode::Guarded, Mode::All]);
     let limit = Duration::from_secs(
         std::env::var("MCO_SCALE_LIMIT_SECS")
             .ok()
