@@ -120,6 +120,28 @@ fn a_dump_says_its_release_and_an_explicit_one_wins() {
 }
 
 #[test]
+fn report_on_a_dump_names_the_config_the_cluster_then_creates() {
+    let base = cluster_34(Some("4.16.0-0.nightly-2024-08-01-082745"));
+    let head = cluster_34(Some("4.16.0-0.nightly-2024-08-01-082745"));
+    std::fs::write(
+        head.path().join("90-worker-motd.yaml"),
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 90-worker-motd\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      files:\n        - path: /etc/motd\n          mode: 420\n          contents:\n            source: data:,hello\n",
+    )
+    .expect("write");
+    let (b, h) = (
+        base.path().to_str().expect("utf-8"),
+        head.path().to_str().expect("utf-8"),
+    );
+    let report = rendered(&["report", b, h, "--pool", "worker", "-o", "json"]);
+    let worker = &report["pools"][0];
+    assert_eq!(worker["pool"], "worker");
+    let r416 = Release::parse("4.16").expect("known");
+    assert_eq!(worker["from"], library(base.path(), r416).as_str());
+    assert_eq!(worker["to"], library(head.path(), r416).as_str());
+    assert_ne!(worker["to"], library(head.path(), Release::NEWEST).as_str());
+}
+
+#[test]
 fn ignition_serves_what_the_release_serves() {
     let dir = cluster_34(None);
     let d = dir.path().to_str().expect("utf-8");
