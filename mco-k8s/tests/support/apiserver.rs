@@ -59,8 +59,12 @@
 //!   `the server could not find the requested resource` (its go-restful service's 404).
 //!   [`Store::install`] serves the kind again and stores its CRD, Established.
 //!
-//! Simplified: lists ignore `limit` (everything comes in one page), history is never
-//! compacted (no 410 Gone), strategic merge patches (refused on custom resources, as the
+//! Faults on command ([`super::faults`]): a restart ([`Store::restart`]: connections cut,
+//! watches ended, the objects kept), compaction ([`Store::compact`]: a watch resumed from an
+//! older version gets a `410 Expired` ERROR event), and refusals of chosen requests (429 with
+//! `Retry-After`, 500, 503, a cut connection).
+//!
+//! Simplified: lists ignore `limit` (everything comes in one page), strategic merge patches (refused on custom resources, as the
 //! real server does) are applied as JSON merge patches, and
 //! server-side apply is refused with 415 (the controllers do not use it). Created pods keep
 //! the status they are given (the real server resets it to Pending; tests seed pods as the
@@ -580,6 +584,10 @@ pub struct ApiError {
     plain: bool,
     /// `details.causes`.
     causes: Vec<Value>,
+    /// `Retry-After` (seconds), with `details.retryAfterSeconds`.
+    retry_after: Option<u64>,
+    /// No answer: the connection is cut.
+    reset: bool,
 }
 
 impl ApiError {
@@ -592,6 +600,35 @@ impl ApiError {
             def: None,
             plain: false,
             causes: Vec::new(),
+            retry_after: None,
+            reset: false,
+        }
+    }
+
+    /// The answer to a request a fault refuses.
+    fn refused(r: super::faults::Refusal) -> Self {
+        use super::faults::Refusal;
+        match r {
+            Refusal::TooManyRequests(secs) => ApiError {
+                retry_after: Some(secs),
+                ..ApiError::new(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                )
+            },
+            Refusal::Internal => {
+                ApiError::new(500, "InternalError", "Internal error occurred: injected")
+            }
+            Refusal::Unavailable => ApiError::new(
+                503,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request",
+            ),
+            Refusal::Reset => ApiError {
+                reset: true,
+                ..ApiError::new(0, "", "")
+            },
         }
     }
 
@@ -652,6 +689,9 @@ impl ApiError {
         }
         if !self.causes.is_empty() {
             details["causes"] = json!(self.causes);
+        }
+        if let Some(secs) = self.retry_after {
+            details["retryAfterSeconds"] = json!(secs);
         }
         json!({
             "kind": "Status",
@@ -820,6 +860,8 @@ pub struct Store {
     admission_calls: Mutex<Vec<admission::Call>>,
     /// The kinds (plurals) whose CRD is not installed: not served.
     unserved: Mutex<BTreeSet<&'static str>>,
+    /// Faults played on command ([`super::faults`]).
+    pub faults: super::faults::Faults,
 }
 
 fn meta(obj: &Value, key: &str) -> Option<String> {
@@ -980,7 +1022,25 @@ impl Store {
             routes: Mutex::default(),
             admission_calls: Mutex::default(),
             unserved: Mutex::new(unserved_at_start()),
+            faults: super::faults::Faults::default(),
         }
+    }
+
+    /// Compacts the history up to now, as etcd's compaction does: a watch resumed from an
+    /// older version gets `410 Gone` and must list again. Open watches go on.
+    pub fn compact(&self) {
+        let mut inner = self.lock();
+        let rv = inner.rv;
+        inner.history.retain(|e| e.rv > rv);
+        self.faults.compact_to(rv);
+    }
+
+    /// Takes the server away for `down` (connections cut, watches ended, the objects kept),
+    /// as a kube-apiserver restart does, then serves again on the same address.
+    pub async fn restart(&self, down: Duration) {
+        self.faults.set_down(true);
+        tokio::time::sleep(down).await;
+        self.faults.set_down(false);
     }
 
     /// Whether the kind `plural` is served (its CRD installed, or built in).
@@ -1793,10 +1853,17 @@ fn error(e: &ApiError) -> Response<Body> {
         );
         return r;
     }
-    full(
+    let mut r = full(
         StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         &e.to_status(),
-    )
+    );
+    if let Some(secs) = e.retry_after {
+        r.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from(secs),
+        );
+    }
+    r
 }
 
 /// The request's target, parsed from its path.
@@ -1966,11 +2033,25 @@ fn watch(
                 .is_none_or(|n| meta(&e.object, "namespace").as_deref() == Some(n))
             && sel.matches(&e.object)
     };
+    let compacted = store.faults.compacted();
+    let expired = from != 0 && from < compacted;
+    if expired {
+        store.faults.count_expired();
+    }
     let (replay, mut live, mut last_rv) = store.watch_from(def.plural, from);
+    let mut cut = store.faults.on_end_watches();
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
     let open = OpenWatch::new(store.open_watches.clone());
     tokio::spawn(async move {
         let _open = open;
+        if expired {
+            // As etcd answers a watch from a compacted version: one ERROR event, then the end.
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure", "reason": "Expired", "code": 410,
+                "message": format!("too old resource version: {from} ({compacted})")});
+            let _ = tx.send(watch_line("ERROR", &status)).await;
+            return;
+        }
         for e in replay.iter().filter(|e| wanted(e)) {
             if tx.send(watch_line(e.type_, &e.object)).await.is_err() {
                 return;
@@ -1989,6 +2070,7 @@ fn watch(
                     return;
                 }
                 _ = tx.closed() => return,
+                _ = cut.recv() => return,
                 got = live.recv() => match got {
                     Ok(e) => {
                         if e.rv <= last_rv {
@@ -2040,10 +2122,26 @@ fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("the body does not decode: {e}")))
 }
 
-async fn handle(store: Arc<Store>, req: Request<Incoming>) -> Response<Body> {
+/// A request answered by cutting the connection (the server is away, or a fault says so).
+#[derive(Debug)]
+struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection cut")
+    }
+}
+
+impl std::error::Error for Cut {}
+
+async fn handle(store: Arc<Store>, req: Request<Incoming>) -> Result<Response<Body>, Cut> {
+    if store.faults.down() {
+        return Err(Cut);
+    }
     match serve(&store, req).await {
-        Ok(r) => r,
-        Err(e) => error(&e),
+        Ok(r) => Ok(r),
+        Err(e) if e.reset => Err(Cut),
+        Err(e) => Ok(error(&e)),
     }
 }
 
@@ -2147,7 +2245,15 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
             .entry((agent.clone(), what.clone()))
             .or_default()
             .insert(name);
-        *inner.agent_requests.entry((agent, what)).or_default() += 1;
+        let verb = what.split(' ').next().unwrap_or("").to_string();
+        *inner
+            .agent_requests
+            .entry((agent.clone(), what))
+            .or_default() += 1;
+        drop(inner);
+        if let Some(r) = store.faults.take(&verb, def.plural, &agent) {
+            return Err(ApiError::refused(r));
+        }
     }
     let ns = t.namespace.clone().unwrap_or_default();
     // `dryRun=All`: admission runs, nothing is stored (`kubectl apply --dry-run=server`).
@@ -2382,11 +2488,16 @@ impl ApiServer {
                 let Ok((sock, _)) = listener.accept().await else {
                     continue;
                 };
+                // Away: the connection is closed at once, as a server that is not there.
+                if st.faults.down() {
+                    drop(sock);
+                    continue;
+                }
                 let st = st.clone();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req| {
                         let st = st.clone();
-                        async move { Ok::<_, Infallible>(handle(st, req).await) }
+                        async move { handle(st, req).await }
                     });
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(sock), svc)

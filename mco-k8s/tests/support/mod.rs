@@ -7,6 +7,7 @@ pub mod apiserver;
 pub mod builder;
 pub mod builtin;
 pub mod cluster;
+pub mod faults;
 pub mod node_host;
 pub mod patch;
 pub mod plugin;

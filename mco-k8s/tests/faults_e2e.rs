@@ -1,0 +1,528 @@
+//! Faults a real cluster has, played by the in-process API server ([`support::faults`]) against
+//! the controller (`mco_k8s::controller::run`, in-process) and the leader election:
+//!
+//! - the API server restarting in the middle of a rollout: the controller reconnects, the
+//!   rollout completes, no node is targeted twice or skipped, no Event storm;
+//! - history compacted while watches are cut and MachineConfigs come and go: every watch gets
+//!   `410 Expired`, lists again, and the rendered config is the server's MachineConfigs';
+//! - writes refused with `429` and `Retry-After`: retried, and the rollout is still right;
+//! - a leader cut off from the API server stops working before its Lease could be taken over,
+//!   and makes no write after the new leader's first.
+//!
+//! Each prints its recovery figures (time, requests) for the record; none asserts speed.
+
+mod support;
+
+use mco_k8s::controller::{self, Options};
+use mco_k8s::leader::{Elector, LeaseSettings};
+use mco_render::api::node::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+};
+use mco_render::controllers::drain::DrainRetry;
+use mco_render::RenderOptions;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::apiserver::{resource, ApiServer, Store};
+use support::cluster::{expected_rendered, seed_examples};
+use support::faults::{Matcher, Refusal, RESTART};
+use support::{edit, eventually_within, PATIENCE};
+use tokio::task::JoinHandle;
+
+const AGENT: &str = "machine-config-controller/faults-e2e";
+const WORKERS: usize = 6;
+
+fn options() -> Options {
+    Options {
+        debounce: Duration::from_millis(10),
+        // Nothing here may wait for a resync.
+        resync: Duration::from_secs(3600),
+        gc_keep: None,
+        drain_retry: DrainRetry {
+            first: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+        },
+        ..Options::default()
+    }
+}
+
+fn start_controller(server: &ApiServer) -> JoinHandle<()> {
+    let client = server.client_as(AGENT);
+    tokio::spawn(async move {
+        // A controller whose API server went away keeps trying; its end is a failure.
+        if let Err(e) = controller::run(client, options()).await {
+            panic!("controller stopped: {e}");
+        }
+    })
+}
+
+fn annotation(store: &Store, node: &str, key: &str) -> Option<String> {
+    store.get("nodes", "", node)?["metadata"]["annotations"][key]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn annotate(store: &Store, node: &str, pairs: &[(&str, &str)]) {
+    edit(store, "nodes", "", node, false, |n| {
+        for (k, v) in pairs {
+            n["metadata"]["annotations"][*k] = json!(v);
+        }
+    });
+}
+
+/// The nodes' side, played on the store directly (the nodes are not what is faulted): a new
+/// desiredConfig gets Working and a drain request, the drain, an uncordon, then Done on it.
+fn start_nodes(store: Arc<Store>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            for i in 0..WORKERS {
+                let node = worker(i);
+                let desired = annotation(&store, &node, DESIRED_CONFIG).unwrap_or_default();
+                let current = annotation(&store, &node, CURRENT_CONFIG).unwrap_or_default();
+                let drain = annotation(&store, &node, DESIRED_DRAIN).unwrap_or_default();
+                let applied = annotation(&store, &node, LAST_APPLIED_DRAIN).unwrap_or_default();
+                if desired.is_empty() || desired == current {
+                    continue;
+                }
+                let (want_drain, want_uncordon) =
+                    (format!("drain-{desired}"), format!("uncordon-{desired}"));
+                if drain != want_drain && drain != want_uncordon {
+                    annotate(
+                        &store,
+                        &node,
+                        &[(STATE, "Working"), (DESIRED_DRAIN, &want_drain)],
+                    );
+                } else if drain == want_drain && applied == want_drain {
+                    annotate(&store, &node, &[(DESIRED_DRAIN, &want_uncordon)]);
+                } else if drain == want_uncordon && applied == want_uncordon {
+                    annotate(
+                        &store,
+                        &node,
+                        &[(CURRENT_CONFIG, &desired), (STATE, "Done")],
+                    );
+                }
+            }
+        }
+    })
+}
+
+fn worker(i: usize) -> String {
+    format!("worker-{i}")
+}
+
+/// The example cluster, its workers settled on the worker pool's config (maxUnavailable 2).
+fn seed(server: &ApiServer) -> String {
+    seed_examples(server);
+    let store = &server.store;
+    edit(store, "machineconfigpools", "", "worker", false, |p| {
+        p["spec"]["maxUnavailable"] = json!(2);
+    });
+    let old = expected_rendered(server, "worker", &RenderOptions::default())
+        .metadata
+        .name;
+    for i in 0..WORKERS {
+        store
+            .create(
+                resource("nodes").unwrap(),
+                "",
+                json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": worker(i),
+                                 "labels": {"node-role.kubernetes.io/worker": ""},
+                                 "annotations": {CURRENT_CONFIG: old, DESIRED_CONFIG: old, STATE: "Done"}},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+                }),
+            )
+            .unwrap();
+    }
+    old
+}
+
+fn file_mc(name: &str, path: &str) -> Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": path, "mode": 420, "overwrite": true, "contents": {"source": "data:,x"}}
+        ]}}}
+    })
+}
+
+fn pool(store: &Store) -> Value {
+    store
+        .get("machineconfigpools", "", "worker")
+        .unwrap_or(Value::Null)
+}
+
+/// Every worker on `config` and the pool says so.
+fn rolled_out(store: &Store, config: &str) -> bool {
+    let p = pool(store);
+    p["status"]["configuration"]["name"] == config
+        && p["status"]["updatedMachineCount"] == WORKERS
+        && (0..WORKERS)
+            .all(|i| annotation(store, &worker(i), CURRENT_CONFIG).as_deref() == Some(config))
+}
+
+/// Records every desiredConfig each node is given, in order.
+fn record_targets(store: &Store) -> Arc<Mutex<BTreeMap<String, Vec<String>>>> {
+    let seen: Arc<Mutex<BTreeMap<String, Vec<String>>>> = Arc::default();
+    let s = seen.clone();
+    store.observe(move |e| {
+        if e.plural != "nodes" {
+            return;
+        }
+        let name = e.object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let desired = e.object["metadata"]["annotations"][DESIRED_CONFIG]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let mut map = s.lock().unwrap();
+        let list = map.entry(name).or_default();
+        if !desired.is_empty() && list.last() != Some(&desired) {
+            list.push(desired);
+        }
+    });
+    seen
+}
+
+fn controller_requests(store: &Store) -> u64 {
+    store
+        .request_counts_by_agent()
+        .into_iter()
+        .filter(|((a, _), _)| a == AGENT)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn controller_lists(store: &Store) -> u64 {
+    store
+        .request_counts_by_agent()
+        .into_iter()
+        .filter(|((a, w), _)| a == AGENT && w.starts_with("LIST "))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Each worker was given the old config (seeded) and then `new`, once: none twice, none
+/// skipped.
+fn targeted_once(seen: &Mutex<BTreeMap<String, Vec<String>>>, old: &str, new: &str) {
+    let seen = seen.lock().unwrap();
+    for i in 0..WORKERS {
+        let node = worker(i);
+        let got = seen.get(&node).cloned().unwrap_or_default();
+        let after_seed: Vec<&String> = got.iter().filter(|c| c.as_str() != old).collect();
+        assert_eq!(after_seed, vec![new], "{node} was given {got:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_survives_an_api_server_restart() {
+    let server = ApiServer::start().await.unwrap();
+    let old = seed(&server);
+    let store = server.store.clone();
+    let seen = record_targets(&store);
+    let ctrl = start_controller(&server);
+    let nodes = start_nodes(store.clone());
+    eventually_within("the pool settled", PATIENCE, || {
+        (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
+    })
+    .await;
+
+    store
+        .create(
+            resource("machineconfigs").unwrap(),
+            "",
+            file_mc("99-restart", "/etc/restart"),
+        )
+        .unwrap();
+    let new = eventually_within("the new rendered config", PATIENCE, || {
+        let c = pool(&store)["spec"]["configuration"]["name"]
+            .as_str()?
+            .to_string();
+        (c != old).then_some(c)
+    })
+    .await;
+    // The API server goes away with the rollout under way: some nodes targeted, not all.
+    eventually_within("the rollout under way", PATIENCE, || {
+        let targeted = (0..WORKERS)
+            .filter(|i| {
+                annotation(&store, &worker(*i), DESIRED_CONFIG).as_deref() == Some(new.as_str())
+            })
+            .count();
+        (targeted > 0).then_some(())
+    })
+    .await;
+    let events_before = store.list("events").len();
+    store.restart(RESTART).await;
+    let (back, requests_back, lists_back) = (
+        Instant::now(),
+        controller_requests(&store),
+        controller_lists(&store),
+    );
+
+    eventually_within("the rollout done after the restart", PATIENCE, || {
+        rolled_out(&store, &new).then_some(())
+    })
+    .await;
+    eprintln!(
+        "API server restart ({RESTART:?} away): rollout done {:.1?} after it came back; the controller made {} requests meanwhile, {} of them LISTs",
+        back.elapsed(),
+        controller_requests(&store) - requests_back,
+        controller_lists(&store) - lists_back
+    );
+    targeted_once(&seen, &old, &new);
+    // No storm: the Events written after the restart are a handful per node.
+    let events_after = store.list("events").len() - events_before;
+    assert!(
+        events_after <= 4 * WORKERS,
+        "{events_after} Events after the restart"
+    );
+    nodes.abort();
+    ctrl.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_history_makes_watches_list_again_and_nothing_is_lost() {
+    let server = ApiServer::start().await.unwrap();
+    seed(&server);
+    let store = server.store.clone();
+    let ctrl = start_controller(&server);
+    let nodes = start_nodes(store.clone());
+    eventually_within("the pool settled", PATIENCE, || {
+        (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
+    })
+    .await;
+    let mcs = resource("machineconfigs").unwrap();
+    let lists_before = controller_lists(&store);
+    let started = Instant::now();
+    // MachineConfigs come and go while every watch is cut and history compacted under it:
+    // each resumes from a version the server no longer has.
+    for round in 0..4 {
+        store.faults.end_watches();
+        store
+            .create(
+                mcs,
+                "",
+                file_mc(&format!("99-churn-{round}"), &format!("/etc/churn-{round}")),
+            )
+            .unwrap();
+        if round > 0 {
+            store
+                .delete(mcs, "", &format!("99-churn-{}", round - 1), None)
+                .unwrap();
+        }
+        store.compact();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    // What the controller renders is what the server holds: 99-churn-3 and no other.
+    let want = expected_rendered(&server, "worker", &RenderOptions::default())
+        .metadata
+        .name;
+    eventually_within(
+        "the rendered config of the server's MachineConfigs",
+        PATIENCE,
+        || rolled_out(&store, &want).then_some(()),
+    )
+    .await;
+    let rendered = store.get("machineconfigs", "", &want).unwrap();
+    let files: Vec<&str> = rendered["spec"]["config"]["storage"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["path"].as_str())
+        .filter(|p| p.starts_with("/etc/churn-"))
+        .collect();
+    assert_eq!(files, ["/etc/churn-3"]);
+    assert!(
+        store.faults.expired_watches() > 0,
+        "no watch resumed from a compacted version"
+    );
+    let relists = controller_lists(&store) - lists_before;
+    assert!(relists > 0, "the controller never listed again");
+    eprintln!(
+        "compaction: {} watches got 410 and {relists} LISTs followed; converged {:.1?} after the churn began",
+        store.faults.expired_watches(),
+        started.elapsed()
+    );
+    nodes.abort();
+    ctrl.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
+    let server = ApiServer::start().await.unwrap();
+    let old = seed(&server);
+    let store = server.store.clone();
+    let seen = record_targets(&store);
+    let ctrl = start_controller(&server);
+    let nodes = start_nodes(store.clone());
+    eventually_within("the pool settled", PATIENCE, || {
+        (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
+    })
+    .await;
+    // The next node writes and pool status writes are throttled, then the server is
+    // unavailable once, then a write's connection is cut.
+    let by = |verb: &'static str, plural: &'static str| Matcher {
+        verb: Some(verb),
+        plural: Some(plural),
+        agent: Some(AGENT.to_string()),
+    };
+    store
+        .faults
+        .refuse(by("PATCH", "nodes"), Refusal::TooManyRequests(1), 3);
+    store
+        .faults
+        .refuse(by("PATCH", "machineconfigpools"), Refusal::Unavailable, 1);
+    store.faults.refuse(by("PATCH", "nodes"), Refusal::Reset, 1);
+    let started = Instant::now();
+    store
+        .create(
+            resource("machineconfigs").unwrap(),
+            "",
+            file_mc("99-throttled", "/etc/throttled"),
+        )
+        .unwrap();
+    let new = eventually_within("the new rendered config", PATIENCE, || {
+        let c = pool(&store)["spec"]["configuration"]["name"]
+            .as_str()?
+            .to_string();
+        (c != old).then_some(c)
+    })
+    .await;
+    eventually_within("the rollout done", PATIENCE, || {
+        rolled_out(&store, &new).then_some(())
+    })
+    .await;
+    assert!(
+        store.faults.refused() >= 4,
+        "only {} refusals served",
+        store.faults.refused()
+    );
+    targeted_once(&seen, &old, &new);
+    eprintln!(
+        "throttling: {} requests refused (429 with Retry-After 1, 503, a cut connection); rollout done in {:.1?}",
+        store.faults.refused(),
+        started.elapsed()
+    );
+    nodes.abort();
+    ctrl.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_stops_before_its_lease_is_taken_over() {
+    let server = ApiServer::start().await.unwrap();
+    let store = server.store.clone();
+    store
+        .create(
+            resource("configmaps").unwrap(),
+            "openshift-machine-config-operator",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "work", "namespace": "openshift-machine-config-operator"},
+                   "data": {"writer": ""}}),
+        )
+        .unwrap();
+    // Every write of the work, in the order the server stored them.
+    let writers: Arc<Mutex<Vec<String>>> = Arc::default();
+    let w = writers.clone();
+    store.observe(move |e| {
+        if e.plural == "configmaps" && e.object["metadata"]["name"] == "work" {
+            let who = e.object["data"]["writer"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            w.lock().unwrap().push(who);
+        }
+    });
+    let lease = Duration::from_millis(1500);
+    let settings = |id: &str| LeaseSettings {
+        lease_duration: lease,
+        renew_deadline: lease.mul_f32(0.6),
+        retry_period: Duration::from_millis(100),
+        ..LeaseSettings::new("machine-config-controller", id.to_string())
+    };
+    // The work: write `writer` every 50 ms, through the candidate's own client.
+    let work = |client: kube::Client, id: &'static str| async move {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, "openshift-machine-config-operator");
+        loop {
+            let patch = json!({"data": {"writer": id}});
+            let _ = api
+                .patch(
+                    "work",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let a_client = server.client_as("leader-a");
+    let a = Elector::new(a_client.clone(), settings("a"));
+    let a_task = tokio::spawn(a.lead(work(a_client, "a"), std::future::pending()));
+    eventually_within("a writing", PATIENCE, || {
+        writers
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|w| w == "a")
+            .then_some(())
+    })
+    .await;
+
+    // a is cut off from the API server: every request of its connection is cut.
+    let cut_at = Instant::now();
+    store.faults.refuse(
+        Matcher {
+            agent: Some("leader-a".into()),
+            ..Matcher::default()
+        },
+        Refusal::Reset,
+        u64::MAX,
+    );
+    let b_client = server.client_as("leader-b");
+    let b = Elector::new(b_client.clone(), settings("b"));
+    let b_task = tokio::spawn(b.lead(work(b_client, "b"), std::future::pending()));
+    // a gives up leading (its renew deadline passes) before b can take the Lease over.
+    let a_out = tokio::time::timeout(PATIENCE, a_task)
+        .await
+        .expect("a never stopped");
+    let a_stopped = cut_at.elapsed();
+    assert!(
+        matches!(a_out, Ok(Err(_))),
+        "a stopped for another reason: {a_out:?}"
+    );
+    eventually_within("b writing", PATIENCE, || {
+        writers
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|w| w == "b")
+            .then_some(())
+    })
+    .await;
+    let b_wrote = cut_at.elapsed();
+    assert!(
+        a_stopped < b_wrote,
+        "a stopped {a_stopped:?} after the cut, b wrote at {b_wrote:?}"
+    );
+    // The partition heals: a, stopped, writes nothing more.
+    store.faults.lift();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let order = writers.lock().unwrap().clone();
+    let first_b = order.iter().position(|w| w == "b").unwrap_or(order.len());
+    assert!(
+        order[first_b..].iter().all(|w| w != "a"),
+        "a wrote after b's first write: {order:?}"
+    );
+    eprintln!(
+        "lost lease: a stopped {a_stopped:.1?} after being cut off, b wrote {b_wrote:.1?} after (lease {lease:?}, renew deadline {:?})",
+        lease.mul_f32(0.6)
+    );
+    b_task.abort();
+}
