@@ -526,3 +526,90 @@ async fn a_leader_cut_off_stops_before_its_lease_is_taken_over() {
     );
     b_task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_server_serves_from_its_caches_while_the_api_server_is_away() {
+    use mco_k8s::mcs::access::AccessPolicy;
+    use mco_k8s::mcs::served_state::BuildOptions;
+    use mco_k8s::mcs::server::{self, Source};
+    use support::http::http_get;
+
+    let server = ApiServer::start().await.unwrap();
+    seed(&server);
+    let store = server.store.clone();
+    let ctrl = start_controller(&server);
+    // The server serves the config a pool's nodes are on: the nodes take the rollouts.
+    let nodes = start_nodes(store.clone());
+    let mcs = server::start(server::Config {
+        source: Source::Cluster(server.client_as("machine-config-server")),
+        listen: "127.0.0.1".parse().unwrap(),
+        secure_port: None,
+        insecure_port: Some(0),
+        tls: None,
+        build: BuildOptions::default(),
+        access: AccessPolicy::default(),
+        poll_interval: Duration::from_millis(100),
+        limits: mco_k8s::limits::ConnLimits::default(),
+        bootstrap: None,
+    })
+    .await
+    .unwrap();
+    let addr = mcs.insecure_addr.unwrap();
+    let accept = "application/vnd.coreos.ignition+json;version=3.4.0";
+    let mut before = Vec::new();
+    for _ in 0..3000 {
+        let (status, body) = http_get(addr, "/config/worker", accept).await;
+        if status == 200 {
+            before = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!before.is_empty(), "the worker pool was never served");
+
+    // Away: machines booting meanwhile get the same config.
+    let restart = tokio::spawn({
+        let store = store.clone();
+        async move { store.restart(RESTART).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(store.faults.down());
+    let (status, during) = http_get(addr, "/config/worker", accept).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        during, before,
+        "served otherwise while the API server was away"
+    );
+    restart.await.unwrap();
+
+    // Back: a new config, once the pool's nodes are on it, reaches the server's caches and is
+    // served.
+    let came_back = Instant::now();
+    store
+        .create(
+            resource("machineconfigs").unwrap(),
+            "",
+            file_mc("99-after", "/etc/after"),
+        )
+        .unwrap();
+    let mut after = Vec::new();
+    for _ in 0..3000 {
+        let (status, body) = http_get(addr, "/config/worker", accept).await;
+        if status == 200 && String::from_utf8_lossy(&body).contains("/etc/after") {
+            after = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !after.is_empty(),
+        "the new config was never served after the restart (pool {})",
+        pool(&store)["status"]["configuration"]["name"]
+    );
+    eprintln!(
+        "config server: served from its caches through the restart; the next config served {:.1?} after the API server came back",
+        came_back.elapsed()
+    );
+    nodes.abort();
+    ctrl.abort();
+}

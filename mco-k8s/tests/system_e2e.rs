@@ -2,7 +2,7 @@
 //! every node the real agent (`mco_node::agent::kube_loop::Agent`) applying configs to its own
 //! temporary host root through a recording host. A new MachineConfig for the workers must end
 //! up as a file on every worker's disk, each node back to Done on the new rendered config, the
-//! master untouched.
+//! master untouched, though the API server restarts as the rollout begins.
 
 mod support;
 
@@ -22,6 +22,7 @@ use serde_json::json;
 use std::time::Duration;
 use support::apiserver::ApiServer;
 use support::cluster::{decode, expected_rendered, seed_examples};
+use support::http::http_get;
 use support::node_host::root_on;
 
 const LIMIT: Duration = support::PATIENCE;
@@ -113,6 +114,9 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         (t != worker.name()).then_some(t)
     })
     .await;
+    // The API server restarts as the rollout begins (connections cut, every watch ended):
+    // the controller and the agents carry on once it is back.
+    server.store.restart(support::faults::RESTART).await;
 
     // Every worker updates (drain, apply, reboot, uncordon) and reports Done on it.
     eventually("both workers done on the new config", || {
@@ -439,28 +443,6 @@ fn column_value(obj: &serde_json::Value, path: &str) -> String {
 }
 
 /// GETs `path` from a plain HTTP server on 127.0.0.1 and returns status and body.
-async fn http_get(addr: std::net::SocketAddr, path: &str, accept: &str) -> (u16, Vec<u8>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.unwrap();
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, raw[split + 4..].to_vec())
-}
-
 /// What Ignition does on a machine's first boot, and nothing more: every file and unit of the
 /// served config written to the empty root (this project's writer, which writes what Ignition
 /// writes). Nothing else is seeded: no currentconfig, no state.

@@ -8,6 +8,7 @@ pub mod builder;
 pub mod builtin;
 pub mod cluster;
 pub mod faults;
+pub mod http;
 pub mod node_host;
 pub mod patch;
 pub mod plugin;
