@@ -491,6 +491,9 @@ async fn accept_loop(
     let limits = Arc::new(limits);
     let max = limits.max_connections;
     crate::tasks::accept_connections(listener, stop, max, move |stream, peer| {
+        // A response's last segment goes out at once, not after the client's ACK of the one
+        // before (hyper writes each response whole, so Nagle's algorithm only delays).
+        let _ = stream.set_nodelay(true);
         let (shared, tls, limits) = (shared.clone(), tls.clone(), limits.clone());
         async move {
             match tls {
