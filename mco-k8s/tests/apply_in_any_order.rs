@@ -136,6 +136,7 @@ fn offline_rendered(objects: &[Value]) -> BTreeMap<String, Rendered> {
         &ClusterOptions {
             controller_version: opts.controller_version.clone(),
             templates: None,
+            release: opts.release,
         },
     );
     assert!(errors.is_empty(), "{errors:?}");

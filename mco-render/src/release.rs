@@ -208,6 +208,74 @@ impl Release {
                 },
                 _ => ServedConversion::Generic,
             },
+            // The generated MachineConfigs: the kubelet-config and container-runtime-config
+            // controllers (their Ignition version is `rendered_ignition`).
+            kubelet_conf_encoding: if m >= 17 {
+                KubeletConfEncoding::Yaml
+            } else {
+                KubeletConfEncoding::IndentedJson
+            },
+            kubelet_types: match m {
+                ..=21 => m + 13,
+                _ => 36,
+            },
+            kubelet_gates_excluded: if m == 14 {
+                &["ExternalCloudProvider"]
+            } else {
+                &[]
+            },
+            kubelet_tls: if m >= 17 {
+                KubeletTls::TemplateUnlessResource
+            } else {
+                KubeletTls::ResourceElseIntermediate
+            },
+            tls13_cipher_suites: m >= 18,
+            kubelet_log_level: if m >= 22 {
+                LogLevelRule::ZeroToTen
+            } else {
+                LogLevelRule::OneToTenPointer
+            },
+            static_pod_path: if m >= 22 {
+                StaticPodPathRule::PerPool
+            } else {
+                StaticPodPathRule::Refused
+            },
+            swap_settings_refused: m >= 21,
+            system_reserved_cgroup_rules: m >= 22,
+            kubelet_conditions: if m >= 22 {
+                KubeletConditions::AcceptedAndLegacy
+            } else {
+                KubeletConditions::SuccessOrFailure
+            },
+            runtime_failure_status: if m >= 22 { "True" } else { "False" },
+            runtime_additional_stores: m >= 22,
+            kubelet_up_to_date: match m {
+                ..=19 => UpToDateRule::Generation,
+                20 | 21 => UpToDateRule::GenerationAndGates { next_pool: false },
+                _ => UpToDateRule::GenerationAndGates { next_pool: true },
+            },
+            unconfigured_pool_fails: m <= 19,
+            kubelet_error_case: if m >= 22 {
+                MessageCase::Lower
+            } else {
+                MessageCase::Capitalised
+            },
+            registries_auth_helper: m >= 19,
+            policy_json_indented: m >= 17,
+            policy_transports_always: m <= 15,
+            mirror_check: if m >= 16 {
+                MirrorCheck::Patterns
+            } else {
+                MirrorCheck::NoWildcards
+            },
+            mirror_conflict_lists_icsp: m >= 15,
+            cgroup_v2_psi: match m {
+                ..=15 => Some("psi=1"),
+                16..=20 => Some("psi=0"),
+                _ => None,
+            },
+            cgroup_v1_accepted: m <= 18,
+            cgroup_arbiter: m >= 19,
         }
     }
 }
@@ -269,6 +337,69 @@ pub struct Profile {
     pub accept: AcceptRule,
     /// How the machine-config-server converts a rendered config to an older spec version.
     pub served_conversion: ServedConversion,
+
+    // The generated MachineConfigs (the kubelet-config and container-runtime-config
+    // controllers). Their Ignition version is `rendered_ignition`.
+    /// How `/etc/kubernetes/kubelet.conf` is written: indented JSON until 4.16, YAML from 4.17.
+    pub kubelet_conf_encoding: KubeletConfEncoding,
+    /// The Kubernetes minor version of the kubelet configuration types the release vendors
+    /// (`k8s.io/kubelet` and `k8s.io/component-base`: 27 in 4.14 to 34 in 4.21, 36 in 4.22):
+    /// the fields `kubelet.conf` can hold.
+    pub kubelet_types: u8,
+    /// Feature gates left out of `kubelet.conf`'s `featureGates` (`ExternalCloudProvider` in
+    /// 4.14).
+    pub kubelet_gates_excluded: &'static [&'static str],
+    /// Where `kubelet.conf`'s `tlsMinVersion` and `tlsCipherSuites` come from.
+    pub kubelet_tls: KubeletTls,
+    /// Whether a TLS profile's cipher suites keep the TLS 1.3 ones (`TLS_AES_128_GCM_SHA256`,
+    /// ...) when turned into IANA names (from 4.18; before, only the TLS 1.2 ones remain and the
+    /// Modern profile has none).
+    pub tls13_cipher_suites: bool,
+    /// The values a KubeletConfig's `logLevel` may take, and how its error prints one.
+    pub kubelet_log_level: LogLevelRule,
+    /// Where a KubeletConfig may set `staticPodPath`.
+    pub static_pod_path: StaticPodPathRule,
+    /// Whether a KubeletConfig may not set `failSwapOn` or `memorySwap.swapBehavior` (4.21 on).
+    pub swap_settings_refused: bool,
+    /// Whether `systemReservedCgroup` must match `systemCgroups` (in the KubeletConfig and in
+    /// the merged configuration), and is cleared when `enforceNodeAllocatable` leaves out the
+    /// system-reserved keys or `reservedSystemCPUs` is set (4.22).
+    pub system_reserved_cgroup_rules: bool,
+    /// How a KubeletConfig's status conditions are written.
+    pub kubelet_conditions: KubeletConditions,
+    /// The status of a ContainerRuntimeConfig's `Failure` condition (`False` until 4.21).
+    pub runtime_failure_status: &'static str,
+    /// Whether a ContainerRuntimeConfig has the additional layer, image and artifact stores
+    /// (4.22; before, its type has no such fields and they are ignored).
+    pub runtime_additional_stores: bool,
+    /// When the KubeletConfig controller leaves a pool's generated MachineConfig as it is.
+    pub kubelet_up_to_date: UpToDateRule,
+    /// Whether a KubeletConfig's sync fails on a pool without a rendered configuration yet
+    /// (`Pool <name> is unconfigured, pausing 5s for renderer to initialize`, until 4.19).
+    pub unconfigured_pool_fails: bool,
+    /// How the KubeletConfig controller's own errors begin (`Error finding kubelet config`
+    /// until 4.21).
+    pub kubelet_error_case: MessageCase,
+    /// Whether `registries.conf` has the `additional-layer-store-auth-helper` line (4.19 on).
+    pub registries_auth_helper: bool,
+    /// Whether a rewritten `policy.json` is indented by two spaces (4.17 on) or compact.
+    pub policy_json_indented: bool,
+    /// Whether a rewritten `policy.json` gets the `docker` and `atomic` transports even with
+    /// no scope in them (until 4.15).
+    pub policy_transports_always: bool,
+    /// How mirror-set sources and mirrors are checked.
+    pub mirror_check: MirrorCheck,
+    /// Whether the conflicting `mirrorSourcePolicy` error lists ImageContentSourcePolicies
+    /// among the objects (4.15 on).
+    pub mirror_conflict_lists_icsp: bool,
+    /// The pressure-stall kernel argument added with cgroup v2 (`psi=1` until 4.15, `psi=0`
+    /// until 4.20, none after).
+    pub cgroup_v2_psi: Option<&'static str>,
+    /// Whether the Node's `cgroupMode: v1` is honoured (until 4.18; after, an unknown mode).
+    pub cgroup_v1_accepted: bool,
+    /// Whether the node-config MachineConfig of the `arbiter` pool gets the cgroup kernel
+    /// arguments too (4.19 on).
+    pub cgroup_arbiter: bool,
 }
 
 impl Default for Profile {
@@ -439,6 +570,78 @@ pub enum MessageCase {
     Capitalised,
     /// `ignoring MC …`, `cannot find label …` (4.22).
     Lower,
+}
+
+/// How `kubelet.conf` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletConfEncoding {
+    /// The kubelet codec's JSON (fields in struct order), indented by two spaces (until 4.16).
+    IndentedJson,
+    /// The kubelet codec's YAML (4.17 on).
+    Yaml,
+}
+
+/// Where `kubelet.conf`'s TLS settings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletTls {
+    /// The KubeletConfig's `tlsSecurityProfile`, else Intermediate: the APIServer's profile is
+    /// never found (until 4.16).
+    ResourceElseIntermediate,
+    /// The role template rendered with the APIServer's profile, replaced by the
+    /// KubeletConfig's when it has one (4.17 on).
+    TemplateUnlessResource,
+}
+
+/// The values a KubeletConfig's `logLevel` may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevelRule {
+    /// 1 to 10; the error prints the address of the value, as Go prints a pointer (until
+    /// 4.21).
+    OneToTenPointer,
+    /// 0 to 10; the error prints the value (4.22).
+    ZeroToTen,
+}
+
+/// Where a KubeletConfig may set `staticPodPath`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaticPodPathRule {
+    /// Nowhere: `staticPodPath is not allowed to be set` (until 4.21).
+    Refused,
+    /// Never on a control-plane pool, and only empty on the others, each error naming the
+    /// pool (4.22).
+    PerPool,
+}
+
+/// How a KubeletConfig's status conditions are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletConditions {
+    /// One condition per sync: `Success` (True) or `Failure` (False) (until 4.21).
+    SuccessOrFailure,
+    /// `Accepted` (True or False), followed by the legacy `Success` or `Failure` (True) (4.22).
+    AcceptedAndLegacy,
+}
+
+/// When the KubeletConfig controller leaves a pool's existing generated MachineConfig alone:
+/// the resource's generation was seen, its last sync succeeded and the MachineConfig carries
+/// this controller version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpToDateRule {
+    /// Those alone; the sync then ends there, with no status written (until 4.19).
+    Generation,
+    /// Also the MachineConfig's feature gates equal the cluster's (4.20 on).
+    GenerationAndGates {
+        /// The sync goes on with the next pool (4.22) rather than ending there.
+        next_pool: bool,
+    },
+}
+
+/// How mirror-set sources and mirrors are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MirrorCheck {
+    /// Not empty and without `*` (until 4.15).
+    NoWildcards,
+    /// Against the mirror-set API's patterns, `*.` sources allowed (4.16 on).
+    Patterns,
 }
 
 #[cfg(test)]

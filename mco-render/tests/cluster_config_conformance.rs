@@ -41,6 +41,7 @@ fn input_of(case: &Value) -> ClusterConfigInput {
         base_machine_configs: list("baseMachineConfigs"),
         controller_version: mco_render::CONTROLLER_VERSION.to_string(),
         feature_gate_exists: opt("featureGate").is_some(),
+        ..ClusterConfigInput::default()
     }
 }
 

@@ -55,6 +55,7 @@ pub fn image_resources() -> [ApiResource; 5] {
 pub struct ClusterConfigs {
     mcs: Api<Stored<MachineConfig>>,
     controller_version: String,
+    release: mco_render::release::Release,
 }
 
 /// The MachineConfigs an Image owned that outlive it: `99-*-generated-registries` with an
@@ -87,7 +88,14 @@ impl ClusterConfigs {
         ClusterConfigs {
             mcs: objects::api::<MachineConfig>(&client),
             controller_version: controller_version.to_string(),
+            release: mco_render::release::Release::NEWEST,
         }
+    }
+
+    /// The handle generating as `release`'s controllers do.
+    pub fn with_release(mut self, release: mco_render::release::Release) -> Self {
+        self.release = release;
+        self
     }
 
     /// The syncs' input as `caches` hold the cluster now, with `mcs` for the MachineConfigs.
@@ -112,6 +120,7 @@ impl ClusterConfigs {
             existing_machine_configs: as_json.clone(),
             base_machine_configs: as_json,
             controller_version: self.controller_version.clone(),
+            release: self.release,
         }
     }
 

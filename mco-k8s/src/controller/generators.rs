@@ -312,8 +312,8 @@ pub async fn run_with(registry: &Registry, opts: Options) {
         return;
     }
     let version = opts.render.controller_version.clone();
-    let custom = Resources::new(client.clone(), &version);
-    let cluster = ClusterConfigs::new(client.clone(), &version);
+    let custom = Resources::new(client.clone(), &version).with_release(opts.render.release);
+    let cluster = ClusterConfigs::new(client.clone(), &version).with_release(opts.render.release);
     let templates = opts
         .templates
         .clone()

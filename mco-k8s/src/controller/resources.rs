@@ -36,6 +36,7 @@ pub struct Resources {
     runtime: Api<Stored<ContainerRuntimeConfig>>,
     mcs: Api<Stored<MachineConfig>>,
     controller_version: String,
+    release: mco_render::release::Release,
 }
 
 /// What a pass left undone.
@@ -112,7 +113,14 @@ impl Resources {
             runtime: objects::api::<ContainerRuntimeConfig>(&client),
             mcs: objects::api::<MachineConfig>(&client),
             controller_version: controller_version.to_string(),
+            release: mco_render::release::Release::NEWEST,
         }
+    }
+
+    /// The handle generating as `release`'s controllers do.
+    pub fn with_release(mut self, release: mco_render::release::Release) -> Self {
+        self.release = release;
+        self
     }
 
     /// A merge patch of the resource (`status`: of its status subresource); the resource as
@@ -207,6 +215,7 @@ impl Resources {
                 api_server: api_server.clone(),
                 node_config: node_config.clone(),
                 controller_version: self.controller_version.clone(),
+                release: self.release,
             };
             let outcome = generate(&input);
             let name = object.name().to_string();

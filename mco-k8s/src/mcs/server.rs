@@ -229,6 +229,7 @@ fn build_state(
         templates: templates
             .map(mco_render::load::read_templates)
             .transpose()?,
+        release: cfg.build.render.release,
     };
     let (m, errors) = source::load_cluster(dir, &opts)?;
     for e in &errors {

@@ -481,6 +481,7 @@ pub fn review(
                 &ClusterOptions {
                     controller_version: cluster.render.controller_version.clone(),
                     templates: None,
+                    release: cluster.render.release,
                 },
             );
             for e in generated

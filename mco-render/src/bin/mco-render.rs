@@ -260,6 +260,10 @@ enum Command {
         /// Controller version stamped on generated MachineConfigs.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
+        /// The MCO release to generate as (4.14 to 4.22); default: the release the
+        /// manifests' ControllerConfig or rendered configs name, else the newest.
+        #[arg(long)]
+        release: Option<Release>,
         /// Files or folders of YAML/JSON manifests: the resources, pools, the role template
         /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`, the
         /// Image `cluster`, the ClusterVersion `version` and the mirror sets.
@@ -369,8 +373,9 @@ fn main() -> ExitCode {
         Command::Generate {
             output,
             controller_version,
+            release,
             paths,
-        } => cmd_generate(&paths, output, &controller_version),
+        } => cmd_generate(&paths, output, &controller_version, release),
         Command::Schedule {
             cluster_dir,
             pool,
@@ -436,6 +441,7 @@ fn load_cluster(
     let opts = ClusterOptions {
         controller_version: render.controller_version.clone(),
         templates: templates.map(read_templates).transpose()?,
+        release: render.release,
     };
     let errors = expand_manifests(&mut m, &opts);
     if errors.is_empty() {
@@ -830,11 +836,13 @@ fn cmd_generate(
     paths: &[PathBuf],
     output: Format,
     controller_version: &str,
+    release: Option<Release>,
 ) -> Result<(), Failure> {
     use mco_render::controllers::generate::sequence::generate_cluster;
     let m = load(paths)?;
-    let (input, files, undecoded) =
+    let (mut input, files, undecoded) =
         mco_render::manifests::expand::cluster_input(&m, controller_version);
+    input.release = release::release_for(release, &m)?;
     if input.resources.is_empty()
         && undecoded.is_empty()
         && !input

@@ -21,6 +21,7 @@ use crate::controllers::templates::{
     compact_json, generate_template_machine_configs, TemplateOptions, TemplateTree,
 };
 use crate::manifests::Manifests;
+use crate::release::{Profile, Release};
 
 /// How to turn manifests into a cluster's MachineConfigs.
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct ClusterOptions {
     pub controller_version: String,
     /// The role templates to render with the ControllerConfig, if any.
     pub templates: Option<TemplateTree>,
+    /// The release whose controllers generate (and render the templates' TLS profile).
+    pub release: Release,
 }
 
 impl Default for ClusterOptions {
@@ -36,6 +39,7 @@ impl Default for ClusterOptions {
         ClusterOptions {
             controller_version: crate::CONTROLLER_VERSION.to_string(),
             templates: None,
+            release: Release::NEWEST,
         }
     }
 }
@@ -55,6 +59,16 @@ pub fn template_options(
     m: &Manifests,
     controller_version: &str,
 ) -> Result<TemplateOptions, ClusterError> {
+    template_options_as(m, controller_version, &Profile::default())
+}
+
+/// [`template_options`] as `release` renders: its TLS profiles' cipher suites
+/// ([`Profile::tls13_cipher_suites`]).
+pub fn template_options_as(
+    m: &Manifests,
+    controller_version: &str,
+    release: &Profile,
+) -> Result<TemplateOptions, ClusterError> {
     let profile = m
         .others
         .iter()
@@ -63,7 +77,7 @@ pub fn template_options(
         .and_then(|v| v.pointer("/spec/tlsSecurityProfile"))
         .filter(|p| !p.is_null());
     let (tls_min_version, tls_cipher_suites) =
-        crate::controllers::generate::tls_profile::security_profile_ciphers(profile);
+        crate::controllers::generate::tls_profile::security_profile_ciphers_as(profile, release);
     Ok(TemplateOptions {
         controller_version: controller_version.to_string(),
         pull_secret: pull_secret(m)?.unwrap_or_default(),
@@ -139,6 +153,7 @@ fn apply_templates(
     m: &mut Manifests,
     tree: &TemplateTree,
     controller_version: &str,
+    release: &Profile,
 ) -> Result<(), ClusterError> {
     let Some((file, cc)) = m.controller_config.clone() else {
         return Err(ClusterError {
@@ -149,7 +164,7 @@ fn apply_templates(
             unmet: None,
         });
     };
-    let opts = template_options(m, controller_version)?;
+    let opts = template_options_as(m, controller_version, release)?;
     let mcs = generate_template_machine_configs(tree, &cc, &opts).map_err(|e| ClusterError {
         file,
         kind: "ControllerConfig".into(),
@@ -273,7 +288,8 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
         None => m,
         Some(tree) => {
             let mut copy = m.clone();
-            if let Err(e) = apply_templates(&mut copy, tree, &opts.controller_version) {
+            let release = opts.release.profile();
+            if let Err(e) = apply_templates(&mut copy, tree, &opts.controller_version, &release) {
                 return ClusterConfigs {
                     machine_configs: m.machine_configs.clone(),
                     errors: vec![e],
@@ -283,7 +299,8 @@ pub fn cluster_machine_configs(m: &Manifests, opts: &ClusterOptions) -> ClusterC
             &templated
         }
     };
-    let (input, files, mut errors) = cluster_input(m, &opts.controller_version);
+    let (mut input, files, mut errors) = cluster_input(m, &opts.controller_version);
+    input.release = opts.release;
     if input.resources.is_empty()
         && !input
             .config_objects

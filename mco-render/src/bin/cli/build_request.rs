@@ -56,6 +56,7 @@ fn render_sources(
         &ClusterOptions {
             controller_version: opts.controller_version.clone(),
             templates: None,
+            release: opts.release,
         },
     );
     if !errors.is_empty() {

@@ -49,6 +49,8 @@ pub struct ClusterConfigInput {
     /// Whether the FeatureGate `cluster` exists (the node sync ends with the feature-gate
     /// sync only then).
     pub feature_gate_exists: bool,
+    /// The release whose controllers generate (the newest by default).
+    pub release: crate::release::Release,
 }
 
 /// The cluster-wide config objects of a cluster description, beyond what the custom-resource

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::gocompat::quantity::Quantity;
 use crate::gocompat::quote::go_quote;
+use crate::release::Profile;
 
 /// Where the storage configuration goes.
 pub const STORAGE_CONF_PATH: &str = "/etc/containers/storage.conf";
@@ -73,6 +74,17 @@ fn paths_at(v: &Value, key: &str) -> Vec<String> {
 }
 
 impl RuntimeSettings {
+    /// The settings as `release` reads them: its ContainerRuntimeConfig type has the
+    /// additional stores only from 4.22 ([`Profile::runtime_additional_stores`]).
+    pub fn as_release_reads(mut self, release: &Profile) -> RuntimeSettings {
+        if !release.runtime_additional_stores {
+            self.layer_stores.clear();
+            self.image_stores.clear();
+            self.artifact_stores.clear();
+        }
+        self
+    }
+
     /// Reads `spec.containerRuntimeConfig`.
     pub fn from_json(v: &Value) -> Result<RuntimeSettings, String> {
         Ok(RuntimeSettings {
@@ -544,12 +556,16 @@ pub(super) fn check_original_files(configs: &[&Value]) -> Result<(), String> {
 }
 
 /// Records a status update the way the ContainerRuntimeConfig controller does.
-fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
-    let (kind, default_msg) = match err {
-        Some(e) => ("Failure", format!("Error: {e}")),
-        None => ("Success", "Success".to_string()),
+fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>, release: &Profile) {
+    let (kind, status, default_msg) = match err {
+        Some(e) => (
+            "Failure",
+            release.runtime_failure_status,
+            format!("Error: {e}"),
+        ),
+        None => ("Success", "True", "Success".to_string()),
     };
-    let cond = resource_condition(kind, "True", message.unwrap_or(default_msg));
+    let cond = resource_condition(kind, status, message.unwrap_or(default_msg));
     let conds = &mut sync.after.conditions;
     match conds.last_mut() {
         Some(last) if last.message == cond.message => *last = cond,
@@ -557,8 +573,10 @@ fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
     }
 }
 
-/// One sync of the ContainerRuntimeConfig controller.
+/// One sync of the ContainerRuntimeConfig controller, as the input's release runs it.
 pub fn sync(input: &GenerateInput) -> GenerateOutcome {
+    let release = input.release.profile();
+    let release = &release;
     let mut sync = match Sync::new(input) {
         Ok(s) => s,
         Err(e) => {
@@ -573,7 +591,7 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
     macro_rules! fail {
         ($err:expr, $msg:expr) => {{
             let err: String = $err;
-            set_status(&mut sync, Some(&err), $msg);
+            set_status(&mut sync, Some(&err), $msg, release);
             return sync.finish(Some(err));
         }};
     }
@@ -586,7 +604,7 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         .pointer("/spec/containerRuntimeConfig")
         .filter(|v| !v.is_null());
     let settings = match spec.map(RuntimeSettings::from_json).transpose() {
-        Ok(s) => s,
+        Ok(s) => s.map(|s| s.as_release_reads(release)),
         Err(e) => fail!(e, None),
     };
     if let Some(s) = &settings {
@@ -665,9 +683,9 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
             match merged {
                 Ok(bytes) => {
                     files.push(ign_file(STORAGE_CONF_PATH, &bytes));
-                    set_status(&mut sync, None, None);
+                    set_status(&mut sync, None, None, release);
                 }
-                Err(e) => set_status(&mut sync, Some(&e), None),
+                Err(e) => set_status(&mut sync, Some(&e), None, release),
             }
         }
         for (path, bytes) in crio_dropins(&settings, additional) {
@@ -677,7 +695,7 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         sync.write_machine_config(
             pool,
             &key,
-            ign_config(files),
+            ign_config(files, release),
             "ContainerRuntimeConfig",
             version,
         );
@@ -686,6 +704,6 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         }
     }
     sync.clean_up_duplicates("generated-containerruntime", "", version);
-    set_status(&mut sync, None, None);
+    set_status(&mut sync, None, None, release);
     sync.finish(None)
 }

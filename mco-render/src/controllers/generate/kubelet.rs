@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::kubelet_types::{KUBELET_CONFIGURATION as KC, KUBELET_TY};
+use super::kubelet_types::{drop_unknown_fields, KUBELET_CONFIGURATION as KC, KUBELET_TY};
 use super::names::{self, Kind};
 use super::{
     base_config, find_file, ign_config, ign_file, machine_config_values, pools_for,
@@ -16,7 +16,11 @@ use crate::gocompat::duration::parse_duration;
 use crate::gocompat::gostruct::{
     decode, field, field_mut, go_fmt, marshal, merge, str_field, strings_field, GoVal,
 };
-use crate::gocompat::json::sorted;
+use crate::gocompat::json::{sorted, to_go_indented};
+use crate::release::{
+    KubeletConditions, KubeletConfEncoding, KubeletTls, LogLevelRule, MessageCase, Profile,
+    StaticPodPathRule, UpToDateRule,
+};
 use crate::render::name::to_go_yaml;
 
 /// The error when a KubeletConfig selects no pool.
@@ -29,6 +33,9 @@ pub const KUBELET_CONF_PATH: &str = "/etc/kubernetes/kubelet.conf";
 pub const LOG_LEVEL_PATH: &str = "/etc/systemd/system/kubelet.service.d/20-logging.conf";
 /// The node-sizing environment file.
 pub const NODE_SIZING_PATH: &str = "/etc/node-sizing-enabled.env";
+/// What stands for the address Go prints for a pointer to the log level (releases before
+/// 4.22 print `%v` of an `*int32`, an address that differs on every run).
+pub const GO_POINTER: &str = "0xc000010000";
 
 /// Compact JSON with object keys sorted, as the API server hands the raw
 /// `spec.kubeletConfig` to the controller.
@@ -43,24 +50,41 @@ fn user_raw(cfg: &Value) -> Option<Value> {
         .map(sorted)
 }
 
-fn decode_kubelet(raw: &Value) -> Result<GoVal, String> {
-    decode(KUBELET_TY, raw).map_err(|e| e.0)
+/// Decodes a KubeletConfiguration as `release` reads it: fields its kubelet types lack are
+/// dropped.
+fn decode_kubelet(raw: &Value, release: &Profile) -> Result<GoVal, String> {
+    let mut raw = raw.clone();
+    drop_unknown_fields(&mut raw, release.kubelet_types);
+    decode(KUBELET_TY, &raw).map_err(|e| e.0)
 }
 
-/// Upstream's `validateUserKubeletConfig`: the log level range, and the fields a user may
-/// not set.
+/// Upstream's `validateUserKubeletConfig` of the newest release: the log level range, and
+/// the fields a user may not set.
 pub fn validate_user_kubelet_config(cfg: &Value) -> Result<(), String> {
+    validate_user_kubelet_config_as(cfg, &Profile::default())
+}
+
+/// Upstream's `validateUserKubeletConfig` as `release` checks a KubeletConfig.
+pub fn validate_user_kubelet_config_as(cfg: &Value, release: &Profile) -> Result<(), String> {
     if let Some(level) = cfg.pointer("/spec/logLevel").and_then(Value::as_i64) {
-        if !(0..=10).contains(&level) {
-            return Err(format!(
-                "KubeletConfig's LogLevel is not valid [0,10]: {level}"
-            ));
+        match release.kubelet_log_level {
+            LogLevelRule::ZeroToTen if !(0..=10).contains(&level) => {
+                return Err(format!(
+                    "KubeletConfig's LogLevel is not valid [0,10]: {level}"
+                ));
+            }
+            LogLevelRule::OneToTenPointer if !(1..=10).contains(&level) => {
+                return Err(format!(
+                    "KubeletConfig's LogLevel is not valid [1,10]: {GO_POINTER}"
+                ));
+            }
+            _ => {}
         }
     }
     let Some(raw) = user_raw(cfg) else {
         return Ok(());
     };
-    let kc = decode_kubelet(&raw)
+    let kc = decode_kubelet(&raw, release)
         .map_err(|e| format!("KubeletConfig could not be unmarshalled, err: {e}"))?;
     let s = |k| str_field(&kc, &KC, k);
     if !s("cgroupDriver").is_empty() {
@@ -91,18 +115,28 @@ pub fn validate_user_kubelet_config(cfg: &Value) -> Result<(), String> {
             ));
         }
     }
-    if let Some(GoVal::Ptr(b)) = field(&kc, &KC, "failSwapOn") {
-        return Err(format!(
-            "KubeletConfiguration: failSwapOn is not allowed to be set, but contains: {}",
-            go_fmt(b)
-        ));
+    if release.static_pod_path == StaticPodPathRule::Refused {
+        let spp = s("staticPodPath");
+        if !spp.is_empty() {
+            return Err(format!(
+                "KubeletConfiguration: staticPodPath is not allowed to be set, but contains: {spp}"
+            ));
+        }
     }
-    if let Some(GoVal::Struct(swap)) = field(&kc, &KC, "memorySwap") {
-        if let Some(GoVal::Str(b)) = swap.first() {
-            if !b.is_empty() {
-                return Err(format!(
-                    "KubeletConfiguration: swapBehavior is not allowed to be set, but contains: {b}"
-                ));
+    if release.swap_settings_refused {
+        if let Some(GoVal::Ptr(b)) = field(&kc, &KC, "failSwapOn") {
+            return Err(format!(
+                "KubeletConfiguration: failSwapOn is not allowed to be set, but contains: {}",
+                go_fmt(b)
+            ));
+        }
+        if let Some(GoVal::Struct(swap)) = field(&kc, &KC, "memorySwap") {
+            if let Some(GoVal::Str(b)) = swap.first() {
+                if !b.is_empty() {
+                    return Err(format!(
+                        "KubeletConfiguration: swapBehavior is not allowed to be set, but contains: {b}"
+                    ));
+                }
             }
         }
     }
@@ -119,7 +153,7 @@ pub fn validate_user_kubelet_config(cfg: &Value) -> Result<(), String> {
         }
     }
     let (src, sc) = (s("systemReservedCgroup"), s("systemCgroups"));
-    if !src.is_empty() && !sc.is_empty() && src != sc {
+    if release.system_reserved_cgroup_rules && !src.is_empty() && !sc.is_empty() && src != sc {
         return Err(format!(
             "KubeletConfiguration: systemReservedCgroup ({src}) must match systemCgroups ({sc})"
         ));
@@ -142,8 +176,11 @@ fn is_control_plane(pool: &Pool) -> bool {
             .any(|e| e.key == MASTER_LABEL && (e.operator == "Exists" || e.operator == "In"))
 }
 
-/// Upstream's `validateStaticPodPathGivenPool`.
-fn validate_static_pod_path(cfg: &Value, pool: &Pool) -> Result<(), String> {
+/// Upstream's `validateStaticPodPathGivenPool` (4.22).
+fn validate_static_pod_path(cfg: &Value, pool: &Pool, release: &Profile) -> Result<(), String> {
+    if release.static_pod_path != StaticPodPathRule::PerPool {
+        return Ok(());
+    }
     let Some(raw) = user_raw(cfg) else {
         return Ok(());
     };
@@ -156,7 +193,7 @@ fn validate_static_pod_path(cfg: &Value, pool: &Pool) -> Result<(), String> {
         }
         return Ok(());
     }
-    let kc = decode_kubelet(&raw)
+    let kc = decode_kubelet(&raw, release)
         .map_err(|e| format!("KubeletConfig could not be unmarshalled, err: {e}"))?;
     let spp = str_field(&kc, &KC, "staticPodPath");
     if !spp.is_empty() {
@@ -169,25 +206,27 @@ fn validate_static_pod_path(cfg: &Value, pool: &Pool) -> Result<(), String> {
 }
 
 /// Decodes a kubelet.conf (YAML or JSON) as upstream does.
-fn decode_kubelet_conf(bytes: &[u8]) -> Result<GoVal, String> {
+fn decode_kubelet_conf(bytes: &[u8], release: &Profile) -> Result<GoVal, String> {
     let text = String::from_utf8_lossy(bytes);
     let yaml: Value = serde_yaml_ng::from_str(&text).map_err(|e| e.to_string())?;
     let coerced = crate::gocompat::gostruct::coerce_yaml_scalars(KUBELET_TY, &yaml);
-    decode_kubelet(&coerced)
+    decode_kubelet(&coerced, release)
 }
 
-/// The base kubelet configuration of a role with every known feature gate set.
+/// The base kubelet configuration of a role with every known feature gate set (but those
+/// the release leaves out, [`Profile::kubelet_gates_excluded`]).
 pub(crate) fn original_kubelet_config(
     feature_gates: &FeatureGates,
     base: &[Value],
     role: &str,
+    release: &Profile,
 ) -> Result<GoVal, String> {
     let name = format!("01-{role}-kubelet");
     let mc = base_config(base, &name)
         .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
     let bytes = find_file(&[mc], KUBELET_CONF_PATH)
         .ok_or_else(|| "could not generate the original Kubelet config ignition: could not generate old kubelet config".to_string())?;
-    let mut kc = decode_kubelet_conf(&bytes)
+    let mut kc = decode_kubelet_conf(&bytes, release)
         .map_err(|e| format!("could not deserialize the Kubelet source: {e}"))?;
     let mut gates = BTreeMap::new();
     for g in &feature_gates.enabled {
@@ -195,6 +234,9 @@ pub(crate) fn original_kubelet_config(
     }
     for g in &feature_gates.disabled {
         gates.insert(g.clone(), GoVal::Bool(false));
+    }
+    for g in release.kubelet_gates_excluded {
+        gates.remove(*g);
     }
     if let Some(fg) = field_mut(&mut kc, &KC, "featureGates") {
         let mut m = match std::mem::replace(fg, GoVal::Nil) {
@@ -239,21 +281,44 @@ fn set_strings(kc: &mut GoVal, k: &str, v: &[String]) {
     }
 }
 
-/// The YAML upstream writes for a KubeletConfiguration.
-pub(crate) fn encode_kubelet_conf(kc: &GoVal) -> String {
+/// What upstream's kubelet codec writes for a KubeletConfiguration: YAML, or until 4.16
+/// JSON (fields in struct order) indented by two spaces ([`Profile::kubelet_conf_encoding`]);
+/// only the fields of the release's kubelet types.
+pub(crate) fn encode_kubelet_conf(kc: &GoVal, release: &Profile) -> String {
     let mut v = marshal(kc, KUBELET_TY);
     if let Value::Object(o) = &mut v {
         o.insert("apiVersion".into(), "kubelet.config.k8s.io/v1beta1".into());
         o.insert("kind".into(), "KubeletConfiguration".into());
     }
-    to_go_yaml(&v)
+    drop_unknown_fields(&mut v, release.kubelet_types);
+    match release.kubelet_conf_encoding {
+        KubeletConfEncoding::Yaml => to_go_yaml(&v),
+        KubeletConfEncoding::IndentedJson => {
+            // The codec writes the kind first (the struct's embedded TypeMeta), ends the
+            // document with a newline, and json.Indent keeps it.
+            if let Value::Object(o) = &mut v {
+                let rest = std::mem::take(o);
+                o.insert("kind".into(), "KubeletConfiguration".into());
+                o.insert("apiVersion".into(), "kubelet.config.k8s.io/v1beta1".into());
+                o.extend(
+                    rest.into_iter()
+                        .filter(|(k, _)| k != "kind" && k != "apiVersion"),
+                );
+            }
+            to_go_indented(&v, "  ") + "\n"
+        }
+    }
 }
 
 /// The generated files: node sizing, log level and kubelet.conf (each when present).
-fn generate_files(cfg: &Value, original: &mut GoVal) -> Result<Vec<Value>, String> {
+fn generate_files(
+    cfg: &Value,
+    original: &mut GoVal,
+    release: &Profile,
+) -> Result<Vec<Value>, String> {
     let mut reserved: BTreeMap<&str, String> = BTreeMap::new();
     if let Some(raw) = user_raw(cfg) {
-        let mut spec = decode_kubelet(&raw)
+        let mut spec = decode_kubelet(&raw, release)
             .map_err(|e| format!("could not deserialize the new Kubelet config: {e}"))?;
         if let Some(GoVal::Map(m)) = field_mut(&mut spec, &KC, "systemReserved") {
             for key in ["memory", "cpu", "ephemeral-storage"] {
@@ -272,7 +337,8 @@ fn generate_files(cfg: &Value, original: &mut GoVal) -> Result<Vec<Value>, Strin
         }
         merge(original, &spec, KUBELET_TY);
         let enforce = strings_field(&spec, &KC, "enforceNodeAllocatable");
-        if str_field(&spec, &KC, "systemReservedCgroup").is_empty()
+        if release.system_reserved_cgroup_rules
+            && str_field(&spec, &KC, "systemReservedCgroup").is_empty()
             && !enforce.is_empty()
             && !enforce
                 .iter()
@@ -281,7 +347,9 @@ fn generate_files(cfg: &Value, original: &mut GoVal) -> Result<Vec<Value>, Strin
             set_str(original, "systemReservedCgroup", "");
         }
     }
-    if !str_field(original, &KC, "reservedSystemCPUs").is_empty() {
+    if release.system_reserved_cgroup_rules
+        && !str_field(original, &KC, "reservedSystemCPUs").is_empty()
+    {
         set_str(original, "systemReservedCgroup", "");
         let mut filtered: Vec<String> = strings_field(original, &KC, "enforceNodeAllocatable")
             .into_iter()
@@ -296,12 +364,15 @@ fn generate_files(cfg: &Value, original: &mut GoVal) -> Result<Vec<Value>, Strin
         str_field(original, &KC, "systemReservedCgroup").to_string(),
         str_field(original, &KC, "systemCgroups").to_string(),
     );
-    if !src.is_empty() && !sc.is_empty() && src != sc {
+    if release.system_reserved_cgroup_rules && !src.is_empty() && !sc.is_empty() && src != sc {
         return Err(format!(
             "invalid merged configuration: systemReservedCgroup ({src}) must match systemCgroups ({sc})"
         ));
     }
-    let kubelet = ign_file(KUBELET_CONF_PATH, encode_kubelet_conf(original).as_bytes());
+    let kubelet = ign_file(
+        KUBELET_CONF_PATH,
+        encode_kubelet_conf(original, release).as_bytes(),
+    );
     let log_level = cfg
         .pointer("/spec/logLevel")
         .and_then(Value::as_i64)
@@ -348,23 +419,34 @@ fn generate_files(cfg: &Value, original: &mut GoVal) -> Result<Vec<Value>, Strin
         .collect())
 }
 
-/// Records a status update the way the KubeletConfig controller does: one `Accepted`
-/// condition (at most three kept, a repeated message not added again), followed by the
-/// legacy `Success`/`Failure` condition.
-fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
+/// Records a status update the way the KubeletConfig controller does: one condition (at
+/// most three kept, a repeated message not added again): `Accepted`, followed by the legacy
+/// `Success`/`Failure` condition (4.22), or until 4.21 `Success` or `Failure` (False) alone.
+fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>, release: &Profile) {
     let (status, default_msg) = match err {
         Some(e) => ("False", format!("Error: {e}")),
         None => ("True", "Success".to_string()),
     };
     let msg = message.unwrap_or(default_msg);
+    let legacy_only = release.kubelet_conditions == KubeletConditions::SuccessOrFailure;
+    let kind = match (legacy_only, err) {
+        (false, _) => "Accepted",
+        (true, None) => "Success",
+        (true, Some(_)) => "Failure",
+    };
     let conds = &mut sync.after.conditions;
-    conds.retain(|c| c.type_ != "Success" && c.type_ != "Failure");
+    if !legacy_only {
+        conds.retain(|c| c.type_ != "Success" && c.type_ != "Failure");
+    }
     if conds.last().map(|c| c.message()) != Some(msg.as_str()) {
-        conds.push(resource_condition("Accepted", status, msg.clone()));
+        conds.push(resource_condition(kind, status, msg.clone()));
     }
     if conds.len() > 3 {
         let excess = conds.len() - 3;
         conds.drain(..excess);
+    }
+    if legacy_only {
+        return;
     }
     let legacy = if status == "True" {
         "Success"
@@ -378,7 +460,11 @@ fn set_status(sync: &mut Sync, err: Option<&str>, message: Option<String>) {
 /// of the base configuration (upstream's check before skipping an up-to-date pool). A
 /// MachineConfig without any config matches when the base has no gates; one whose config has
 /// no `kubelet.conf`, or one that does not decode, is an error.
-fn feature_gates_match(existing: &Value, original: &GoVal) -> Result<bool, String> {
+fn feature_gates_match(
+    existing: &Value,
+    original: &GoVal,
+    release: &Profile,
+) -> Result<bool, String> {
     let gates = |kc: &GoVal| match field(kc, &KC, "featureGates") {
         Some(GoVal::Map(m)) => Some(m.clone()),
         _ => None,
@@ -389,26 +475,47 @@ fn feature_gates_match(existing: &Value, original: &GoVal) -> Result<bool, Strin
     if !has_config {
         return Ok(gates(original).is_none_or(|m| m.is_empty()));
     }
-    let Some(bytes) = find_file(&[existing], KUBELET_CONF_PATH) else {
-        return Err("error finding kubelet config: could not find Kubelet Config".into());
+    let cased = |m: String| match release.kubelet_error_case {
+        MessageCase::Lower => m,
+        MessageCase::Capitalised => {
+            let mut c = m.chars();
+            c.next()
+                .map(|first| first.to_uppercase().chain(c).collect())
+                .unwrap_or_default()
+        }
     };
-    let kc = decode_kubelet_conf(&bytes)
-        .map_err(|e| format!("error decoding actual kubelet config: {e}"))?;
+    let Some(bytes) = find_file(&[existing], KUBELET_CONF_PATH) else {
+        return Err(cased(
+            "error finding kubelet config: could not find Kubelet Config".into(),
+        ));
+    };
+    let kc = decode_kubelet_conf(&bytes, release)
+        .map_err(|e| cased(format!("error decoding actual kubelet config: {e}")))?;
     Ok(gates(&kc) == gates(original))
 }
 
-/// Whether the resource's last sync succeeded and nothing changed since.
-fn last_sync_succeeded(sync: &Sync) -> bool {
-    let last_ok = sync
-        .cfg
-        .conditions
-        .last()
-        .is_some_and(|c| (c.type_ == "Accepted" && c.status == "True") || c.type_ == "Success");
+/// Whether the resource's last sync succeeded and nothing changed since (until 4.21 only a
+/// last `Success` condition counts).
+fn last_sync_succeeded(sync: &Sync, release: &Profile) -> bool {
+    let accepted = release.kubelet_conditions == KubeletConditions::AcceptedAndLegacy;
+    let last_ok = sync.cfg.conditions.last().is_some_and(|c| {
+        (accepted && c.type_ == "Accepted" && c.status == "True") || c.type_ == "Success"
+    });
     last_ok && sync.cfg.observed_generation >= sync.cfg.generation
 }
 
-/// One sync of the KubeletConfig controller.
+/// The controller-version annotation of a MachineConfig.
+fn version_of(mc: &Value) -> &str {
+    mc.pointer("/metadata/annotations")
+        .and_then(|a| a.get(super::GENERATED_BY_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// One sync of the KubeletConfig controller, as the input's release runs it.
 pub fn sync(input: &GenerateInput) -> GenerateOutcome {
+    let release = input.release.profile();
+    let release = &release;
     let mut sync = match Sync::new(input) {
         Ok(s) => s,
         Err(e) => {
@@ -425,7 +532,7 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
     macro_rules! fail {
         ($err:expr, $msg:expr) => {{
             let err: String = $err;
-            set_status(&mut sync, Some(&err), $msg);
+            set_status(&mut sync, Some(&err), $msg, release);
             return sync.finish(Some(err));
         }};
     }
@@ -433,7 +540,7 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         sync.cascade_delete(true);
         return sync.finish(None);
     }
-    if let Err(e) = validate_user_kubelet_config(cfg) {
+    if let Err(e) = validate_user_kubelet_config_as(cfg, release) {
         fail!(e, None);
     }
     let pools = match pools_for(sync.cfg.selector.as_ref(), &sync.pools, NO_POOL) {
@@ -444,7 +551,15 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         }
     };
     for pool in &pools {
-        if let Err(e) = validate_static_pod_path(cfg, pool) {
+        if release.unconfigured_pool_fails && !pool.configured {
+            // Returned as is: no status is written.
+            let err = format!(
+                "Pool {} is unconfigured, pausing 5s for renderer to initialize",
+                pool.name
+            );
+            return sync.finish(Some(err));
+        }
+        if let Err(e) = validate_static_pod_path(cfg, pool, release) {
             fail!(e, None);
         }
         let all = sync.all.clone();
@@ -458,23 +573,31 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
             }
         };
         let existing = sync.cluster.machine_configs.get(&key).cloned();
-        let mut original =
-            match original_kubelet_config(&input.feature_gates, &base, template_role(&pool.name)) {
-                Ok(o) => o,
-                Err(e) => {
-                    let role = template_role(&pool.name);
-                    if base_config(&base, &format!("01-{role}-kubelet")).is_none() {
-                        sync.unmet = Some(Unmet::BaseConfig);
-                    }
-                    let msg = format!("could not get original kubelet config: {e}");
-                    fail!(e, Some(msg));
+        if let (UpToDateRule::Generation, Some(mc)) = (release.kubelet_up_to_date, &existing) {
+            if last_sync_succeeded(&sync, release) && version_of(mc) == version {
+                // The sync ends here, the resource's status untouched.
+                return sync.finish(None);
+            }
+        }
+        let role = template_role(&pool.name);
+        let mut original = match original_kubelet_config(&input.feature_gates, &base, role, release)
+        {
+            Ok(o) => o,
+            Err(e) => {
+                if base_config(&base, &format!("01-{role}-kubelet")).is_none() {
+                    sync.unmet = Some(Unmet::BaseConfig);
                 }
-            };
+                let msg = format!("could not get original kubelet config: {e}");
+                fail!(e, Some(msg));
+            }
+        };
         if pool.name == "worker" {
             apply_node_config(input.node_config.as_ref(), &mut original);
         }
-        if let Some(mc) = &existing {
-            let gates_match = match feature_gates_match(mc, &original) {
+        if let (UpToDateRule::GenerationAndGates { next_pool }, Some(mc)) =
+            (release.kubelet_up_to_date, &existing)
+        {
+            let gates_match = match feature_gates_match(mc, &original, release) {
                 Ok(m) => m,
                 Err(e) => {
                     let msg = format!(
@@ -483,29 +606,33 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
                     fail!(e, Some(msg));
                 }
             };
-            let mc_version = mc
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get(super::GENERATED_BY_ANNOTATION))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if gates_match && last_sync_succeeded(&sync) && mc_version == version {
-                continue;
+            if gates_match && last_sync_succeeded(&sync, release) && version_of(mc) == version {
+                if next_pool {
+                    continue;
+                }
+                return sync.finish(None);
             }
         }
-        if let Some(profile) = cfg
+        let profile = cfg
             .pointer("/spec/tlsSecurityProfile")
-            .filter(|p| !p.is_null())
-        {
-            let (min, ciphers) = super::tls_profile::security_profile_ciphers(Some(profile));
+            .filter(|p| !p.is_null());
+        if profile.is_some() || release.kubelet_tls == KubeletTls::ResourceElseIntermediate {
+            let (min, ciphers) = super::tls_profile::security_profile_ciphers_as(profile, release);
             set_str(&mut original, "tlsMinVersion", &min);
             set_strings(&mut original, "tlsCipherSuites", &ciphers);
         }
-        let files = match generate_files(cfg, &mut original) {
+        let files = match generate_files(cfg, &mut original, release) {
             Ok(f) => f,
             Err(e) => fail!(e, None),
         };
         sync.record_suffix(&key);
-        sync.write_machine_config(pool, &key, ign_config(files), "KubeletConfig", version);
+        sync.write_machine_config(
+            pool,
+            &key,
+            ign_config(files, release),
+            "KubeletConfig",
+            version,
+        );
         let mut fins = sync.after.finalizers.clone();
         if fins.iter().any(|f| !f.contains("kubelet")) {
             fins.clear();
@@ -516,6 +643,6 @@ pub fn sync(input: &GenerateInput) -> GenerateOutcome {
         sync.after.finalizers = fins;
     }
     sync.clean_up_duplicates("generated-kubelet", "99", version);
-    set_status(&mut sync, None, None);
+    set_status(&mut sync, None, None, release);
     sync.finish(None)
 }

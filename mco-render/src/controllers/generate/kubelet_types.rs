@@ -282,3 +282,50 @@ pub(crate) static KUBELET_CONFIGURATION: StructTy = StructTy {
 
 /// The `KubeletConfiguration` type.
 pub(crate) const KUBELET_TY: Ty = Ty::Struct(&KUBELET_CONFIGURATION);
+
+/// The fields of a `KubeletConfiguration` (as JSON pointers) and the Kubernetes minor version
+/// whose kubelet (or component-base) types brought each: a release vendoring older types
+/// drops them when it reads a configuration and never writes them.
+const FIELDS_SINCE: &[(&str, u8)] = &[
+    ("/imageMaximumGCAge", 29),
+    ("/podLogsDir", 30),
+    ("/containerLogMaxWorkers", 30),
+    ("/containerLogMonitorInterval", 30),
+    ("/logging/options/text", 30),
+    ("/failCgroupV1", 31),
+    ("/singleProcessOOMKill", 32),
+    ("/crashLoopBackOff", 32),
+    ("/imagePullCredentialsVerificationPolicy", 33),
+    ("/preloadedImagesVerificationAllowlist", 33),
+    ("/mergeDefaultEvictionSettings", 33),
+    ("/userNamespaces", 33),
+    ("/tlsCurvePreferences", 35),
+    ("/memoryReservationPolicy", 35),
+];
+
+/// Removes from a `KubeletConfiguration` object the fields the kubelet types of Kubernetes
+/// 1.`types` do not have. Keys match without regard to case, as Go's decoder matches them.
+pub(crate) fn drop_unknown_fields(kc: &mut serde_json::Value, types: u8) {
+    for (pointer, since) in FIELDS_SINCE {
+        if *since > types {
+            let parts: Vec<&str> = pointer.split('/').skip(1).collect();
+            drop_path(kc, &parts);
+        }
+    }
+}
+
+/// Removes the field at `path` (keys matched without regard to case).
+fn drop_path(v: &mut serde_json::Value, path: &[&str]) {
+    let (Some((first, rest)), Some(o)) = (path.split_first(), v.as_object_mut()) else {
+        return;
+    };
+    if rest.is_empty() {
+        o.retain(|k, _| !k.eq_ignore_ascii_case(first));
+        return;
+    }
+    for (k, child) in o.iter_mut() {
+        if k.eq_ignore_ascii_case(first) {
+            drop_path(child, rest);
+        }
+    }
+}

@@ -25,6 +25,8 @@ mod tests;
 mod tests_cluster_config;
 #[cfg(test)]
 mod tests_crio;
+#[cfg(test)]
+mod tests_release;
 
 use std::collections::BTreeMap;
 
@@ -34,14 +36,13 @@ use serde_json::{json, Map, Value};
 use super::Write;
 use crate::api::value_at::strings_at;
 use crate::api::{Condition, CustomResource, LabelSelector, MachineConfig, MachineConfigPool};
+use crate::release::{Profile, Release};
 
 /// The role label every generated MachineConfig carries.
 const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 /// The annotation naming the controller version that wrote a MachineConfig.
 pub const GENERATED_BY_ANNOTATION: &str =
     "machineconfiguration.openshift.io/generated-by-controller-version";
-/// The Ignition spec version of generated configs.
-const IGNITION_VERSION: &str = "3.5.0";
 
 /// The cluster's feature gates, resolved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,6 +84,8 @@ pub struct GenerateInput {
     pub node_config: Option<Value>,
     /// The controller version stamped on generated MachineConfigs.
     pub controller_version: String,
+    /// The release whose controllers generate (the newest by default).
+    pub release: Release,
 }
 
 /// A condition of the resource as the controllers write it: type, status and message (the
@@ -301,6 +304,8 @@ pub(crate) struct Pool {
     pub uid: String,
     pub labels: BTreeMap<String, String>,
     pub node_selector: Option<LabelSelector>,
+    /// Whether the pool has a rendered configuration (`spec.configuration.name`).
+    pub configured: bool,
 }
 
 impl Pool {
@@ -310,6 +315,7 @@ impl Pool {
             uid: p.metadata.uid.clone().unwrap_or_default(),
             labels: p.metadata.labels.clone(),
             node_selector: p.spec.node_selector.clone(),
+            configured: !p.spec.configuration.name.is_empty(),
         }
     }
 }
@@ -402,9 +408,10 @@ pub(crate) fn ign_file(path: &str, contents: &[u8]) -> Value {
     })
 }
 
-/// An Ignition config holding `files`, as upstream marshals it (no empty parts).
-pub(crate) fn ign_config(files: Vec<Value>) -> Value {
-    let mut cfg = json!({"ignition": {"version": IGNITION_VERSION}});
+/// An Ignition config holding `files`, as upstream marshals it (no empty parts), in the
+/// spec version the release generates ([`Profile::rendered_ignition`]).
+pub(crate) fn ign_config(files: Vec<Value>, release: &Profile) -> Value {
+    let mut cfg = json!({"ignition": {"version": release.rendered_ignition.as_str()}});
     if !files.is_empty() {
         cfg["storage"] = json!({ "files": files });
     }

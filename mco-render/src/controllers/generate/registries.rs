@@ -17,6 +17,7 @@ use crate::gocompat::json::{sorted, to_go_compact, to_go_indented};
 use crate::gocompat::quote::go_quote;
 use crate::gocompat::reference::{parse_named, valid_domain, valid_path_component, Named};
 use crate::gocompat::toml::{Table, Value as Tv};
+use crate::release::{MirrorCheck, Profile};
 
 /// Where the registries configuration goes.
 pub const REGISTRIES_CONF_PATH: &str = "/etc/containers/registries.conf";
@@ -110,8 +111,14 @@ impl RegistriesConf {
         })
     }
 
-    /// The file as Go's BurntSushi TOML encoder writes the struct.
+    /// The file as Go's BurntSushi TOML encoder writes the struct of the newest release.
     pub fn encode(&self) -> String {
+        self.encode_as(&Profile::default())
+    }
+
+    /// The file as `release` writes it: its containers/image struct has
+    /// `additional-layer-store-auth-helper` from 4.19 ([`Profile::registries_auth_helper`]).
+    pub fn encode_as(&self, release: &Profile) -> String {
         let strs = |l: &[String]| Tv::Array(l.iter().map(|s| Tv::Str(s.clone())).collect());
         let mut doc = Table::new();
         if !self.registries.is_empty() {
@@ -127,10 +134,12 @@ impl RegistriesConf {
             doc.value("credential-helpers", strs(l));
         }
         doc.str("short-name-mode", &self.short_name_mode);
-        doc.str(
-            "additional-layer-store-auth-helper",
-            &self.additional_layer_store_auth_helper,
-        );
+        if release.registries_auth_helper {
+            doc.str(
+                "additional-layer-store-auth-helper",
+                &self.additional_layer_store_auth_helper,
+            );
+        }
         if let Some(a) = &self.aliases {
             let mut t = Table::new();
             for (k, v) in a {
@@ -307,14 +316,50 @@ fn objects_with(objs: &[&MirrorObject], pred: impl Fn(&MirrorRule) -> bool) -> V
     out
 }
 
-/// Upstream's `validateRegistriesConfScopes`. `digest` are the ImageDigestMirrorSets followed
-/// by the ImageContentSourcePolicies; `tag` the ImageTagMirrorSets.
+/// Whether a mirror-set source passes `release`'s check, and its error otherwise.
+fn check_source(source: &str, release: &Profile) -> Result<(), String> {
+    match release.mirror_check {
+        MirrorCheck::Patterns if !valid_source(source) => {
+            Err(format!("invalid format for source {}", go_quote(source)))
+        }
+        MirrorCheck::NoWildcards if source.is_empty() => {
+            Err("invalid empty entry for source configuration".into())
+        }
+        MirrorCheck::NoWildcards if source.contains('*') => Err(format!(
+            "wildcard entries are not supported with mirror configuration {}",
+            go_quote(source)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a mirror passes `release`'s check, and its error otherwise.
+fn check_mirror(mirror: &str, release: &Profile) -> Result<(), String> {
+    match release.mirror_check {
+        MirrorCheck::Patterns if !valid_mirror(mirror) => {
+            Err(format!("invalid format for mirror {}", go_quote(mirror)))
+        }
+        MirrorCheck::NoWildcards if mirror.is_empty() => {
+            Err("invalid empty entry for mirror configuration".into())
+        }
+        MirrorCheck::NoWildcards if mirror.contains('*') => Err(format!(
+            "wildcard entries are not supported with mirror configuration {}",
+            go_quote(mirror)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Upstream's `validateRegistriesConfScopes` as `release` checks. `digest` are the
+/// ImageDigestMirrorSets followed by the ImageContentSourcePolicies; `tag` the
+/// ImageTagMirrorSets.
 pub fn validate_registries_conf_scopes(
     insecure: &[String],
     blocked: &[String],
     allowed: &[String],
     digest: &[&MirrorObject],
     tag: &[&MirrorObject],
+    release: &Profile,
 ) -> ScopeResult {
     let image = || vec![ObjectRef::new("Image", "cluster")];
     for (list, what) in [
@@ -336,11 +381,8 @@ pub fn validate_registries_conf_scopes(
     for obj in &all {
         for rule in &obj.rules {
             let source = rule.source.as_str();
-            if !valid_source(source) {
-                return Err((
-                    format!("invalid format for source {}", go_quote(source)),
-                    objects_with(&all, |r| r.source == source),
-                ));
+            if let Err(e) = check_source(source, release) {
+                return Err((e, objects_with(&all, |r| r.source == source)));
             }
             let policy = if rule.policy.is_empty() {
                 ALLOW_CONTACTING_SOURCE
@@ -349,9 +391,14 @@ pub fn validate_registries_conf_scopes(
             };
             match policies.get(source) {
                 Some(p) if *p != policy => {
+                    let lists = if release.mirror_conflict_lists_icsp {
+                        "imagedigestmirrorsets, imagetagmirrorsets, or imagecontentsourcepolicies"
+                    } else {
+                        "imagedigestmirrorsets and/or imagetagmirrorsets"
+                    };
                     return Err((
                         format!(
-                            "conflicting mirrorSourcePolicy is set for the same source {} in imagedigestmirrorsets, imagetagmirrorsets, or imagecontentsourcepolicies",
+                            "conflicting mirrorSourcePolicy is set for the same source {} in {lists}",
                             go_quote(source)
                         ),
                         objects_with(&all, |r| r.source == source),
@@ -363,12 +410,9 @@ pub fn validate_registries_conf_scopes(
                 }
             }
             for mirror in &rule.mirrors {
-                if !valid_mirror(mirror) {
+                if let Err(e) = check_mirror(mirror, release) {
                     let m = mirror.as_str();
-                    return Err((
-                        format!("invalid format for mirror {}", go_quote(mirror)),
-                        objects_with(&all, |r| r.mirrors.iter().any(|x| x == m)),
-                    ));
+                    return Err((e, objects_with(&all, |r| r.mirrors.iter().any(|x| x == m))));
                 }
                 if policy == NEVER_CONTACT_SOURCE && mirror == source {
                     return Err((
@@ -611,13 +655,14 @@ pub fn edit_registries_config(
 }
 
 /// Upstream's `updateRegistriesConfig`: the template file decoded, checked, edited and
-/// re-encoded.
+/// re-encoded, as `release` does.
 pub fn update_registries_config(
     data: &[u8],
     insecure: &[String],
     blocked: &[String],
     digest: &[&MirrorObject],
     tag: &[&MirrorObject],
+    release: &Profile,
 ) -> Result<Vec<u8>, (String, Vec<ObjectRef>)> {
     let text = String::from_utf8_lossy(data);
     let mut conf = RegistriesConf::decode(&text).map_err(|e| {
@@ -626,7 +671,7 @@ pub fn update_registries_config(
             vec![],
         )
     })?;
-    validate_registries_conf_scopes(insecure, blocked, &[], digest, tag)?;
+    validate_registries_conf_scopes(insecure, blocked, &[], digest, tag, release)?;
     edit_registries_config(&mut conf, insecure, blocked, digest, tag).map_err(|e| {
         let mut objs = vec![ObjectRef::new("Image", "cluster")];
         let all: Vec<&MirrorObject> = digest.iter().chain(tag).copied().collect();
@@ -637,17 +682,19 @@ pub fn update_registries_config(
         }
         (e, objs)
     })?;
-    Ok(conf.encode().into_bytes())
+    Ok(conf.encode_as(release).into_bytes())
 }
 
 /// Upstream's `updatePolicyJSON` (without image policies): the default becomes `reject` with
 /// the allowed registries accepted, or `insecureAcceptAnything` with the blocked ones
-/// rejected; `docker` gets the scopes and `atomic` those with fewer than three `/`.
+/// rejected; `docker` gets the scopes and `atomic` those with fewer than three `/` (until
+/// 4.15 both even with no scope). Written indented from 4.17, compact before.
 pub fn update_policy_json(
     data: &[u8],
     blocked: &[String],
     allowed: &[String],
     release_image: &str,
+    release: &Profile,
 ) -> Result<Vec<u8>, (String, Vec<ObjectRef>)> {
     let image = || vec![ObjectRef::new("Image", "cluster")];
     if !allowed.is_empty() && !blocked.is_empty() {
@@ -664,7 +711,7 @@ pub fn update_policy_json(
             ));
         }
     }
-    validate_registries_conf_scopes(&[], blocked, allowed, &[], &[])?;
+    validate_registries_conf_scopes(&[], blocked, allowed, &[], &[], release)?;
     let policy: Value = serde_json::from_slice(data)
         .map_err(|e| (format!("error decoding policy json: {e}"), vec![]))?;
     let mut default = policy.get("default").cloned().unwrap_or(Value::Null);
@@ -686,7 +733,7 @@ pub fn update_policy_json(
             scopes.insert(reg.clone(), json!([{"type": "reject"}]));
         }
     }
-    if !scopes.is_empty() {
+    if !scopes.is_empty() || release.policy_transports_always {
         let atomic: Map<String, Value> = scopes
             .iter()
             .filter(|(k, _)| k.matches('/').count() < 3)
@@ -724,16 +771,23 @@ pub fn update_policy_json(
     let mut out = Map::new();
     out.insert("default".into(), default);
     out.insert("transports".into(), Value::Object(transports));
-    Ok(to_go_indented(&Value::Object(out), "  ").into_bytes())
+    let out = Value::Object(out);
+    let text = if release.policy_json_indented {
+        to_go_indented(&out, "  ")
+    } else {
+        to_go_compact(&out)
+    };
+    Ok(text.into_bytes())
 }
 
-/// Upstream's `updateSearchRegistriesConfig`: a registries.conf with only the search list.
-pub fn search_registries_dropin(regs: &[String]) -> Vec<u8> {
+/// Upstream's `updateSearchRegistriesConfig`: a registries.conf with only the search list,
+/// as `release` writes it.
+pub fn search_registries_dropin(regs: &[String], release: &Profile) -> Vec<u8> {
     RegistriesConf {
         unqualified_search_registries: Some(regs.to_vec()),
         ..RegistriesConf::default()
     }
-    .encode()
+    .encode_as(release)
     .into_bytes()
 }
 
@@ -937,6 +991,7 @@ pub fn valid_blocked_and_allowed(
 #[allow(clippy::too_many_arguments)]
 fn registries_ignition(
     input: &ClusterConfigInput,
+    release: &Profile,
     role: &str,
     release_image: &str,
     sources: &RegistrySources,
@@ -970,6 +1025,7 @@ fn registries_ignition(
             lists.registries_blocked.as_deref().unwrap_or(&[]),
             digest,
             tag,
+            release,
         )
         .map_err(|(e, o)| {
             (
@@ -986,6 +1042,7 @@ fn registries_ignition(
             lists.policy_blocked.as_deref().unwrap_or(&[]),
             lists.allowed.as_deref().unwrap_or(&[]),
             release_image,
+            release,
         )
         .map_err(|(e, o)| {
             (
@@ -998,10 +1055,10 @@ fn registries_ignition(
     if let Some(search) = &sources.search {
         files.push(ign_file(
             SEARCH_REGISTRIES_PATH,
-            &search_registries_dropin(search),
+            &search_registries_dropin(search, release),
         ));
     }
-    Ok(ign_config(files))
+    Ok(ign_config(files, release))
 }
 
 fn base_config_value(input: &ClusterConfigInput, name: &str) -> Option<Value> {
@@ -1042,6 +1099,7 @@ pub fn mirror_objects(input: &ClusterConfigInput) -> (Vec<MirrorObject>, Vec<Mir
 /// and version already match. Without the Image `cluster` or the ClusterVersion `version`
 /// nothing happens.
 pub fn sync(input: &ClusterConfigInput) -> ConfigOutcome {
+    let release = input.release.profile();
     let mut store = Store::new(&input.existing_machine_configs);
     let version = input.controller_version.as_str();
     let (Some(image), Some(cv)) = (&input.image, &input.cluster_version) else {
@@ -1078,6 +1136,7 @@ pub fn sync(input: &ClusterConfigInput) -> ConfigOutcome {
         let key = store.managed_key(&pool, "99", "registries", &deprecated);
         let config = match registries_ignition(
             input,
+            &release,
             template_role(&pool.name),
             release_image,
             &sources,

@@ -7,6 +7,23 @@ use super::cluster_config::{self, ClusterConfigInput, ClusterConfigObjects, Obje
 use super::{generate, upstream_json, FeatureGates, GenerateInput, GenerateOutcome};
 use crate::api::{CustomResource, MachineConfig, MachineConfigPool};
 use crate::controllers::Write;
+use crate::release::Release;
+
+/// The pools as the syncs see them once the render controller has rendered each (a release
+/// until 4.19 fails a KubeletConfig's sync on a pool not rendered yet, and syncs it again
+/// later): a pool without a rendered configuration gets a stand-in name.
+fn rendered_pools(pools: &[MachineConfigPool]) -> Vec<MachineConfigPool> {
+    pools
+        .iter()
+        .cloned()
+        .map(|mut p| {
+            if p.spec.configuration.name.is_empty() {
+                p.spec.configuration.name = format!("rendered-{}", p.metadata.name);
+            }
+            p
+        })
+        .collect()
+}
 
 /// The resources a cluster description holds.
 #[derive(Debug, Clone, Default)]
@@ -28,6 +45,8 @@ pub struct ClusterInput {
     /// The Image, ClusterVersion, mirror sets and FeatureGate presence that drive the
     /// registries, feature-gate and node-config syncs.
     pub config_objects: ClusterConfigObjects,
+    /// The release whose controllers generate (the newest by default).
+    pub release: Release,
 }
 
 /// One resource's sync.
@@ -112,12 +131,13 @@ pub fn generate_cluster_state(input: &ClusterInput) -> (Vec<ResourceOutcome>, Ve
             object,
             other_objects: others,
             existing_machine_configs: mcs.clone(),
-            pools: input.pools.clone(),
+            pools: rendered_pools(&input.pools),
             base_machine_configs: input.machine_configs.clone(),
             feature_gates: input.feature_gates.clone(),
             api_server: input.api_server.clone(),
             node_config: input.node_config.clone(),
             controller_version: input.controller_version.clone(),
+            release: input.release,
         };
         let outcome = generate(&run);
         // Apply the writes for the syncs that follow.
@@ -171,6 +191,7 @@ fn run_cluster_config(
         base_machine_configs: input.machine_configs.iter().map(upstream_json).collect(),
         controller_version: input.controller_version.clone(),
         feature_gate_exists: objects.feature_gate_exists,
+        release: input.release,
     };
     for (obj, o) in cluster_config::sync_all(&cc) {
         for write in &o.writes {

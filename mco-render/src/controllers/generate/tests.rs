@@ -67,7 +67,7 @@ featureGates:
 pub(super) fn machine_config(name: &str, files: Vec<Value>) -> Value {
     json!({
         "metadata": {"name": name},
-        "spec": {"config": ign_config(files)},
+        "spec": {"config": ign_config(files, &crate::release::Profile::default())},
     })
 }
 

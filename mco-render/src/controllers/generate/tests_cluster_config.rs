@@ -7,6 +7,7 @@ use super::cluster_config::{ClusterConfigInput, ObjectRef};
 use super::node_config::{cgroup_kernel_arguments, check_latency_profile};
 use super::registries::*;
 use super::{feature_gates, node_config};
+use crate::release::Profile;
 
 fn rule(source: &str, mirrors: &[&str], policy: &str) -> MirrorRule {
     MirrorRule {
@@ -89,7 +90,7 @@ fn invalid_scopes_fail_per_list_naming_the_image() {
         (vec![], s(&["*.a.net:5000"]), vec![], "blocked"),
         (vec![], vec![], s(&["*.a.net@sha256"]), "allowed"),
     ] {
-        let r = validate_registries_conf_scopes(&ins, &blk, &all, &[], &[]);
+        let r = validate_registries_conf_scopes(&ins, &blk, &all, &[], &[], &Profile::default());
         let Err((msg, objs)) = r else {
             panic!("{what} accepted")
         };
@@ -125,7 +126,9 @@ fn a_bad_source_names_the_sets_that_use_it() {
         "b",
         vec![rule("quay.io/y", &["m.io/y"], "")],
     );
-    let Err((msg, objs)) = validate_registries_conf_scopes(&[], &[], &[], &[&b], &[&a]) else {
+    let Err((msg, objs)) =
+        validate_registries_conf_scopes(&[], &[], &[], &[&b], &[&a], &Profile::default())
+    else {
         panic!("accepted")
     };
     assert_eq!(msg, "invalid format for source \"quay.io//x\"");
@@ -139,7 +142,7 @@ fn a_bad_mirror_fails() {
         "a",
         vec![rule("quay.io/x", &["m.io/x:latest"], "")],
     );
-    let r = validate_registries_conf_scopes(&[], &[], &[], &[&a], &[]);
+    let r = validate_registries_conf_scopes(&[], &[], &[], &[&a], &[], &Profile::default());
     assert_eq!(
         r.map_err(|e| e.0),
         Err("invalid format for mirror \"m.io/x:latest\"".to_string())
@@ -158,7 +161,8 @@ fn policies_must_agree_across_kinds_and_icsp_allows_contact() {
         "c",
         vec![rule("quay.io/x", &["n.io/x"], "")],
     );
-    let Err((msg, objs)) = validate_registries_conf_scopes(&[], &[], &[], &[&idms, &icsp], &[])
+    let Err((msg, objs)) =
+        validate_registries_conf_scopes(&[], &[], &[], &[&idms, &icsp], &[], &Profile::default())
     else {
         panic!("accepted")
     };
@@ -171,7 +175,15 @@ fn policies_must_agree_across_kinds_and_icsp_allows_contact() {
         "t",
         vec![rule("quay.io/x", &["n.io/x"], "AllowContactingSource")],
     );
-    assert!(validate_registries_conf_scopes(&[], &[], &[], &[&icsp], &[&allow]).is_ok());
+    assert!(validate_registries_conf_scopes(
+        &[],
+        &[],
+        &[],
+        &[&icsp],
+        &[&allow],
+        &Profile::default()
+    )
+    .is_ok());
 }
 
 #[test]
@@ -185,7 +197,7 @@ fn never_contact_source_cannot_list_the_source() {
             "NeverContactSource",
         )],
     );
-    let r = validate_registries_conf_scopes(&[], &[], &[], &[&a], &[]);
+    let r = validate_registries_conf_scopes(&[], &[], &[], &[&a], &[], &Profile::default());
     assert_eq!(
         r.map_err(|e| e.0),
         Err("cannot set mirrorSourcePolicy: NeverContactSource if the source \"quay.io/x\" is one of the mirrors".to_string())
@@ -343,7 +355,7 @@ fn registries_conf_round_trips_the_template_keys() {
 #[test]
 fn an_empty_search_list_is_written() {
     assert_eq!(
-        String::from_utf8_lossy(&search_registries_dropin(&[])),
+        String::from_utf8_lossy(&search_registries_dropin(&[], &Profile::default())),
         "unqualified-search-registries = []\nshort-name-mode = \"\"\nadditional-layer-store-auth-helper = \"\"\n"
     );
 }
@@ -354,8 +366,14 @@ const RELEASE: &str =
 
 #[test]
 fn policy_allowed_rejects_the_rest_and_atomic_drops_deep_scopes() {
-    let out = update_policy_json(POLICY.as_bytes(), &[], &s(&["a.io", "b.io/x/y/z"]), RELEASE)
-        .expect("policy");
+    let out = update_policy_json(
+        POLICY.as_bytes(),
+        &[],
+        &s(&["a.io", "b.io/x/y/z"]),
+        RELEASE,
+        &Profile::default(),
+    )
+    .expect("policy");
     let v: Value = serde_json::from_slice(&out).expect("JSON");
     assert_eq!(v["default"], json!([{"type": "reject"}]));
     assert_eq!(
@@ -374,10 +392,17 @@ fn policy_allows_blocked_and_allowed_only_for_the_payload() {
         POLICY.as_bytes(),
         &s(&["x.io"]),
         &s(&["quay.io/ocp/release"]),
-        RELEASE
+        RELEASE,
+        &Profile::default()
     )
     .is_ok());
-    let r = update_policy_json(POLICY.as_bytes(), &s(&["x.io"]), &s(&["a.io"]), RELEASE);
+    let r = update_policy_json(
+        POLICY.as_bytes(),
+        &s(&["x.io"]),
+        &s(&["a.io"]),
+        RELEASE,
+        &Profile::default(),
+    );
     assert_eq!(
         r.map_err(|e| e.0),
         Err("invalid images config: only one of AllowedRegistries or BlockedRegistries may be specified".to_string())

@@ -4,6 +4,14 @@
 use serde_json::Value;
 
 use crate::api::value_at::{str_at, strings_at};
+use crate::release::Profile;
+
+/// The TLS 1.3 suites, which have the same name in OpenSSL and IANA terms.
+const TLS13: &[&str] = &[
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+];
 
 const MODERN: &[&str] = &[
     "TLS_AES_128_GCM_SHA256",
@@ -80,9 +88,18 @@ fn iana(openssl: &str) -> Option<&'static str> {
 }
 
 /// The minimum TLS version and IANA cipher suites of a `tlsSecurityProfile` object
-/// (`None`: no profile, which means Intermediate). A Custom profile without its `custom`
-/// part, and an unknown type, fall back to Intermediate.
+/// (`None`: no profile, which means Intermediate), as the newest release converts them. A
+/// Custom profile without its `custom` part, and an unknown type, fall back to Intermediate.
 pub fn security_profile_ciphers(profile: Option<&Value>) -> (String, Vec<String>) {
+    security_profile_ciphers_as(profile, &Profile::default())
+}
+
+/// [`security_profile_ciphers`] as `release` converts them: before 4.18 the TLS 1.3 suites
+/// have no IANA name and are dropped ([`Profile::tls13_cipher_suites`]).
+pub fn security_profile_ciphers_as(
+    profile: Option<&Value>,
+    release: &Profile,
+) -> (String, Vec<String>) {
     let kind = profile
         .and_then(|p| p.get("type"))
         .and_then(Value::as_str)
@@ -109,6 +126,7 @@ pub fn security_profile_ciphers(profile: Option<&Value>) -> (String, Vec<String>
     };
     let ciphers = ciphers
         .iter()
+        .filter(|c| release.tls13_cipher_suites || !TLS13.contains(&c.as_str()))
         .filter_map(|c| iana(c))
         .map(str::to_string)
         .collect();
