@@ -1,8 +1,10 @@
 //! Kubernetes Events on Nodes and pools for the steps the controllers take, under upstream's
 //! reasons (`RenderedConfigGenerated` on a pool, `FailedToDrain` on a node, and
 //! `SetDesiredConfig` on a pool when its nodes are targeted), as `events.k8s.io/v1` Events that
-//! `kubectl describe` shows. Recording is best effort: a refused Event is logged, never a
-//! failed sync.
+//! `kubectl describe` shows. Recording never fails a sync: an Event the API server could not
+//! take (away, throttling, failing) is tried again in the background, as client-go's recorder
+//! does (up to 12 tries in all, 1 s apart at first, then up to 10 s), and one it refuses
+//! (invalid, forbidden) is logged.
 //!
 //! The same Event recorded again (same object, type, reason and note) within a few minutes
 //! counts up the first one's `series` instead of adding another. The note is part of that
@@ -22,6 +24,23 @@ use std::time::{Duration, Instant};
 
 /// How long a recorded Event is counted up rather than recorded anew.
 const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+
+/// How often an Event is tried in all (client-go's `maxTriesPerEvent`).
+const TRIES: u32 = 12;
+
+/// Whether a failed write may succeed later: the server was away, throttled or failing (a
+/// 4xx refusal other than throttling will not change).
+fn transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        _ => true,
+    }
+}
+
+/// The wait before try `n` (2 and on): 1 s, 2 s, 4 s, 8 s, then 10 s.
+fn retry_delay(n: u32) -> Duration {
+    Duration::from_secs((1u64 << n.saturating_sub(2).min(4)).min(10))
+}
 
 /// What makes two Events the same: the object, type, reason and note.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -140,24 +159,62 @@ impl Events {
                 let name = event.metadata.name.clone().unwrap_or_default();
                 let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
                 let created = events.create(&PostParams::default(), &event).await;
-                if created.is_ok() {
-                    if let Ok(mut recent) = self.recent.lock() {
-                        recent.insert(
-                            key,
-                            Recorded {
-                                namespace,
-                                name,
-                                count: 1,
-                                last: Instant::now(),
-                            },
-                        );
+                match created {
+                    Ok(_) => self.remember(key, namespace, name),
+                    Err(e) if transient(&e) => {
+                        tracing::debug!("event {reason} not recorded yet: {e}; trying again");
+                        let this = self.clone();
+                        tokio::spawn(async move {
+                            this.retry(events, event, key, namespace, name).await
+                        });
                     }
+                    Err(e) => tracing::debug!("event {reason} not recorded: {e}"),
                 }
-                created.map(|_| ())
+                return;
             }
         };
         if let Err(e) = result {
             tracing::debug!("event {reason} not recorded: {e}");
+        }
+    }
+
+    fn remember(&self, key: Key, namespace: String, name: String) {
+        if let Ok(mut recent) = self.recent.lock() {
+            recent.insert(
+                key,
+                Recorded {
+                    namespace,
+                    name,
+                    count: 1,
+                    last: Instant::now(),
+                },
+            );
+        }
+    }
+
+    /// Tries a new Event again until it is stored (or already was: a create whose answer was
+    /// lost), refused for good, or out of tries.
+    async fn retry(
+        &self,
+        events: Api<Event>,
+        event: Event,
+        key: Key,
+        namespace: String,
+        name: String,
+    ) {
+        for n in 2..=TRIES {
+            tokio::time::sleep(retry_delay(n)).await;
+            match events.create(&PostParams::default(), &event).await {
+                Ok(_) => return self.remember(key, namespace, name),
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    return self.remember(key, namespace, name)
+                }
+                Err(e) if transient(&e) && n < TRIES => continue,
+                Err(e) => {
+                    tracing::debug!("event {name} not recorded after {n} tries: {e}");
+                    return;
+                }
+            }
         }
     }
 
@@ -215,5 +272,27 @@ impl Events {
             ..ObjectReference::default()
         };
         self.publish(reference, warning, reason, note).await;
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn only_what_may_pass_later_is_tried_again_and_the_waits_grow_to_ten_seconds() {
+        let api = |code: u16| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                ..Default::default()
+            }))
+        };
+        assert!(transient(&api(429)));
+        assert!(transient(&api(503)));
+        assert!(transient(&api(500)));
+        assert!(!transient(&api(422)));
+        assert!(!transient(&api(403)));
+        let waits: Vec<u64> = (2..=TRIES).map(|n| retry_delay(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10, 10, 10, 10, 10, 10]);
     }
 }

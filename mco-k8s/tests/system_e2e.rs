@@ -256,18 +256,24 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     }
     // Targeting a node is the pool's step (maxUnavailable 1: one node at a time), in
     // upstream's words, so `kubectl describe mcp worker` shows the rollout.
-    let pool_notes: Vec<&str> = events
-        .iter()
-        .filter(|e| e["regarding"]["kind"] == "MachineConfigPool")
-        .filter(|e| e["regarding"]["name"] == "worker" && e["reason"] == "SetDesiredConfig")
-        .filter_map(|e| e["note"].as_str())
-        .collect();
+    // (An Event the restart kept from being stored is tried again, as client-go's recorder
+    // does: wait for it.)
+    let pool_notes = || -> Vec<String> {
+        server
+            .store
+            .list("events")
+            .iter()
+            .filter(|e| e["regarding"]["kind"] == "MachineConfigPool")
+            .filter(|e| e["regarding"]["name"] == "worker" && e["reason"] == "SetDesiredConfig")
+            .filter_map(|e| e["note"].as_str().map(str::to_string))
+            .collect()
+    };
     for w in ["worker-0", "worker-1"] {
         let want = format!("Targeted node {w} to config {target}");
-        assert!(
-            pool_notes.contains(&want.as_str()),
-            "{want}: {pool_notes:?}"
-        );
+        eventually(&format!("{want}: {:?}", pool_notes()), || {
+            pool_notes().contains(&want).then_some(())
+        })
+        .await;
     }
     // Each worker's MachineConfigNode: owned by its Node, on the new config, its conditions
     // the record of upstream's sequence (every phase the update went through reset to False

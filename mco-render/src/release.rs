@@ -23,6 +23,8 @@ pub struct Release {
 pub struct UnknownRelease {
     /// What was given.
     pub given: String,
+    /// It names a 4.x release newer than the newest known.
+    pub newer: bool,
 }
 
 impl fmt::Display for UnknownRelease {
@@ -68,6 +70,7 @@ impl Release {
     pub fn parse(s: &str) -> Result<Release, UnknownRelease> {
         let unknown = || UnknownRelease {
             given: s.to_string(),
+            newer: false,
         };
         let t = s.trim();
         let t = t.strip_prefix('v').unwrap_or(t);
@@ -83,7 +86,10 @@ impl Release {
             return Err(unknown());
         }
         let minor: u8 = minor.parse().map_err(|_| unknown())?;
-        Release::of_minor(minor).ok_or_else(unknown)
+        Release::of_minor(minor).ok_or_else(|| UnknownRelease {
+            newer: minor > Release::NEWEST.minor,
+            ..unknown()
+        })
     }
 
     /// What this release does where releases differ.
@@ -669,6 +675,8 @@ mod tests {
                 "{e}"
             );
         }
+        assert!(Release::parse("4.99.0").unwrap_err().newer);
+        assert!(!Release::parse("4.13.2").unwrap_err().newer);
         assert_eq!(Release::default(), Release::NEWEST);
         assert_eq!(Release::NEWEST.to_string(), "4.22");
     }

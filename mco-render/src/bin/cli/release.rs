@@ -5,11 +5,21 @@ use mco_render::manifests::Manifests;
 use mco_render::release::Release;
 
 /// The release to render `m` as: `flag`, else the one the manifests say they were rendered
-/// by (a cluster dump's ControllerConfig or rendered configs), else the newest.
+/// by (a cluster dump's ControllerConfig or rendered configs; one newer than the newest known
+/// is rendered as the newest, with a warning), else the newest.
 pub(crate) fn release_for(flag: Option<Release>, m: &Manifests) -> Result<Release, Failure> {
     match (flag, m.release()) {
         (Some(r), _) => Ok(r),
         (None, Some(Ok(r))) => Ok(r),
+        (None, Some(Err(e))) if e.newer => {
+            eprintln!(
+                "warning: the manifests name release {:?}, newer than {}: rendering as {}",
+                e.given,
+                Release::NEWEST,
+                Release::NEWEST
+            );
+            Ok(Release::NEWEST)
+        }
         (None, Some(Err(e))) => Err(Failure::input(format!(
             "{e} (from the manifests' release-image-version); pass --release"
         ))),
