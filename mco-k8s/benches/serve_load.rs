@@ -145,6 +145,8 @@ struct Outcome {
     body_bytes: usize,
     head_bytes: usize,
     error: Option<String>,
+    /// The server process's CPU time (user + system) per request, when it is a process.
+    cpu_us_per_request: Option<f64>,
 }
 
 /// Keep-alive GETs on one connection until the deadline or the budget; every answer must be a
@@ -298,6 +300,46 @@ fn rps(o: &Outcome) -> f64 {
     o.requests as f64 / o.elapsed.as_secs_f64()
 }
 
+/// The state, parent and CPU time (user + system, in clock ticks) in /proc/PID/stat.
+fn proc_stat(pid: u32) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = f.get(1)?.parse().ok()?;
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((ppid, ticks))
+}
+
+/// CPU time used so far by a process and its children (nginx's master and its workers), in
+/// clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let mut total = proc_stat(pid).map_or(0, |s| s.1);
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some((ppid, ticks)) = proc_stat(child) {
+                if ppid == pid {
+                    total += ticks;
+                }
+            }
+        }
+    }
+    total
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`, 100 when it cannot say).
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
 fn report(round: usize, mode: Mode, name: &str, o: &Outcome) {
     let p = |q: f64| {
         o.latencies
@@ -317,6 +359,9 @@ fn report(round: usize, mode: Mode, name: &str, o: &Outcome) {
         o.head_bytes,
         o.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default(),
     );
+    if let Some(us) = o.cpu_us_per_request {
+        println!("        server CPU {us:.1} µs per request");
+    }
 }
 
 /// A server in a process of its own (nginx, or our binary); stopped with SIGTERM when
@@ -712,6 +757,7 @@ fn main() {
         );
         let mut servers: Vec<(String, Target, Option<Nginx>)> =
             vec![("machine-config-server".into(), ours, None)];
+        let tick = clock_ticks();
         for (i, (name, variant)) in NGINX_VARIANTS.iter().enumerate() {
             let prefix = dir.join(format!("nginx-{i}"));
             match start_nginx(&prefix, variant, nginx_log, &path, &body, &gz, &cert, &key) {
@@ -740,28 +786,49 @@ fn main() {
         // rps[mode][server] over the rounds, and the body bytes each server sent.
         let mut rps_by: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); servers.len()]; modes.len()];
         let mut bytes_by: Vec<Vec<usize>> = vec![vec![0; servers.len()]; modes.len()];
+        let mut cpu_by: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); servers.len()]; modes.len()];
         for round in 1..=rounds {
             for (m, mode) in modes.iter().enumerate() {
-                for (i, (name, target, _)) in servers.iter().enumerate() {
-                    let o = load(*target, *mode, &l).await;
+                for (i, (name, target, proc_)) in servers.iter().enumerate() {
+                    let pid = proc_
+                        .as_ref()
+                        .or(if i == 0 { binary.as_ref() } else { None })
+                        .map(|p| p.child.id());
+                    let cpu_before = pid.map(cpu_ticks);
+                    let mut o = load(*target, *mode, &l).await;
+                    if let (Some(pid), Some(b)) = (pid, cpu_before) {
+                        let used = cpu_ticks(pid).saturating_sub(b) as f64 / tick;
+                        o.cpu_us_per_request = Some(used * 1e6 / o.requests.max(1) as f64);
+                    }
                     report(round, *mode, name, &o);
                     rps_by[m][i].push(rps(&o));
+                    cpu_by[m][i].extend(o.cpu_us_per_request);
                     bytes_by[m][i] = o.body_bytes;
                 }
             }
         }
         println!("load average after: {}", loadavg());
-        println!("\nmedian req/s over {rounds} rounds (spread), and ours / the better nginx of each round:");
+        println!("\nmedian req/s over {rounds} rounds (spread), body bytes per boot, server CPU per request (median, spread; our binary's process, nginx's master and workers), and ours / the better nginx of each round in req/s:");
         for (m, mode) in modes.iter().enumerate() {
             let mut line = format!("{:<6}", mode.name());
             for (i, (name, _, _)) in servers.iter().enumerate() {
                 let mut v = rps_by[m][i].clone();
                 let spread = spread(&v);
                 line.push_str(&format!(
-                    "  {name} {:.0} ({spread}), {} B/boot;",
+                    "  {name} {:.0} ({spread}), {} B/boot",
                     median(&mut v),
                     bytes_by[m][i]
                 ));
+                let mut c = cpu_by[m][i].clone();
+                if !c.is_empty() {
+                    let spread = format!(
+                        "{:.1}-{:.1}",
+                        c.iter().copied().fold(f64::INFINITY, f64::min),
+                        c.iter().copied().fold(0.0, f64::max)
+                    );
+                    line.push_str(&format!(", CPU {:.1} ({spread}) µs/req", median(&mut c)));
+                }
+                line.push(';');
             }
             if servers.len() > 1 {
                 let ratios: Vec<f64> = (0..rounds)
