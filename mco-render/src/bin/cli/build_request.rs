@@ -20,6 +20,10 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     output: Format,
+    /// The MCO release to render the pool's config as (4.14 to 4.22); default: the release
+    /// the manifests' ControllerConfig or rendered configs name, else the newest.
+    #[arg(long)]
+    release: Option<mco_render::release::Release>,
     /// Manifest files or folders: the MachineOSConfig, its pool, the rendered
     /// MachineConfig, the ControllerConfig, and the Secrets and ConfigMaps the build reads.
     #[arg(required = true)]
@@ -48,8 +52,12 @@ fn typed(kind: &str, mut v: Value) -> Value {
 fn render_sources(
     m: &Manifests,
     pool: &MachineConfigPool,
+    release: mco_render::release::Release,
 ) -> Result<(MachineConfigPool, MachineConfig), Failure> {
-    let opts = RenderOptions::default();
+    let opts = RenderOptions {
+        release,
+        ..RenderOptions::default()
+    };
     let mut m = m.clone();
     let errors = expand_manifests(
         &mut m,
@@ -164,7 +172,11 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
     // A folder of sources (the pool names no rendered config): the pool rendered from it, as
     // the controller would before building.
     let from_sources = match found {
-        None if rendered_name.is_empty() => Some(render_sources(&m, pool)?),
+        None if rendered_name.is_empty() => Some(render_sources(
+            &m,
+            pool,
+            super::release::release_for(args.release, &m)?,
+        )?),
         _ => None,
     };
     let pool = &from_sources
