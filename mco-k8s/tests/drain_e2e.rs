@@ -266,33 +266,10 @@ async fn a_blocked_drain_shows_in_the_pool_and_is_retried_on_its_own() {
     ctrl.abort();
 }
 
-/// A budget that allows no disruption, as the disruption controller leaves one whose pods
-/// are all needed: `minAvailable: 1` over web-0 alone.
+/// The budget `web` allowing no disruption, over web-0 alone (labelled and Ready, as a
+/// budget's pod is).
 fn budget(server: &ApiServer) {
-    let def = resource("poddisruptionbudgets").unwrap();
-    server
-        .store
-        .create(
-            def,
-            "apps",
-            json!({
-                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": "web", "namespace": "apps"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}
-            }),
-        )
-        .unwrap();
-    support::edit(
-        &server.store,
-        "poddisruptionbudgets",
-        "apps",
-        "web",
-        true,
-        |b| {
-            b["status"] = json!({"observedGeneration": 1, "disruptionsAllowed": 0,
-                             "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1});
-        },
-    );
+    support::cluster::blocking_budget(&server.store);
     support::edit(&server.store, "pods", "apps", "web-0", false, |p| {
         p["metadata"]["labels"] = json!({"app": "web"});
     });

@@ -13,12 +13,11 @@
 
 mod support;
 
-use mco_k8s::controller::{self, Options};
+use mco_k8s::controller;
 use mco_k8s::leader::{Elector, LeaseSettings};
 use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
 };
-use mco_render::controllers::drain::DrainRetry;
 use mco_render::RenderOptions;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,25 +32,11 @@ use tokio::task::JoinHandle;
 const AGENT: &str = "machine-config-controller/faults-e2e";
 const WORKERS: usize = 6;
 
-fn options() -> Options {
-    Options {
-        debounce: Duration::from_millis(10),
-        // Nothing here may wait for a resync.
-        resync: Duration::from_secs(3600),
-        gc_keep: None,
-        drain_retry: DrainRetry {
-            first: Duration::from_millis(20),
-            max: Duration::from_millis(200),
-        },
-        ..Options::default()
-    }
-}
-
 fn start_controller(server: &ApiServer) -> JoinHandle<()> {
     let client = server.client_as(AGENT);
     tokio::spawn(async move {
         // A controller whose API server went away keeps trying; its end is a failure.
-        if let Err(e) = controller::run(client, options()).await {
+        if let Err(e) = controller::run(client, support::cluster::rollout_options()).await {
             panic!("controller stopped: {e}");
         }
     })
@@ -221,18 +206,47 @@ fn targeted_once(seen: &Mutex<BTreeMap<String, Vec<String>>>, old: &str, new: &s
     }
 }
 
+/// The server, its workers settled on the worker pool's config with the controller and the
+/// nodes running, and the record of every node's targets; both stop with it.
+struct Cluster {
+    server: ApiServer,
+    old: String,
+    seen: Arc<Mutex<BTreeMap<String, Vec<String>>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Cluster {
+    async fn settled() -> Cluster {
+        let server = ApiServer::start().await.unwrap();
+        let old = seed(&server);
+        let store = server.store.clone();
+        let seen = record_targets(&store);
+        let tasks = vec![start_controller(&server), start_nodes(store.clone())];
+        eventually_within("the pool settled", PATIENCE, || {
+            (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
+        })
+        .await;
+        Cluster {
+            server,
+            old,
+            seen,
+            tasks,
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollout_survives_an_api_server_restart() {
-    let server = ApiServer::start().await.unwrap();
-    let old = seed(&server);
-    let store = server.store.clone();
-    let seen = record_targets(&store);
-    let ctrl = start_controller(&server);
-    let nodes = start_nodes(store.clone());
-    eventually_within("the pool settled", PATIENCE, || {
-        (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
-    })
-    .await;
+    let c = Cluster::settled().await;
+    let (old, store, seen) = (c.old.clone(), c.server.store.clone(), c.seen.clone());
 
     store
         .create(
@@ -283,21 +297,12 @@ async fn a_rollout_survives_an_api_server_restart() {
         events_after <= 4 * WORKERS,
         "{events_after} Events after the restart"
     );
-    nodes.abort();
-    ctrl.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compacted_history_makes_watches_list_again_and_nothing_is_lost() {
-    let server = ApiServer::start().await.unwrap();
-    seed(&server);
-    let store = server.store.clone();
-    let ctrl = start_controller(&server);
-    let nodes = start_nodes(store.clone());
-    eventually_within("the pool settled", PATIENCE, || {
-        (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
-    })
-    .await;
+    let c = Cluster::settled().await;
+    let (server, store) = (&c.server, c.server.store.clone());
     let mcs = resource("machineconfigs").unwrap();
     let lists_before = controller_lists(&store);
     let started = Instant::now();
@@ -321,7 +326,7 @@ async fn compacted_history_makes_watches_list_again_and_nothing_is_lost() {
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
     // What the controller renders is what the server holds: 99-churn-3 and no other.
-    let want = expected_rendered(&server, "worker", &RenderOptions::default())
+    let want = expected_rendered(server, "worker", &RenderOptions::default())
         .metadata
         .name;
     eventually_within(
@@ -350,22 +355,12 @@ async fn compacted_history_makes_watches_list_again_and_nothing_is_lost() {
         store.faults.expired_watches(),
         started.elapsed()
     );
-    nodes.abort();
-    ctrl.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
-    let server = ApiServer::start().await.unwrap();
-    let old = seed(&server);
-    let store = server.store.clone();
-    let seen = record_targets(&store);
-    let ctrl = start_controller(&server);
-    let nodes = start_nodes(store.clone());
-    eventually_within("the pool settled", PATIENCE, || {
-        (pool(&store)["status"]["updatedMachineCount"] == WORKERS).then_some(())
-    })
-    .await;
+    let c = Cluster::settled().await;
+    let (old, store, seen) = (c.old.clone(), c.server.store.clone(), c.seen.clone());
     // The next node writes and pool status writes are throttled, then the server is
     // unavailable once, then a write's connection is cut.
     let by = |verb: &'static str, plural: &'static str| Matcher {
@@ -410,8 +405,6 @@ async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
         store.faults.refused(),
         started.elapsed()
     );
-    nodes.abort();
-    ctrl.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -529,9 +522,6 @@ async fn a_leader_cut_off_stops_before_its_lease_is_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_config_server_serves_from_its_caches_while_the_api_server_is_away() {
-    use mco_k8s::mcs::access::AccessPolicy;
-    use mco_k8s::mcs::served_state::BuildOptions;
-    use mco_k8s::mcs::server::{self, Source};
     use support::http::http_get;
 
     let server = ApiServer::start().await.unwrap();
@@ -540,20 +530,7 @@ async fn the_config_server_serves_from_its_caches_while_the_api_server_is_away()
     let ctrl = start_controller(&server);
     // The server serves the config a pool's nodes are on: the nodes take the rollouts.
     let nodes = start_nodes(store.clone());
-    let mcs = server::start(server::Config {
-        source: Source::Cluster(server.client_as("machine-config-server")),
-        listen: "127.0.0.1".parse().unwrap(),
-        secure_port: None,
-        insecure_port: Some(0),
-        tls: None,
-        build: BuildOptions::default(),
-        access: AccessPolicy::default(),
-        poll_interval: Duration::from_millis(100),
-        limits: mco_k8s::limits::ConnLimits::default(),
-        bootstrap: None,
-    })
-    .await
-    .unwrap();
+    let mcs = support::cluster::start_cluster_mcs(&server, None).await;
     let addr = mcs.insecure_addr.unwrap();
     let accept = "application/vnd.coreos.ignition+json;version=3.4.0";
     let mut before = Vec::new();

@@ -19,7 +19,6 @@ use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE,
 };
 use mco_render::api::rollout_policy::TARGETED_AT;
-use mco_render::controllers::drain::DrainRetry;
 use mco_render::controllers::rollout_policy::rfc3339;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -57,17 +56,7 @@ async fn eventually_or<T>(
 }
 
 fn options() -> Options {
-    Options {
-        debounce: Duration::from_millis(10),
-        // Nothing here may wait for a resync.
-        resync: Duration::from_secs(3600),
-        gc_keep: None,
-        drain_retry: DrainRetry {
-            first: Duration::from_millis(20),
-            max: Duration::from_millis(200),
-        },
-        ..Options::default()
-    }
+    support::cluster::rollout_options()
 }
 
 fn annotate(store: &Store, node: &str, pairs: &[(&str, &str)]) {
@@ -741,21 +730,7 @@ fn blocking_budget(store: &Store) {
             }),
         )
         .unwrap();
-    store
-        .create(
-            resource("poddisruptionbudgets").unwrap(),
-            "apps",
-            json!({
-                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": "web", "namespace": "apps"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}
-            }),
-        )
-        .unwrap();
-    edit(store, "poddisruptionbudgets", "apps", "web", true, |b| {
-        b["status"] = json!({"observedGeneration": 1, "disruptionsAllowed": 0,
-                             "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1});
-    });
+    support::cluster::blocking_budget(store);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -477,9 +477,7 @@ fn ignite(root: &HostRoot, served: &[u8]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_restored() {
-    use mco_k8s::mcs::access::AccessPolicy;
-    use mco_k8s::mcs::served_state::BuildOptions;
-    use mco_k8s::mcs::server::{self, BootstrapFiles, Source};
+    use mco_k8s::mcs::server::BootstrapFiles;
     use mco_node::firstboot::{self, Firstboot};
     use mco_render::serve::served::{ENCAPSULATED_PATH, NODE_ANNOTATIONS_PATH};
 
@@ -511,24 +509,15 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
         "-----BEGIN CERTIFICATE-----\n",
     )
     .unwrap();
-    let mcs = server::start(server::Config {
-        source: Source::Cluster(server.client_as("machine-config-server")),
-        listen: "127.0.0.1".parse().unwrap(),
-        secure_port: None,
-        insecure_port: Some(0),
-        tls: None,
-        build: BuildOptions::default(),
-        access: AccessPolicy::default(),
-        poll_interval: Duration::from_millis(100),
-        limits: mco_k8s::limits::ConnLimits::default(),
-        bootstrap: Some(BootstrapFiles {
+    let mcs = support::cluster::start_cluster_mcs(
+        &server,
+        Some(BootstrapFiles {
             apiserver_url: "https://api-int.example:6443".into(),
             token: secret.path().join("token"),
             ca: secret.path().join("ca.crt"),
         }),
-    })
-    .await
-    .unwrap();
+    )
+    .await;
     let addr = mcs.insecure_addr.unwrap();
     let accept = "application/vnd.coreos.ignition+json;version=3.4.0";
     let mut served = Vec::new();

@@ -130,45 +130,6 @@ impl Release {
                 16 | 17 => ExtensionCheck::Always,
                 _ => ExtensionCheck::WithConfig,
             },
-            extensions: match m {
-                ..=15 => &[],
-                16 | 17 => &[
-                    "wasm",
-                    "ipsec",
-                    "usbguard",
-                    "kerberos",
-                    "kernel-devel",
-                    "sandboxed-containers",
-                ],
-                18 => &[
-                    "wasm",
-                    "ipsec",
-                    "usbguard",
-                    "kerberos",
-                    "kernel-devel",
-                    "sandboxed-containers",
-                    "sysstat",
-                ],
-                19..=21 => &[
-                    "two-node-ha",
-                    "wasm",
-                    "ipsec",
-                    "usbguard",
-                    "kerberos",
-                    "kernel-devel",
-                    "sandboxed-containers",
-                    "sysstat",
-                ],
-                _ => &[
-                    "two-node-ha",
-                    "ipsec",
-                    "usbguard",
-                    "kerberos",
-                    "kernel-devel",
-                    "sandboxed-containers",
-                    "sysstat",
-                ],
-            },
             generated_os_image: if m >= 21 {
                 GeneratedOsImage::Ignored
             } else {
@@ -327,8 +288,7 @@ pub struct Profile {
     pub large_pages_kernel: bool,
     /// When `spec.extensions` is checked against [`Profile::extensions`].
     pub extension_check: ExtensionCheck,
-    /// The extensions a MachineConfig may ask for.
-    pub extensions: &'static [&'static str],
+
     /// Whether a generated MachineConfig may set the OS images.
     pub generated_os_image: GeneratedOsImage,
     /// Whether a rendered config larger than etcd's request limit fails the render (4.22).
@@ -429,6 +389,15 @@ impl Profile {
         }
     }
 
+    /// Whether a MachineConfig may ask for the extension `name` (when extensions are checked:
+    /// [`Profile::extension_check`]).
+    pub fn extension_allowed(&self, name: &str) -> bool {
+        let m = self.release.minor;
+        EXTENSIONS
+            .iter()
+            .any(|(n, first, last)| *n == name && (*first..=*last).contains(&m))
+    }
+
     /// Whether `kind` is a valid `kernelType`.
     pub fn kernel_type_valid(&self, kind: &str) -> bool {
         matches!(kind, "" | "default" | "realtime")
@@ -440,6 +409,19 @@ impl Profile {
         kind == "realtime" || (self.large_pages_kernel && kind == "64k-pages")
     }
 }
+
+/// The extensions releases allow, with the first and the last release allowing each (from
+/// 4.16, when extensions began to be checked).
+const EXTENSIONS: [(&str, u8, u8); 8] = [
+    ("wasm", 16, 21),
+    ("ipsec", 16, 22),
+    ("usbguard", 16, 22),
+    ("kerberos", 16, 22),
+    ("kernel-devel", 16, 22),
+    ("sandboxed-containers", 16, 22),
+    ("sysstat", 18, 22),
+    ("two-node-ha", 19, 22),
+];
 
 /// The order MachineConfigs merge in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -696,7 +678,10 @@ mod tests {
         assert_eq!(at(21).generated_os_image, GeneratedOsImage::Ignored);
         assert_eq!(at(21).cased("ignoring MC x"), "Ignoring MC x");
         assert_eq!(at(22).cased("ignoring MC x"), "ignoring MC x");
-        assert!(at(21).extensions.contains(&"wasm"));
-        assert!(!at(22).extensions.contains(&"wasm"));
+        assert!(at(21).extension_allowed("wasm"));
+        assert!(!at(22).extension_allowed("wasm"));
+        assert!(!at(17).extension_allowed("sysstat"));
+        assert!(at(18).extension_allowed("sysstat"));
+        assert!(!at(18).extension_allowed("two-node-ha"));
     }
 }

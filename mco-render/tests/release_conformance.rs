@@ -2,6 +2,8 @@
 //! `ign34/` variant for 4.14 to 4.18): rendered as that release, the error or success, source
 //! order, rendered spec and rendered name must be that release's.
 
+#[path = "support/corpus.rs"]
+mod corpus;
 #[path = "support/render_case.rs"]
 mod render_case;
 
@@ -37,17 +39,9 @@ fn folders(release: Release) -> Vec<PathBuf> {
 }
 
 fn cases(dir: &Path) -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("corpus folder")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .filter(|p| !p.ends_with("accept-headers.json"))
-        .collect();
-    files.sort();
-    files
+    corpus::case_files(dir, |n| n != "accept-headers.json")
         .iter()
-        .map(|p| serde_json::from_slice(&std::fs::read(p).expect("case")).expect("case JSON"))
+        .map(|p| corpus::read(p))
         .collect()
 }
 

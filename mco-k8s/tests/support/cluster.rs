@@ -32,6 +32,66 @@ pub fn generating_options() -> mco_k8s::controller::Options {
     }
 }
 
+/// Controller options for rollout tests: quick passes, no resync to wait for (every step must
+/// follow from a watched change or the rollout's own clock), no garbage collection, drains
+/// retried quickly.
+pub fn rollout_options() -> mco_k8s::controller::Options {
+    mco_k8s::controller::Options {
+        debounce: std::time::Duration::from_millis(10),
+        resync: std::time::Duration::from_secs(3600),
+        gc_keep: None,
+        drain_retry: mco_render::controllers::drain::DrainRetry {
+            first: std::time::Duration::from_millis(20),
+            max: std::time::Duration::from_millis(200),
+        },
+        ..mco_k8s::controller::Options::default()
+    }
+}
+
+/// The PodDisruptionBudget `web` in `apps` over the pods labelled `app=web`, allowing no
+/// disruption, as the disruption controller leaves a budget whose one pod must stay
+/// (`minAvailable: 1`, one pod healthy of one).
+pub fn blocking_budget(store: &super::apiserver::Store) {
+    store
+        .create(
+            super::apiserver::resource("poddisruptionbudgets").unwrap(),
+            "apps",
+            serde_json::json!({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+            }),
+        )
+        .unwrap();
+    super::edit(store, "poddisruptionbudgets", "apps", "web", true, |b| {
+        b["status"] = serde_json::json!({"observedGeneration": 1, "disruptionsAllowed": 0,
+            "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1});
+    });
+}
+
+/// The machine-config-server in cluster mode on an ephemeral plain-HTTP port of 127.0.0.1,
+/// reading `server` as `machine-config-server`, with `bootstrap` files when given.
+pub async fn start_cluster_mcs(
+    server: &ApiServer,
+    bootstrap: Option<mco_k8s::mcs::server::BootstrapFiles>,
+) -> mco_k8s::mcs::server::Running {
+    use mco_k8s::mcs::server::{self, Source};
+    server::start(server::Config {
+        source: Source::Cluster(server.client_as("machine-config-server")),
+        listen: "127.0.0.1".parse().unwrap(),
+        secure_port: None,
+        insecure_port: Some(0),
+        tls: None,
+        build: mco_k8s::mcs::served_state::BuildOptions::default(),
+        access: mco_k8s::mcs::access::AccessPolicy::default(),
+        poll_interval: std::time::Duration::from_millis(100),
+        limits: mco_k8s::limits::ConnLimits::default(),
+        bootstrap,
+    })
+    .await
+    .unwrap()
+}
+
 /// The render controller and the generating controllers, as machine-config-controller runs
 /// them, with [`generating_options`].
 pub fn start_all_controllers(client: kube::Client) -> tokio::task::JoinHandle<()> {

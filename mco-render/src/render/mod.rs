@@ -316,7 +316,7 @@ fn check_machine_config(
             .extensions
             .iter()
             .map(String::as_str)
-            .filter(|e| !profile.extensions.contains(e))
+            .filter(|e| !profile.extension_allowed(e))
             .collect();
         if !invalid.is_empty() {
             errors.push(
