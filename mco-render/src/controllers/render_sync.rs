@@ -57,8 +57,6 @@ impl RenderSync {
     }
 }
 
-/// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
-/// cluster; `controller` the ControllerConfig, without which nothing is rendered (the sync is
 /// Upstream's message for a render error, followed (on a line of its own when upstream's ends
 /// with one) by the MachineConfig and the field at fault as the CLI prints them, which upstream
 /// leaves out (`in MachineConfig <name>` when no field is known): `... path not
@@ -91,6 +89,28 @@ pub fn release_of(cc: &ControllerConfig, opts: &RenderOptions) -> RenderOptions 
     }
 }
 
+/// [`release_of`], and the release whose rules apply: the one the ControllerConfig is
+/// annotated with, as the controller renders (the operator writes its own release there, so a
+/// cluster that upgrades re-renders on the new release's rules). One newer than the newest
+/// known is the newest; without one, or one older than known, `opts`' own.
+pub fn cluster_release_of(cc: &ControllerConfig, opts: &RenderOptions) -> RenderOptions {
+    let mut out = release_of(cc, opts);
+    if let Some(v) = cc
+        .metadata
+        .annotations
+        .get(RELEASE_IMAGE_VERSION_ANNOTATION)
+    {
+        match crate::release::Release::parse(v) {
+            Ok(r) => out.release = r,
+            Err(e) if e.newer => out.release = crate::release::Release::NEWEST,
+            Err(_) => {}
+        }
+    }
+    out
+}
+
+/// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
+/// cluster; `controller` the ControllerConfig, without which nothing is rendered (the sync is
 /// retried). `now` stamps changed conditions.
 pub fn sync_pool(
     pool: &MachineConfigPool,
@@ -117,7 +137,7 @@ pub fn sync_pool(
         // An absent selector selects nothing.
         Err("no MachineConfigs found matching selector ".to_string())
     } else {
-        match render_pool(pool, all, &cc.spec, &release_of(cc, opts)) {
+        match render_pool(pool, all, &cc.spec, &cluster_release_of(cc, opts)) {
             Err(f) => match f.first() {
                 Some(e) if e.kind == RenderErrorKind::NoMatch => Err(e.message.clone()),
                 Some(e) if e.kind == RenderErrorKind::InvalidSelector => {
@@ -472,5 +492,36 @@ mod tests {
             format!("Failed to render configuration for pool worker: could not generate rendered MachineConfig: reconciliation failed between current config {:?} and base config \"99-worker-dir\": ignition directories section contains changes", rendered.name())
         );
         assert!(s.create.is_none() && s.set_configuration.is_none());
+    }
+}
+
+#[cfg(test)]
+mod release_tests {
+    use super::*;
+    use crate::release::Release;
+
+    #[test]
+    fn the_controller_renders_as_the_release_its_controller_config_names() {
+        let cc = |v: Option<&str>| {
+            let mut c = ControllerConfig::default();
+            if let Some(v) = v {
+                c.metadata
+                    .annotations
+                    .insert(RELEASE_IMAGE_VERSION_ANNOTATION.into(), v.into());
+            }
+            c
+        };
+        let opts = RenderOptions::default();
+        let at = |v| cluster_release_of(&cc(v), &opts);
+        assert_eq!(
+            at(Some("4.16.0-0.nightly-2024-08-01-082745"))
+                .release
+                .minor(),
+            16
+        );
+        assert_eq!(at(Some("4.16.3")).release_image_version, "4.16.3");
+        assert_eq!(at(Some("4.99.0")).release, Release::NEWEST);
+        assert_eq!(at(Some("4.10.0")).release, opts.release);
+        assert_eq!(at(None).release, opts.release);
     }
 }
