@@ -776,3 +776,63 @@ async fn gzip_over_tls() {
     .await
     .expect("test finished in time");
 }
+
+/// The version of the empty Ignition config in a served config's encapsulated MachineConfig.
+fn encapsulated_version(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let source = v["storage"]["files"]
+        .as_array()?
+        .iter()
+        .find(|f| f["path"] == "/etc/ignition-machine-config-encapsulated.json")?["contents"]
+        ["source"]
+        .as_str()?
+        .to_string();
+    let data = mco_ignition::dataurl::parse(&source).ok()?.data;
+    let mc: Value = serde_json::from_slice(&data).ok()?;
+    mc.pointer("/spec/config/ignition/version")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// A cluster whose ControllerConfig names 4.16 is served as 4.16 serves: its configs in spec
+/// 3.4.0 (a request for 3.5.0 falls in 4.16's newest band), with 4.16's encapsulated empty
+/// config; without the annotation, as the newest release.
+#[tokio::test]
+async fn the_cluster_release_is_served_as_that_release_serves() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = cluster_dir("release");
+        // 4.16 reads no 3.5.0 configs: the example's, written as 3.4.0.
+        for e in std::fs::read_dir(&dir).expect("dir") {
+            let p = e.expect("entry").path();
+            let text = std::fs::read_to_string(&p).expect("read");
+            std::fs::write(&p, text.replace("version: 3.5.0", "version: 3.4.0")).expect("write");
+        }
+        let accept = Some("application/vnd.coreos.ignition+json;version=3.5.0");
+        let newest = start(config(&dir, None)).await;
+        let r = get(newest.insecure_addr.expect("port"), "/config/worker", accept).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(ignition_version(&r.body).as_deref(), Some("3.5.0"));
+        assert_eq!(encapsulated_version(&r.body).as_deref(), Some("3.5.0"));
+        drop(newest);
+
+        let cc = dir.join("01-controllerconfig.yaml");
+        let text = std::fs::read_to_string(&cc).expect("controllerconfig");
+        std::fs::write(
+            &cc,
+            text.replacen(
+                "metadata:\n",
+                "metadata:\n  annotations:\n    machineconfiguration.openshift.io/release-image-version: 4.16.3\n",
+                1,
+            ),
+        )
+        .expect("write");
+        let old = start(config(&dir, None)).await;
+        let r = get(old.insecure_addr.expect("port"), "/config/worker", accept).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(ignition_version(&r.body).as_deref(), Some("3.4.0"));
+        assert_eq!(encapsulated_version(&r.body).as_deref(), Some("3.4.0"));
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("within the limit");
+}

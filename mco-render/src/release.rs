@@ -175,6 +175,11 @@ impl Release {
                 },
                 _ => ServedConversion::Generic,
             },
+            encapsulated_empty: if m >= 20 {
+                EncapsulatedEmpty::Requested
+            } else {
+                EncapsulatedEmpty::ReleaseNewest
+            },
             // The generated MachineConfigs: the kubelet-config and container-runtime-config
             // controllers (their Ignition version is `rendered_ignition`).
             kubelet_conf_encoding: if m >= 17 {
@@ -303,6 +308,9 @@ pub struct Profile {
     pub accept: AcceptRule,
     /// How the machine-config-server converts a rendered config to an older spec version.
     pub served_conversion: ServedConversion,
+    /// The version of the empty Ignition config in the encapsulated MachineConfig the
+    /// machine-config-server serves.
+    pub encapsulated_empty: EncapsulatedEmpty,
 
     // The generated MachineConfigs (the kubelet-config and container-runtime-config
     // controllers). Their Ignition version is `rendered_ignition`.
@@ -486,6 +494,15 @@ pub enum ServedConversion {
     },
     /// One converter for every target, its errors bare (4.20 on).
     Generic,
+}
+
+/// The version of the empty config in the served encapsulated MachineConfig.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncapsulatedEmpty {
+    /// The release's newest for a 3.x request, 2.2 for a 2.x one (until 4.19).
+    ReleaseNewest,
+    /// The requested version (4.20 on).
+    Requested,
 }
 
 /// How the step conversions of [`ServedConversion::Chain`] name versions in their errors.

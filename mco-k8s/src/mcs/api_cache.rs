@@ -75,6 +75,9 @@ pub struct Snapshot {
     pub machine_configs: BTreeMap<String, MachineConfig>,
     /// The controller's ControllerConfig spec.
     pub controller_config: Option<ControllerConfigSpec>,
+    /// The release the ControllerConfig names (`release-image-version`), as the controller
+    /// renders as it.
+    pub release: Option<mco_render::release::Release>,
 }
 
 impl Snapshot {
@@ -84,6 +87,7 @@ impl Snapshot {
             pools: &self.pools,
             machine_configs: &self.machine_configs,
             controller_config: self.controller_config.as_ref(),
+            release: self.release,
         }
     }
 
@@ -157,6 +161,14 @@ impl ClusterCache {
         let key = ObjectRef::new_with(CONTROLLER_CONFIG_NAME, self.cc_resource.clone());
         if let Some(obj) = self.controller_configs.get(&key) {
             snap.controller_config = Some(obj.spec.clone());
+            let cc = ControllerConfig::from_object(obj.as_ref().clone());
+            let opts = mco_render::RenderOptions::default();
+            let named = mco_render::controllers::render_sync::cluster_release_of(&cc, &opts);
+            snap.release = cc
+                .metadata
+                .annotations
+                .contains_key(mco_render::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION)
+                .then_some(named.release);
         }
         snap
     }

@@ -151,7 +151,7 @@ pub fn respond(
         note.error = Some("invalid pool name".into());
         return empty(400, note);
     }
-    let version = match accept::negotiate(req.accept) {
+    let version = match accept::negotiate_as(req.accept, state.profile.accept) {
         Ok(v) => v,
         Err(e) => {
             note.error = Some(e.to_string());

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use mco_ignition::SpecVersion;
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::manifests::Manifests;
+use mco_render::release::{Profile, Release};
 use mco_render::render::{render_pool, RenderOptions};
 use mco_render::serve::{self, EncapsulatedVersion, ServeInput};
 use sha2::{Digest, Sha256};
@@ -88,6 +89,9 @@ pub struct PoolEntry {
 pub struct ServedState {
     /// Pools by name.
     pub pools: BTreeMap<String, Result<PoolEntry, String>>,
+    /// The release served as: the cluster's (its ControllerConfig's, or the manifests'), else
+    /// the server's own. Its Accept negotiation picks the version.
+    pub profile: Profile,
 }
 
 /// Inputs besides the manifests.
@@ -100,20 +104,23 @@ pub struct BuildOptions {
 }
 
 impl PoolEntry {
-    /// Encodes a rendered config for every served version.
+    /// Encodes a rendered config for every version `profile`'s release serves.
     pub fn encode(
         mc: &MachineConfig,
         cc: Option<&ControllerConfigSpec>,
         kubeconfig: Option<&str>,
+        profile: Profile,
     ) -> Self {
         let input = ServeInput {
             machine_config: mc,
             controller_config: cc,
             kubeconfig,
             encapsulated: EncapsulatedVersion::Requested,
+            profile,
         };
         let versions = SERVED_VERSIONS
             .iter()
+            .filter(|v| **v <= profile.rendered_ignition)
             .map(|v| {
                 let r = serve::served_bytes(&input, *v)
                     .map(Encoded::new)
@@ -132,17 +139,29 @@ impl ServedState {
     /// Renders every pool in the manifests and encodes its configs. A pool that fails to render
     /// keeps what `previous` served for it, if anything.
     pub fn build(m: &Manifests, opts: &BuildOptions, previous: Option<&ServedState>) -> Self {
+        // The manifests' release, as `mco-render render` reads it; else the server's own.
+        let release = match m.release() {
+            Some(Ok(r)) => r,
+            Some(Err(e)) if e.newer => Release::NEWEST,
+            _ => opts.render.release,
+        };
+        let profile = release.profile();
+        let render = RenderOptions {
+            release,
+            ..opts.render.clone()
+        };
         let cc = m.controller_config.as_ref().map(|(_, c)| c.spec.clone());
         let cc_default = cc.clone().unwrap_or_default();
         let configs = m.configs();
         let mut pools = BTreeMap::new();
         for (_, pool) in &m.pools {
             let name = pool.name().to_string();
-            let entry = match render_pool(pool, &configs, &cc_default, &opts.render) {
+            let entry = match render_pool(pool, &configs, &cc_default, &render) {
                 Ok(r) => Ok(PoolEntry::encode(
                     &r.machine_config,
                     cc.as_ref(),
                     opts.kubeconfig.as_deref(),
+                    profile,
                 )),
                 Err(f) => {
                     let msg = format!("pool {name} failed to render: {f}");
@@ -157,7 +176,7 @@ impl ServedState {
             };
             pools.insert(name, entry);
         }
-        ServedState { pools }
+        ServedState { pools, profile }
     }
 }
 
@@ -182,6 +201,8 @@ pub struct ClusterObjects<'a> {
     pub machine_configs: &'a BTreeMap<String, MachineConfig>,
     /// The controller's ControllerConfig, if it exists.
     pub controller_config: Option<&'a ControllerConfigSpec>,
+    /// The release its ControllerConfig names, if any.
+    pub release: Option<Release>,
 }
 
 impl ServedState {
@@ -195,6 +216,9 @@ impl ServedState {
         previous: Option<&ServedState>,
         controller_changed: bool,
     ) -> Self {
+        let profile = objects.release.unwrap_or(opts.render.release).profile();
+        // Another release is other bytes for every pool.
+        let previous = previous.filter(|p| p.profile == profile);
         let mut pools = BTreeMap::new();
         for pool in objects.pools {
             let name = pool.name().to_string();
@@ -208,7 +232,12 @@ impl ServedState {
                 (Some(prev), _) => Ok(prev.clone()),
                 (None, None) => Err("could not get controllerconfig: controllerconfig.machineconfiguration.openshift.io \"machine-config-controller\" not found".to_string()),
                 (None, Some(cc)) => match objects.machine_configs.get(&served) {
-                    Some(mc) => Ok(PoolEntry::encode(mc, Some(cc), opts.kubeconfig.as_deref())),
+                    Some(mc) => Ok(PoolEntry::encode(
+                        mc,
+                        Some(cc),
+                        opts.kubeconfig.as_deref(),
+                        profile,
+                    )),
                     None => Err(format!(
                         "could not fetch config {served}, err: machineconfig.machineconfiguration.openshift.io \"{served}\" not found"
                     )),
@@ -216,6 +245,6 @@ impl ServedState {
             };
             pools.insert(name, entry);
         }
-        ServedState { pools }
+        ServedState { pools, profile }
     }
 }

@@ -10,6 +10,7 @@
 
 use crate::api::{ControllerConfigSpec, MachineConfig};
 use crate::gocompat::json::{sorted, to_go_compact, to_go_indented};
+use crate::release::{EncapsulatedEmpty, Profile};
 use base64::Engine as _;
 use mco_ignition::{dataurl, SpecVersion};
 use serde_json::{json, Map, Value};
@@ -71,6 +72,8 @@ pub struct ServeInput<'a> {
     pub kubeconfig: Option<&'a str>,
     /// The encapsulated config's version rule.
     pub encapsulated: EncapsulatedVersion,
+    /// The release served as: its conversions and its encapsulated config's version.
+    pub profile: Profile,
 }
 
 /// The served Ignition config for `version`, as a JSON value in upstream's field order.
@@ -110,12 +113,21 @@ pub fn served_config(input: &ServeInput<'_>, version: SpecVersion) -> Result<Val
         "    ",
     );
     append_file(root, MACHINE_CONFIG_CONTENT_PATH, &content);
-    let empty_version = match input.encapsulated {
-        EncapsulatedVersion::Requested => version,
-        EncapsulatedVersion::Latest => SpecVersion::V3_5,
+    let profile = &input.profile;
+    let empty_version = match (input.encapsulated, profile.encapsulated_empty) {
+        (EncapsulatedVersion::Latest, _) => SpecVersion::V3_5,
+        (EncapsulatedVersion::Requested, EncapsulatedEmpty::Requested) => version,
+        (EncapsulatedVersion::Requested, EncapsulatedEmpty::ReleaseNewest) if version.is_v3() => {
+            profile.rendered_ignition
+        }
+        (EncapsulatedVersion::Requested, EncapsulatedEmpty::ReleaseNewest) => SpecVersion::V2_2,
     };
-    let empty = super::convert(&json!({"ignition": {"version": "3.5.0"}}), empty_version)
-        .map_err(ServeError::Convert)?;
+    let empty = super::convert_for(
+        &json!({"ignition": {"version": "3.5.0"}}),
+        empty_version,
+        profile,
+    )
+    .map_err(ServeError::Convert)?;
     let empty = if empty_version.is_v3() {
         crate::gocompat::json::schema_ordered(&empty, &mco_ignition::schema::CONFIG)
     } else {
@@ -124,7 +136,7 @@ pub fn served_config(input: &ServeInput<'_>, version: SpecVersion) -> Result<Val
     let encapsulated = to_go_compact(&machine_config_value(&mc, Some(empty)));
     append_file(root, ENCAPSULATED_PATH, &encapsulated);
 
-    super::convert(&config, version).map_err(ServeError::Convert)
+    super::convert_for(&config, version, profile).map_err(ServeError::Convert)
 }
 
 /// The served config for `version` as the bytes of the HTTP body.

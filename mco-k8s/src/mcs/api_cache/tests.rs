@@ -73,6 +73,7 @@ fn state_from_objects() {
             pools,
             machine_configs: mcs,
             controller_config: cc,
+            release: None,
         }
     }
 
@@ -93,7 +94,7 @@ fn state_from_objects() {
         panic!("worker served: {ok:?}");
     };
     assert_eq!(entry.rendered_name, "r1");
-    let expected = PoolEntry::encode(&mc("r1"), Some(&cc), None);
+    let expected = PoolEntry::encode(&mc("r1"), Some(&cc), None, Default::default());
     assert_eq!(entry, &expected);
 
     // An unchanged config keeps its encodings; a changed ControllerConfig re-encodes.
@@ -103,6 +104,7 @@ fn state_from_objects() {
     }
     let prev = ServedState {
         pools: [("worker".to_string(), Ok(sentinel.clone()))].into(),
+        ..ServedState::default()
     };
     let kept =
         ServedState::build_cluster(objects(&pools, &mcs, Some(&cc)), &opts, Some(&prev), false);

@@ -28,7 +28,10 @@ fn state() -> ServedState {
         }),
     );
     pools.insert("broken".to_string(), Err("render failed".to_string()));
-    ServedState { pools }
+    ServedState {
+        pools,
+        ..ServedState::default()
+    }
 }
 
 fn get(path: &str) -> Request<'_> {
@@ -247,7 +250,10 @@ fn many_pools() -> ServedState {
             }),
         );
     }
-    ServedState { pools }
+    ServedState {
+        pools,
+        ..ServedState::default()
+    }
 }
 
 /// Paths built from the pieces an attacker would use.
@@ -320,7 +326,10 @@ fn big_state() -> ServedState {
             versions,
         }),
     );
-    ServedState { pools }
+    ServedState {
+        pools,
+        ..ServedState::default()
+    }
 }
 
 fn gunzip(b: &[u8]) -> Vec<u8> {

@@ -29,6 +29,7 @@ fn input(m: &MachineConfig) -> ServeInput<'_> {
         controller_config: None,
         kubeconfig: Some("kc"),
         encapsulated: EncapsulatedVersion::Requested,
+        profile: Default::default(),
     }
 }
 
