@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::apiserver::{resource, ApiServer, Store};
-use support::cluster::{expected_rendered, seed_examples};
+use support::cluster::expected_rendered;
 use support::faults::{Matcher, Refusal, RESTART};
 use support::{edit, eventually_within, PATIENCE};
 use tokio::task::JoinHandle;
@@ -99,30 +99,7 @@ fn worker(i: usize) -> String {
 
 /// The example cluster, its workers settled on the worker pool's config (maxUnavailable 2).
 fn seed(server: &ApiServer) -> String {
-    seed_examples(server);
-    let store = &server.store;
-    edit(store, "machineconfigpools", "", "worker", false, |p| {
-        p["spec"]["maxUnavailable"] = json!(2);
-    });
-    let old = expected_rendered(server, "worker", &RenderOptions::default())
-        .metadata
-        .name;
-    for i in 0..WORKERS {
-        store
-            .create(
-                resource("nodes").unwrap(),
-                "",
-                json!({
-                    "apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": worker(i),
-                                 "labels": {"node-role.kubernetes.io/worker": ""},
-                                 "annotations": {CURRENT_CONFIG: old, DESIRED_CONFIG: old, STATE: "Done"}},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}
-                }),
-            )
-            .unwrap();
-    }
-    old
+    support::cluster::settled_workers(server, WORKERS, &RenderOptions::default())
 }
 
 fn file_mc(name: &str, path: &str) -> Value {

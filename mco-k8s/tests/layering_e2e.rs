@@ -29,7 +29,7 @@ use support::apiserver::{resource, ApiServer, Store};
 use support::builder::{
     condition, create_mosc, digest_of, edit, seed_build_inputs, start_builder, Builder, NS,
 };
-use support::cluster::{expected_rendered, seed_examples};
+use support::cluster::seed_examples;
 use support::rbac;
 use tokio::task::JoinHandle;
 
@@ -146,30 +146,8 @@ impl Sim {
     /// the daemons and the builder.
     async fn start(mode: Builder) -> Sim {
         let server = ApiServer::start().await.unwrap();
-        seed_examples(&server);
+        let old = support::cluster::settled_workers(&server, NODES, &options().render);
         let store = server.store.clone();
-        edit(&store, "machineconfigpools", "", "worker", false, |p| {
-            p["spec"]["maxUnavailable"] = json!(2);
-        });
-        let old = expected_rendered(&server, "worker", &options().render)
-            .metadata
-            .name;
-        for i in 0..NODES {
-            store
-                .create(
-                    resource("nodes").unwrap(),
-                    "",
-                    json!({
-                        "apiVersion": "v1", "kind": "Node",
-                        "metadata": {"name": node_name(i),
-                                     "labels": {"node-role.kubernetes.io/worker": ""},
-                                     "annotations": {CURRENT_CONFIG: old, DESIRED_CONFIG: old,
-                                                     STATE: "Done"}},
-                        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
-                    }),
-                )
-                .unwrap();
-        }
         seed_build_inputs(&store);
         let client = server.client_as(AGENT);
         let mode = Arc::new(Mutex::new(mode));

@@ -32,22 +32,6 @@ use mco_render::controllers::templates::{
 use mco_render::release::Release;
 use serde_json::{json, Value};
 
-/// The controller version each release's corpus was stamped with (its branch head; main's
-/// commit for 4.22).
-fn controller_version(release: Release) -> &'static str {
-    match release.minor() {
-        14 => "00b2e0b1cc83e119995bbbe2ae06665c3d1655d7",
-        15 => "1ffa8341fb18365b72398fc4eedffcbe4d423256",
-        16 => "7327bb2359dd01f5b98c6bc3bd43ae134b080d02",
-        17 => "3bdd678e83da52e0754b393b82435eea968af3ed",
-        18 => "f313997e0ba83edd79b1d0091e85d6e25c793274",
-        19 => "1a6905d980fd4c4f3869492b98cb696f09a46cff",
-        20 => "afed09939d80d86cafd38e9f733cc49ed16af092",
-        21 => "db84d8368ef78e50f3bc0961dcf2b27a7975e053",
-        _ => mco_render::CONTROLLER_VERSION,
-    }
-}
-
 /// A folder named by an environment variable, when set.
 fn env_dir(var: &str) -> Option<PathBuf> {
     std::env::var_os(var)
@@ -129,7 +113,7 @@ fn base_machine_configs(
             &release.profile(),
         );
     let opts = TemplateOptions {
-        controller_version: controller_version(release).to_string(),
+        controller_version: corpus::release_controller_version(release).to_string(),
         pull_secret: String::new(),
         tls_min_version,
         tls_cipher_suites,
@@ -146,7 +130,7 @@ struct Outcome {
 }
 
 fn run(case: &Value, release: Release, base: Vec<MachineConfig>) -> Outcome {
-    let version = controller_version(release).to_string();
+    let version = corpus::release_controller_version(release).to_string();
     if case["kind"] == "Image" {
         let input = ClusterConfigInput {
             image: opt(case, "object"),

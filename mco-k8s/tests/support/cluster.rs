@@ -48,6 +48,34 @@ pub fn rollout_options() -> mco_k8s::controller::Options {
     }
 }
 
+/// The example cluster with `n` workers (`worker-0`, ...) settled on the worker pool's config
+/// rendered with `opts` (the pool's maxUnavailable 2); returns that config's name.
+pub fn settled_workers(server: &ApiServer, n: usize, opts: &RenderOptions) -> String {
+    use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, STATE};
+    seed_examples(server);
+    let store = &server.store;
+    super::edit(store, "machineconfigpools", "", "worker", false, |p| {
+        p["spec"]["maxUnavailable"] = serde_json::json!(2);
+    });
+    let old = expected_rendered(server, "worker", opts).metadata.name;
+    for i in 0..n {
+        store
+            .create(
+                super::apiserver::resource("nodes").unwrap(),
+                "",
+                serde_json::json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": format!("worker-{i}"),
+                                 "labels": {"node-role.kubernetes.io/worker": ""},
+                                 "annotations": {CURRENT_CONFIG: old, DESIRED_CONFIG: old, STATE: "Done"}},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+                }),
+            )
+            .unwrap();
+    }
+    old
+}
+
 /// The PodDisruptionBudget `web` in `apps` over the pods labelled `app=web`, allowing no
 /// disruption, as the disruption controller leaves a budget whose one pod must stay
 /// (`minAvailable: 1`, one pod healthy of one).

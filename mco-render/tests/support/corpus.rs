@@ -58,3 +58,20 @@ pub fn case_files(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     paths.sort();
     paths
 }
+
+/// The controller version each release's corpus (`testdata/conformance/releases/4.NN`) was
+/// made with: the release branch's head, which `releases/README.md` names (main's commit for
+/// 4.22).
+pub fn release_controller_version(release: mco_render::release::Release) -> &'static str {
+    match release.minor() {
+        14 => "00b2e0b1cc83e119995bbbe2ae06665c3d1655d7",
+        15 => "1ffa8341fb18365b72398fc4eedffcbe4d423256",
+        16 => "7327bb2359dd01f5b98c6bc3bd43ae134b080d02",
+        17 => "3bdd678e83da52e0754b393b82435eea968af3ed",
+        18 => "f313997e0ba83edd79b1d0091e85d6e25c793274",
+        19 => "1a6905d980fd4c4f3869492b98cb696f09a46cff",
+        20 => "afed09939d80d86cafd38e9f733cc49ed16af092",
+        21 => "db84d8368ef78e50f3bc0961dcf2b27a7975e053",
+        _ => mco_render::CONTROLLER_VERSION,
+    }
+}
