@@ -65,7 +65,13 @@ fn policy(data: &[u8], which: u8) {
         1 => (&[], &allowed),
         _ => (&blocked, &allowed),
     };
-    if let Ok(out) = update_policy_json(data, b, a, RELEASE) {
+    if let Ok(out) = update_policy_json(
+        data,
+        b,
+        a,
+        RELEASE,
+        &mco_render::release::Profile::default(),
+    ) {
         serde_json::from_slice::<serde_json::Value>(&out).expect("policy.json is JSON");
     }
 }
