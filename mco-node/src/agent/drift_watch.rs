@@ -68,6 +68,12 @@ impl DriftWatch {
         let tx = self.tx.clone();
         let handler = move |res: notify::Result<notify::Event>| {
             if let Ok(ev) = res {
+                // A file opened, read or closed unwritten is no change: the drift check reads
+                // every watched file, so waking on those would wake the check on itself, in a
+                // loop.
+                if matches!(ev.kind, notify::EventKind::Access(_)) {
+                    return;
+                }
                 if ev.paths.iter().any(|p| wanted.contains(p)) {
                     let _ = tx.send(());
                 }
@@ -145,6 +151,16 @@ mod tests {
                 .await
                 .is_err(),
             "woken by an unrelated file"
+        );
+        // Reading a watched file (as the drift check does) changes nothing.
+        for _ in 0..3 {
+            std::fs::read(dir.path().join("etc/foo")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), w.changed())
+                .await
+                .is_err(),
+            "woken by a read of a watched file"
         );
         std::fs::write(dir.path().join("etc/foo"), "edited").unwrap_or_else(|e| panic!("{e}"));
         assert!(fires(&mut w).await, "an edit in place");
