@@ -291,7 +291,7 @@ pub struct Profile {
     pub compression_merge: CompressionMerge,
     /// Whether `kernelType: 64k-pages` is valid (from 4.15).
     pub large_pages_kernel: bool,
-    /// When `spec.extensions` is checked against [`Profile::extensions`].
+    /// When `spec.extensions` is checked ([`Profile::extension_allowed`]).
     pub extension_check: ExtensionCheck,
 
     /// Whether a generated MachineConfig may set the OS images.
