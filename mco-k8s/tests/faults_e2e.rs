@@ -113,6 +113,20 @@ fn file_mc(name: &str, path: &str) -> Value {
     })
 }
 
+/// Creates the worker MachineConfig `name` writing `path`; the pool's new rendered config.
+async fn change(store: &Store, old: &str, name: &str, path: &str) -> String {
+    store
+        .create(resource("machineconfigs").unwrap(), "", file_mc(name, path))
+        .unwrap();
+    eventually_within("the new rendered config", PATIENCE, || {
+        let c = pool(store)["spec"]["configuration"]["name"]
+            .as_str()?
+            .to_string();
+        (c != old).then_some(c)
+    })
+    .await
+}
+
 fn pool(store: &Store) -> Value {
     store
         .get("machineconfigpools", "", "worker")
@@ -225,20 +239,7 @@ async fn a_rollout_survives_an_api_server_restart() {
     let c = Cluster::settled().await;
     let (old, store, seen) = (c.old.clone(), c.server.store.clone(), c.seen.clone());
 
-    store
-        .create(
-            resource("machineconfigs").unwrap(),
-            "",
-            file_mc("99-restart", "/etc/restart"),
-        )
-        .unwrap();
-    let new = eventually_within("the new rendered config", PATIENCE, || {
-        let c = pool(&store)["spec"]["configuration"]["name"]
-            .as_str()?
-            .to_string();
-        (c != old).then_some(c)
-    })
-    .await;
+    let new = change(&store, &old, "99-restart", "/etc/restart").await;
     // The API server goes away with the rollout under way: some nodes targeted, not all.
     eventually_within("the rollout under way", PATIENCE, || {
         let targeted = (0..WORKERS)
@@ -353,20 +354,7 @@ async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
         .refuse(by("PATCH", "machineconfigpools"), Refusal::Unavailable, 1);
     store.faults.refuse(by("PATCH", "nodes"), Refusal::Reset, 1);
     let started = Instant::now();
-    store
-        .create(
-            resource("machineconfigs").unwrap(),
-            "",
-            file_mc("99-throttled", "/etc/throttled"),
-        )
-        .unwrap();
-    let new = eventually_within("the new rendered config", PATIENCE, || {
-        let c = pool(&store)["spec"]["configuration"]["name"]
-            .as_str()?
-            .to_string();
-        (c != old).then_some(c)
-    })
-    .await;
+    let new = change(&store, &old, "99-throttled", "/etc/throttled").await;
     eventually_within("the rollout done", PATIENCE, || {
         rolled_out(&store, &new).then_some(())
     })
