@@ -102,21 +102,14 @@ fn seed(server: &ApiServer) -> String {
     support::cluster::settled_workers(server, WORKERS, &RenderOptions::default())
 }
 
-fn file_mc(name: &str, path: &str) -> Value {
-    json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfig",
-        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
-            {"path": path, "mode": 420, "overwrite": true, "contents": {"source": "data:,x"}}
-        ]}}}
-    })
-}
-
 /// Creates the worker MachineConfig `name` writing `path`; the pool's new rendered config.
 async fn change(store: &Store, old: &str, name: &str, path: &str) -> String {
     store
-        .create(resource("machineconfigs").unwrap(), "", file_mc(name, path))
+        .create(
+            resource("machineconfigs").unwrap(),
+            "",
+            support::cluster::file_mc(name, path),
+        )
         .unwrap();
     eventually_within("the new rendered config", PATIENCE, || {
         let c = pool(store)["spec"]["configuration"]["name"]
@@ -292,7 +285,10 @@ async fn compacted_history_makes_watches_list_again_and_nothing_is_lost() {
             .create(
                 mcs,
                 "",
-                file_mc(&format!("99-churn-{round}"), &format!("/etc/churn-{round}")),
+                support::cluster::file_mc(
+                    &format!("99-churn-{round}"),
+                    &format!("/etc/churn-{round}"),
+                ),
             )
             .unwrap();
         if round > 0 {
@@ -531,7 +527,7 @@ async fn the_config_server_serves_from_its_caches_while_the_api_server_is_away()
         .create(
             resource("machineconfigs").unwrap(),
             "",
-            file_mc("99-after", "/etc/after"),
+            support::cluster::file_mc("99-after", "/etc/after"),
         )
         .unwrap();
     let mut after = Vec::new();

@@ -113,18 +113,6 @@ fn start_agent(store: Arc<Store>, node: String) -> JoinHandle<()> {
     })
 }
 
-/// A worker MachineConfig writing one file.
-fn file_mc(name: &str, path: &str) -> Value {
-    json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfig",
-        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
-            {"path": path, "mode": 420, "overwrite": true, "contents": {"source": "data:,x"}}
-        ]}}}
-    })
-}
-
 struct Sim {
     server: ApiServer,
     mode: Arc<Mutex<Builder>>,
@@ -463,7 +451,11 @@ async fn a_machine_os_config_builds_and_rolls_out_rebuilds_and_opts_out() {
     sim.set_mode(Builder::Hold);
     let mcs = resource("machineconfigs").unwrap();
     sim.store()
-        .create(mcs, "", file_mc("99-worker-one", "/etc/one"))
+        .create(
+            mcs,
+            "",
+            support::cluster::file_mc("99-worker-one", "/etc/one"),
+        )
         .unwrap();
     let second = sim
         .eventually("a second build", || {
@@ -474,7 +466,11 @@ async fn a_machine_os_config_builds_and_rolls_out_rebuilds_and_opts_out() {
         .await;
     sim.wait_progress(&second, "Building").await;
     sim.store()
-        .create(mcs, "", file_mc("99-worker-two", "/etc/two"))
+        .create(
+            mcs,
+            "",
+            support::cluster::file_mc("99-worker-two", "/etc/two"),
+        )
         .unwrap();
     let third = sim
         .eventually("a third build", || {
@@ -600,7 +596,7 @@ async fn a_failed_build_degrades_the_pool_naming_the_job() {
         .create(
             resource("machineconfigs").unwrap(),
             "",
-            file_mc("99-worker-fix", "/etc/fix"),
+            support::cluster::file_mc("99-worker-fix", "/etc/fix"),
         )
         .unwrap();
     let fixed = sim

@@ -152,18 +152,6 @@ fn mcn_status(config: &str) -> Value {
     })
 }
 
-/// A worker MachineConfig writing one file.
-fn file_mc(name: &str, path: &str) -> Value {
-    json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfig",
-        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
-            {"path": path, "mode": 420, "overwrite": true, "contents": {"source": "data:,x"}}
-        ]}}}
-    })
-}
-
 /// The cluster of a test: the server, the controller and agents, the workers' first config.
 struct Sim {
     server: ApiServer,
@@ -317,7 +305,7 @@ impl Sim {
     /// pool's new rendered config.
     async fn change(&self, path: &str) -> String {
         let before = self.pool_config();
-        let mc = file_mc("99-change", path);
+        let mc = support::cluster::file_mc("99-change", path);
         if self
             .store()
             .get("machineconfigs", "", "99-change")

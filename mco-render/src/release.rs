@@ -92,6 +92,17 @@ impl Release {
         })
     }
 
+    /// The release a cluster's version names, as the controller and the server follow it: a
+    /// known one, the newest for one newer than known; `None` for an older unknown one or what
+    /// names no release.
+    pub fn named(version: &str) -> Option<Release> {
+        match Release::parse(version) {
+            Ok(r) => Some(r),
+            Err(e) if e.newer => Some(Release::NEWEST),
+            Err(_) => None,
+        }
+    }
+
     /// What this release does where releases differ.
     pub fn profile(self) -> Profile {
         let m = self.minor;

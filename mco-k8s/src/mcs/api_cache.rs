@@ -162,13 +162,7 @@ impl ClusterCache {
         if let Some(obj) = self.controller_configs.get(&key) {
             snap.controller_config = Some(obj.spec.clone());
             let cc = ControllerConfig::from_object(obj.as_ref().clone());
-            let opts = mco_render::RenderOptions::default();
-            let named = mco_render::controllers::render_sync::cluster_release_of(&cc, &opts);
-            snap.release = cc
-                .metadata
-                .annotations
-                .contains_key(mco_render::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION)
-                .then_some(named.release);
+            snap.release = mco_render::controllers::render_sync::cluster_release(&cc);
         }
         snap
     }

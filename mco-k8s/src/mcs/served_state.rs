@@ -140,11 +140,10 @@ impl ServedState {
     /// keeps what `previous` served for it, if anything.
     pub fn build(m: &Manifests, opts: &BuildOptions, previous: Option<&ServedState>) -> Self {
         // The manifests' release, as `mco-render render` reads it; else the server's own.
-        let release = match m.release() {
-            Some(Ok(r)) => r,
-            Some(Err(e)) if e.newer => Release::NEWEST,
-            _ => opts.render.release,
-        };
+        let release = m
+            .release()
+            .and_then(|r| r.map_or_else(|e| Release::named(&e.given), Some))
+            .unwrap_or(opts.render.release);
         let profile = release.profile();
         let render = RenderOptions {
             release,

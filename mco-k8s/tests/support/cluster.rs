@@ -76,6 +76,18 @@ pub fn settled_workers(server: &ApiServer, n: usize, opts: &RenderOptions) -> St
     old
 }
 
+/// A worker MachineConfig `name` writing one file, `path` (spec 3.4.0).
+pub fn file_mc(name: &str, path: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+            {"path": path, "mode": 420, "overwrite": true, "contents": {"source": "data:,x"}}
+        ]}}}
+    })
+}
+
 /// The PodDisruptionBudget `web` in `apps` over the pods labelled `app=web`, allowing no
 /// disruption, as the disruption controller leaves a budget whose one pod must stay
 /// (`minAvailable: 1`, one pod healthy of one).

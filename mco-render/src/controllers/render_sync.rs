@@ -95,18 +95,19 @@ pub fn release_of(cc: &ControllerConfig, opts: &RenderOptions) -> RenderOptions 
 /// known is the newest; without one, or one older than known, `opts`' own.
 pub fn cluster_release_of(cc: &ControllerConfig, opts: &RenderOptions) -> RenderOptions {
     let mut out = release_of(cc, opts);
-    if let Some(v) = cc
-        .metadata
-        .annotations
-        .get(RELEASE_IMAGE_VERSION_ANNOTATION)
-    {
-        match crate::release::Release::parse(v) {
-            Ok(r) => out.release = r,
-            Err(e) if e.newer => out.release = crate::release::Release::NEWEST,
-            Err(_) => {}
-        }
+    if let Some(r) = cluster_release(cc) {
+        out.release = r;
     }
     out
+}
+
+/// The release the ControllerConfig's `release-image-version` names
+/// ([`crate::release::Release::named`]).
+pub fn cluster_release(cc: &ControllerConfig) -> Option<crate::release::Release> {
+    cc.metadata
+        .annotations
+        .get(RELEASE_IMAGE_VERSION_ANNOTATION)
+        .and_then(|v| crate::release::Release::named(v))
 }
 
 /// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
