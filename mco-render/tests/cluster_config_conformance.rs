@@ -7,6 +7,9 @@
 #[path = "support/corpus.rs"]
 mod corpus;
 use corpus::{corpus, load};
+#[path = "support/mc_diff.rs"]
+mod mc_diff;
+use mc_diff::describe_mc_diff;
 use std::path::{Path, PathBuf};
 
 use mco_render::controllers::generate::cluster_config::{ClusterConfigInput, ConfigOutcome};
@@ -70,66 +73,6 @@ fn reduce(mc: &Value) -> Value {
     })
 }
 
-fn file_text(f: &Value) -> String {
-    let src = f["contents"]["source"].as_str().unwrap_or("");
-    mco_ignition::dataurl::decode_contents(src, None)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
-}
-
-fn describe(got: &Value, want: &Value) -> String {
-    let files = |v: &Value| -> Vec<Value> {
-        v.pointer("/spec/config/storage/files")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let mut out = format!("{} differs", want["metadata"]["name"]);
-    let (gf, wf) = (files(got), files(want));
-    let paths = |fs: &[Value]| fs.iter().map(|f| f["path"].clone()).collect::<Vec<_>>();
-    if paths(&gf) != paths(&wf) {
-        out.push_str(&format!(
-            " files: got {:?}, want {:?}",
-            paths(&gf),
-            paths(&wf)
-        ));
-    }
-    for (g, w) in gf.iter().zip(&wf) {
-        let (gt, wt) = (file_text(g), file_text(w));
-        if gt != wt {
-            let gl: Vec<&str> = gt.lines().collect();
-            let wl: Vec<&str> = wt.lines().collect();
-            for i in 0..gl.len().max(wl.len()) {
-                if gl.get(i) != wl.get(i) {
-                    out.push_str(&format!(
-                        "\n    {} line {}: got {:?}, want {:?}",
-                        w["path"],
-                        i + 1,
-                        gl.get(i),
-                        wl.get(i)
-                    ));
-                    break;
-                }
-            }
-        }
-    }
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(c) = v.pointer_mut("/spec/config") {
-            *c = Value::Null;
-        }
-        v
-    };
-    if strip(got) != strip(want) {
-        out.push_str(&format!(
-            "\n    got {}\n    want {}",
-            strip(got),
-            strip(want)
-        ));
-    }
-    out
-}
-
 /// How the outcome differs from `expected`, or `None` when it matches.
 fn compare(case: &Value) -> Option<String> {
     let expected = &case["expected"];
@@ -176,7 +119,7 @@ fn compare(case: &Value) -> Option<String> {
         } else {
             for (g, w) in got.iter().zip(&want) {
                 if g != w {
-                    diffs.push(describe(g, w));
+                    diffs.push(describe_mc_diff(&w["metadata"]["name"].to_string(), g, w));
                 }
             }
         }
@@ -388,7 +331,11 @@ fn compare_cli(case: &Value, dir: &Path) -> Option<String> {
                     }
                 }
                 if g["spec"] != w["spec"] {
-                    diffs.push(describe(&reduce(g), w));
+                    diffs.push(describe_mc_diff(
+                        &w["metadata"]["name"].to_string(),
+                        &reduce(g),
+                        w,
+                    ));
                 }
             }
         }

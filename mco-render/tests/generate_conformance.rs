@@ -9,7 +9,11 @@ use corpus::{corpus, load};
 
 #[path = "support/generate_case.rs"]
 mod generate_case;
-use generate_case::{describe_mc_diff, input_of};
+use generate_case::input_of;
+
+#[path = "support/mc_diff.rs"]
+mod mc_diff;
+use mc_diff::describe_mc_diff;
 
 use mco_render::controllers::generate::generate;
 use serde_json::Value;
@@ -25,7 +29,11 @@ fn compare(case: &Value) -> Option<String> {
     }
     let mc = out.machine_configs_json().pop().unwrap_or(Value::Null);
     if mc != expected["machineConfig"] {
-        diffs.push(describe_mc_diff(&mc, &expected["machineConfig"]));
+        diffs.push(describe_mc_diff(
+            "machineConfig",
+            &mc,
+            &expected["machineConfig"],
+        ));
     }
     let actions = Value::from(out.actions());
     if actions != expected["machineConfigActions"] {

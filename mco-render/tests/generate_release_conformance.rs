@@ -18,11 +18,14 @@
 mod corpus;
 #[path = "support/generate_case.rs"]
 mod generate_case;
+#[path = "support/mc_diff.rs"]
+mod mc_diff;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use generate_case::{describe_mc_diff, feature_gates, input_of, list, opt, pools, typed};
+use generate_case::{feature_gates, input_of, list, opt, pools, typed};
+use mc_diff::describe_mc_diff;
 use mco_render::api::{ControllerConfig, MachineConfig};
 use mco_render::controllers::generate::cluster_config::ClusterConfigInput;
 use mco_render::controllers::generate::{generate, registries, upstream_json};
@@ -255,7 +258,10 @@ fn compare(case: &Value, mut out: Outcome) -> Option<String> {
     for (name, w) in &want {
         if let Some(g) = got.get(name) {
             if g != w {
-                diffs.push(format!("{name}: {}", describe_mc_diff(g, w)));
+                diffs.push(format!(
+                    "{name}: {}",
+                    describe_mc_diff("machineConfig", g, w)
+                ));
             }
         }
     }
@@ -369,7 +375,7 @@ fn generated_kubelet(out: &str) -> (String, String) {
             .as_str()
             .unwrap_or("")
             .to_string(),
-        generate_case::file_text(file),
+        mc_diff::file_text(file),
     )
 }
 
