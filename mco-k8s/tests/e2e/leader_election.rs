@@ -4,8 +4,10 @@
 //! pod) leading again at once while another pod waits; processes on one host without a pod
 //! name are distinct candidates, so exactly one of them leads.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer};
+use crate::support::cluster::{expected_rendered, seed_examples};
 use mco_k8s::leader::{Elector, LeaseSettings};
 use mco_render::RenderOptions;
 use serde_json::json;
@@ -13,8 +15,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
-use support::cluster::{expected_rendered, seed_examples};
 use tokio::sync::oneshot;
 
 const LIMIT: Duration = support::PATIENCE;

@@ -2,11 +2,9 @@
 //! counts up its series, and Events that differ in their note (or object) are Events of their
 //! own, as `kubectl describe` must show each step of a rollout.
 
-mod support;
-
+use crate::support::apiserver::ApiServer;
 use mco_k8s::events::Events;
 use serde_json::Value;
-use support::apiserver::ApiServer;
 
 fn notes(server: &ApiServer, kind: &str) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = server

@@ -2,8 +2,9 @@
 // The test API server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{ApiServer, Kubelet};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{
@@ -13,7 +14,6 @@ use kube::api::{
 use kube::Api;
 use mco_k8s::crd;
 use serde_json::json;
-use support::apiserver::{ApiServer, Kubelet};
 
 fn pools(client: kube::Client) -> Api<DynamicObject> {
     Api::all_with(client, &crd::MACHINE_CONFIG_POOL.api_resource())

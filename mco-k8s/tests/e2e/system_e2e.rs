@@ -4,8 +4,12 @@
 //! up as a file on every worker's disk, each node back to Done on the new rendered config, the
 //! master untouched, though the API server restarts as the rollout begins.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::ApiServer;
+use crate::support::cluster::{decode, expected_rendered, seed_examples};
+use crate::support::http::http_get;
+use crate::support::node_host::root_on;
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{DynamicObject, PostParams};
 use kube::Api;
@@ -20,10 +24,6 @@ use mco_render::api::Node;
 use mco_render::RenderOptions;
 use serde_json::json;
 use std::time::Duration;
-use support::apiserver::ApiServer;
-use support::cluster::{decode, expected_rendered, seed_examples};
-use support::http::http_get;
-use support::node_host::root_on;
 
 const LIMIT: Duration = support::PATIENCE;
 

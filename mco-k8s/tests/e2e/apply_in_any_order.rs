@@ -11,8 +11,12 @@
 // The test API server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::admission::Outcome;
+use crate::support::apiserver::{resource, ApiServer, ResourceDef};
+use crate::support::cluster::repo;
+use crate::support::yaml_docs;
 use base64::Engine as _;
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::Api;
@@ -28,10 +32,6 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use support::admission::Outcome;
-use support::apiserver::{resource, ApiServer, ResourceDef};
-use support::cluster::repo;
-use support::yaml_docs;
 
 const NAMESPACE: &str = "openshift-machine-config-operator";
 const CONTROLLER_USER: &str =

@@ -8,15 +8,15 @@
 //! naming the node and the pod, until it completes. A PodDisruptionBudget that allows no
 //! disruption holds the drain until it allows one, which the eviction takes.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Kubelet};
+use crate::support::cluster::seed_examples;
 use mco_k8s::controller::{self, Options};
 use mco_render::api::node::{DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL};
 use mco_render::controllers::drain::DrainRetry;
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Kubelet};
-use support::cluster::seed_examples;
 use tokio::task::JoinHandle;
 
 const LIMIT: Duration = support::PATIENCE;

@@ -7,9 +7,11 @@
 // The test API server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
-use support::cluster::{generating_options, repo, start_all_controllers};
+use crate::support;
+use crate::support::cluster::{generating_options, repo, start_all_controllers};
 
+use crate::support::apiserver::{resource, ApiServer};
+use crate::support::yaml_docs;
 use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::Api;
 use mco_k8s::controller::cluster_config::{image_resources, ClusterConfigs};
@@ -22,8 +24,6 @@ use mco_render::plan::input::rendered_input;
 use mco_render::plan::{compute, ActionType};
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
-use support::yaml_docs;
 
 const LIMIT: Duration = support::PATIENCE;
 const REGISTRIES_MC: &str = "99-worker-generated-registries";

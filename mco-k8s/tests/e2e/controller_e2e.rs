@@ -8,8 +8,11 @@
 //! a kubelet clock sped up 1000 times) before a drain is done. The API server's store checks, on every node
 //! write, how many workers count as unavailable.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Kubelet};
+use crate::support::cluster::{decode, examples, expected_rendered};
+use crate::support::yaml_docs;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
@@ -27,9 +30,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Kubelet};
-use support::cluster::{decode, examples, expected_rendered};
-use support::yaml_docs;
 use tokio::task::JoinHandle;
 
 const WORKERS: usize = 50;

@@ -10,8 +10,11 @@
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::cluster::examples;
+use crate::support::{rbac, yaml_docs};
 use mco_k8s::controller::pool_sync::Cluster;
 use mco_k8s::operator::kinds::kind_info;
 use mco_k8s::operator::{embedded, Operator, Options};
@@ -22,9 +25,6 @@ use mco_render::controllers::operator::{
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::cluster::examples;
-use support::{rbac, yaml_docs};
 
 const IMAGE: &str = "quay.io/test/mco-rs:1";
 

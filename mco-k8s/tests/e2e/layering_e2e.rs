@@ -14,8 +14,14 @@
 // The test server's handlers return its Status error object by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::builder::{
+    condition, create_mosc, digest_of, edit, seed_build_inputs, start_builder, Builder, NS,
+};
+use crate::support::cluster::seed_examples;
+use crate::support::rbac;
 use mco_k8s::controller::{self, Options};
 use mco_render::api::node::{
     CURRENT_CONFIG, CURRENT_IMAGE, DESIRED_CONFIG, DESIRED_DRAIN, DESIRED_IMAGE,
@@ -25,12 +31,6 @@ use mco_render::controllers::drain::DrainRetry;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::builder::{
-    condition, create_mosc, digest_of, edit, seed_build_inputs, start_builder, Builder, NS,
-};
-use support::cluster::seed_examples;
-use support::rbac;
 use tokio::task::JoinHandle;
 
 const LIMIT: Duration = support::PATIENCE;

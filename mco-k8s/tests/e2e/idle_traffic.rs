@@ -8,8 +8,11 @@
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::cluster::{expected_rendered, generating_options, repo, seed_examples};
+use crate::support::{eventually_within, yaml_docs};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use mco_k8s::operator::kinds::kind_info;
@@ -19,9 +22,6 @@ use mco_render::controllers::operator::{parse_manifests, CLUSTER_OPERATOR_NAME};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::cluster::{expected_rendered, generating_options, repo, seed_examples};
-use support::{eventually_within, yaml_docs};
 
 /// How long a wait for an outcome may last before the test fails.
 const LIMIT: Duration = support::PATIENCE;

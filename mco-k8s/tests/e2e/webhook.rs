@@ -2,7 +2,7 @@
 //! example cluster dump and against watch caches of the in-process API server, a rustls
 //! client trusting a self-signed certificate; and the webhook configuration in manifests/.
 
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

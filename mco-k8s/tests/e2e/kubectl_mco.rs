@@ -4,8 +4,12 @@
 //! serve named on standard error); the one-step actions make exactly their write with `--yes`
 //! and none when the answer is no; `--watch` draws a new frame after a change.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer};
+use crate::support::cluster::repo;
+use crate::support::plugin::{kubeconfig, plugin};
+use crate::support::{edit, yaml_docs, PATIENCE};
 use mco_render::api::node::{FORCE, STATE};
 use mco_render::status::{check_pools, render, status, Cluster, Options, Source};
 use serde_json::{json, Value};
@@ -15,10 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
-use support::cluster::repo;
-use support::plugin::{kubeconfig, plugin};
-use support::{edit, yaml_docs, PATIENCE};
 
 const NOW: &str = "2026-03-04T10:00:00Z";
 const EXAMPLES: [&str; 6] = [

@@ -3,17 +3,17 @@
 //! disruption budget blocks past the timeout is reported on the node, naming the pod, until
 //! the budget lets the pod go. Every request it made is one its ClusterRole in manifests/ grants.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Kubelet};
+use crate::support::cluster::{expected_rendered, seed_examples};
+use crate::support::rbac;
 use mco_render::api::node::{DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE, ZONE_LABEL};
 use mco_render::RenderOptions;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Kubelet};
-use support::cluster::{expected_rendered, seed_examples};
-use support::rbac;
 
 const LIMIT: Duration = support::PATIENCE;
 

@@ -2,15 +2,15 @@
 //! an empty, ready store, not re-requested in a tight loop, and a loop woken on spec changes sleeps through status
 //! updates.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::ApiServer;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use mco_k8s::crd;
 use mco_k8s::reflect::{wake_on, Wake};
 use serde_json::json;
 use std::time::Duration;
-use support::apiserver::ApiServer;
 use tokio::sync::mpsc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,8 +10,10 @@
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::rbac;
 use base64::Engine as _;
 use mco_k8s::operator::{embedded, Options};
 use mco_node::agent::kube_loop::{Agent, AgentOptions, Synced};
@@ -25,8 +27,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::rbac;
 
 const LIMIT: Duration = support::PATIENCE;
 const DAEMON: &str = "machine-config-daemon (worker-0)";

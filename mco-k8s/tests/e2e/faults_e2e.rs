@@ -11,8 +11,12 @@
 //!
 //! Each prints its recovery figures (time, requests) for the record; none asserts speed.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::cluster::expected_rendered;
+use crate::support::faults::{Matcher, Refusal, RESTART};
+use crate::support::{edit, eventually_within, PATIENCE};
 use mco_k8s::controller;
 use mco_k8s::leader::{Elector, LeaseSettings};
 use mco_render::api::node::{
@@ -23,10 +27,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::apiserver::{resource, ApiServer, Store};
-use support::cluster::expected_rendered;
-use support::faults::{Matcher, Refusal, RESTART};
-use support::{edit, eventually_within, PATIENCE};
 use tokio::task::JoinHandle;
 
 const AGENT: &str = "machine-config-controller/faults-e2e";

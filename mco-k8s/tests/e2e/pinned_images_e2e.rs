@@ -9,15 +9,15 @@
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::rbac;
 use mco_node::agent::pinned_images::{run, PinnedOptions};
 use mco_node::{HostRoot, RecordingHost};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::rbac;
 
 const LIMIT: Duration = support::PATIENCE;
 const DAEMON: &str = "machine-config-daemon (worker-0)";

@@ -2,9 +2,11 @@
 //! the in-process API server. What they write must equal what the pure functions
 //! (`mco_render::controllers::templates`, `mco_render::controllers::generate`) give on the same inputs.
 
-mod support;
-use support::cluster::{repo, start_all_controllers};
+use crate::support;
+use crate::support::cluster::{repo, start_all_controllers};
 
+use crate::support::apiserver::ApiServer;
+use crate::support::yaml_docs;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use mco_k8s::controller::templates::read_tree;
@@ -16,8 +18,6 @@ use mco_render::controllers::generate::{generate, GenerateInput, GenerateOutcome
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateOptions};
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::apiserver::ApiServer;
-use support::yaml_docs;
 
 const LIMIT: Duration = support::PATIENCE;
 const POOL_LABEL: &str = "pools.operator.machineconfiguration.openshift.io/worker";

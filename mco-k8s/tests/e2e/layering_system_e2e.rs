@@ -8,8 +8,15 @@
 //! into it and report it; the pool is Updated on config and image. Deleting the
 //! MachineOSConfig takes both back to the rendered config's own OS image.
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::builder::{
+    condition, create_mosc, digest_of, seed_build_inputs, start_builder, Builder,
+};
+use crate::support::cluster::{expected_rendered, seed_examples};
+use crate::support::node_host::root_on;
+use crate::support::rbac;
 use mco_k8s::controller::{self, Options};
 use mco_node::agent::kube_loop::{Agent, AgentOptions};
 use mco_node::apply::revert::REVERT_FILE;
@@ -23,13 +30,6 @@ use mco_render::controllers::drain::DrainRetry;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::builder::{
-    condition, create_mosc, digest_of, seed_build_inputs, start_builder, Builder,
-};
-use support::cluster::{expected_rendered, seed_examples};
-use support::node_host::root_on;
-use support::rbac;
 
 const LIMIT: Duration = support::PATIENCE;
 const CONTROLLER: &str = "machine-config-controller";

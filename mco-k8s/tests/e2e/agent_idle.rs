@@ -18,8 +18,11 @@
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer};
+use crate::support::cluster::{decode, expected_rendered, seed_examples};
+use crate::support::node_host::root_on;
 use kube::Client;
 use mco_k8s::controller::{self, Options};
 use mco_node::agent::kube_loop::AgentOptions;
@@ -34,9 +37,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer};
-use support::cluster::{decode, expected_rendered, seed_examples};
-use support::node_host::root_on;
 
 /// How long a wait for an outcome may last before the test fails.
 const LIMIT: Duration = Duration::from_secs(300);

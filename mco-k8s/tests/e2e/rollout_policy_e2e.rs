@@ -12,8 +12,11 @@
 // The test server's handlers return its Status error object by value.
 #![allow(clippy::result_large_err)]
 
-mod support;
+use crate::support;
 
+use crate::support::apiserver::{resource, ApiServer, Store};
+use crate::support::cluster::{expected_rendered, seed_examples};
+use crate::support::edit;
 use mco_k8s::controller::{self, Options};
 use mco_render::api::node::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN, STATE,
@@ -23,9 +26,6 @@ use mco_render::controllers::rollout_policy::rfc3339;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use support::apiserver::{resource, ApiServer, Store};
-use support::cluster::{expected_rendered, seed_examples};
-use support::edit;
 use tokio::task::JoinHandle;
 
 const LIMIT: Duration = support::PATIENCE;
