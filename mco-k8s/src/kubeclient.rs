@@ -3,9 +3,14 @@
 //! names the component (the API server's audit log and metrics attribute requests by it), and
 //! logs for people: colour only on a terminal.
 
+use kube::client::retry::RetryPolicy;
+use kube::client::ClientBuilder;
 use kube::{Client, Config};
+use mco_render::controllers::backoff::ClientRetry;
 use std::io::IsTerminal;
 use std::path::Path;
+use tower::buffer::BufferLayer;
+use tower::retry::RetryLayer;
 
 /// Why no client could be built.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +61,21 @@ pub async fn connect(kubeconfig: Option<&Path>, user_agent: &str) -> Result<Clie
     let value = http::HeaderValue::from_str(user_agent)
         .map_err(|_| ConnectError::UserAgent(user_agent.to_string()))?;
     config.headers.push((http::header::USER_AGENT, value));
-    Ok(Client::try_from(config)?)
+    Ok(client_from(config)?)
+}
+
+/// A client for `config` that retries a request answered `429`, `503` or `504` as
+/// [`ClientRetry::COMPONENTS`] says (a `Retry-After` honoured), not as kube-client's default.
+pub fn client_from(mut config: Config) -> Result<Client, kube::Error> {
+    config.default_retry = false;
+    let r = ClientRetry::COMPONENTS;
+    let policy = RetryPolicy::new(r.backoff.initial, r.backoff.max, r.retries, true)
+        .map_err(|e| kube::Error::Service(e.into()))?;
+    // (A buffer first: the retry layer clones the service it wraps, as kube-client's own.)
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&BufferLayer::new(1024))
+        .with_layer(&RetryLayer::new(policy))
+        .build())
 }
 
 /// Logs to standard error, coloured only when it is a terminal.

@@ -45,5 +45,5 @@ pub async fn client(
     let value =
         http::HeaderValue::from_str(&ua).map_err(|_| ConnectError::UserAgent(ua.clone()))?;
     config.headers.push((http::header::USER_AGENT, value));
-    Ok(Client::try_from(config)?)
+    Ok(crate::kubeclient::client_from(config)?)
 }

@@ -8,6 +8,7 @@ use crate::support;
 
 use crate::support::apiserver::ApiServer;
 use crate::support::cluster::{decode, expected_rendered, seed_examples};
+use crate::support::faults::{Matcher, Refusal};
 use crate::support::http::http_get;
 use crate::support::node_host::root_on;
 use k8s_openapi::api::core::v1::Node as KubeNode;
@@ -29,6 +30,75 @@ const LIMIT: Duration = support::PATIENCE;
 
 async fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     support::eventually_within(what, LIMIT, check).await
+}
+
+/// Worker `w`'s MachineConfigNode: owned by its Node, on `target`, its conditions the record of
+/// upstream's sequence for a rebooting update (every phase the update went through reset to
+/// False by `Updated` True, its message naming the update).
+fn update_recorded(server: &ApiServer, w: &str, target: &str) {
+    let mcn = server
+        .store
+        .get("machineconfignodes", "", w)
+        .unwrap_or_else(|| panic!("{w}: no MachineConfigNode"));
+    let node = server.store.get("nodes", "", w).unwrap();
+    let owner = &mcn["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "Node", "{w}");
+    assert_eq!(owner["name"], *w, "{w}");
+    assert_eq!(owner["uid"], node["metadata"]["uid"], "{w}");
+    assert_eq!(mcn["spec"]["node"]["name"], *w, "{w}");
+    assert_eq!(mcn["spec"]["pool"]["name"], "worker", "{w}");
+    assert_eq!(mcn["spec"]["configVersion"]["desired"], target, "{w}");
+    assert_eq!(mcn["status"]["configVersion"]["current"], target, "{w}");
+    assert_eq!(mcn["status"]["configVersion"]["desired"], target, "{w}");
+    let conditions = mcn["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let find = |t: &str| {
+        conditions
+            .iter()
+            .find(|c| c["type"] == t)
+            .unwrap_or_else(|| panic!("{w}: no {t} in {conditions:#?}"))
+    };
+    let mut types: Vec<&str> = conditions
+        .iter()
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    types.sort();
+    let mut want = mco_render::api::machine_config_node::conditions::ALL.to_vec();
+    want.sort();
+    assert_eq!(types, want, "{w}");
+    assert_eq!(find("Updated")["status"], "True", "{w}");
+    let during = format!("Action during update to {target}: ");
+    for t in [
+        "UpdatePrepared",
+        "UpdateExecuted",
+        "Cordoned",
+        "Drained",
+        "AppliedFilesAndOS",
+        "RebootedNode",
+        "Resumed",
+        "UpdateComplete",
+        "Uncordoned",
+    ] {
+        let c = find(t);
+        assert_eq!(c["status"], "False", "{w}: {t}");
+        let message = c["message"].as_str().unwrap_or("");
+        assert!(message.starts_with(&during), "{w}: {t}: {message}");
+    }
+    let degraded = find("NodeDegraded");
+    assert_eq!(degraded["status"], "False", "{w}");
+    assert_eq!(
+        degraded["message"],
+        format!("Node {w} upgrade succeeded").as_str(),
+        "{w}"
+    );
+    // The update rebooted: no rebootless post-action.
+    assert_eq!(
+        find("UpdatePostActionComplete")["reason"],
+        "NotYetOccurred",
+        "{w}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,81 +349,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     // the record of upstream's sequence (every phase the update went through reset to False
     // by `Updated` True, its message naming the update).
     for w in ["worker-0", "worker-1"] {
-        let mcn = server
-            .store
-            .get("machineconfignodes", "", w)
-            .unwrap_or_else(|| panic!("{w}: no MachineConfigNode"));
-        let node = server.store.get("nodes", "", w).unwrap();
-        let owner = &mcn["metadata"]["ownerReferences"][0];
-        assert_eq!(owner["kind"], "Node", "{w}");
-        assert_eq!(owner["name"], *w, "{w}");
-        assert_eq!(owner["uid"], node["metadata"]["uid"], "{w}");
-        assert_eq!(mcn["spec"]["node"]["name"], *w, "{w}");
-        assert_eq!(mcn["spec"]["pool"]["name"], "worker", "{w}");
-        assert_eq!(
-            mcn["spec"]["configVersion"]["desired"],
-            target.as_str(),
-            "{w}"
-        );
-        assert_eq!(
-            mcn["status"]["configVersion"]["current"],
-            target.as_str(),
-            "{w}"
-        );
-        assert_eq!(
-            mcn["status"]["configVersion"]["desired"],
-            target.as_str(),
-            "{w}"
-        );
-        let conditions = mcn["status"]["conditions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let find = |t: &str| {
-            conditions
-                .iter()
-                .find(|c| c["type"] == t)
-                .unwrap_or_else(|| panic!("{w}: no {t} in {conditions:#?}"))
-        };
-        let mut types: Vec<&str> = conditions
-            .iter()
-            .filter_map(|c| c["type"].as_str())
-            .collect();
-        types.sort();
-        let mut want = mco_render::api::machine_config_node::conditions::ALL.to_vec();
-        want.sort();
-        assert_eq!(types, want, "{w}");
-        assert_eq!(find("Updated")["status"], "True", "{w}");
-        let during = format!("Action during update to {target}: ");
-        for t in [
-            "UpdatePrepared",
-            "UpdateExecuted",
-            "Cordoned",
-            "Drained",
-            "AppliedFilesAndOS",
-            "RebootedNode",
-            "Resumed",
-            "UpdateComplete",
-            "Uncordoned",
-        ] {
-            let c = find(t);
-            assert_eq!(c["status"], "False", "{w}: {t}");
-            let message = c["message"].as_str().unwrap_or("");
-            assert!(message.starts_with(&during), "{w}: {t}: {message}");
-        }
-        let degraded = find("NodeDegraded");
-        assert_eq!(degraded["status"], "False", "{w}");
-        assert_eq!(
-            degraded["message"],
-            format!("Node {w} upgrade succeeded").as_str(),
-            "{w}"
-        );
-        // The update rebooted: no rebootless post-action.
-        assert_eq!(
-            find("UpdatePostActionComplete")["reason"],
-            "NotYetOccurred",
-            "{w}"
-        );
+        update_recorded(&server, w, &target);
     }
     // Every node has its MachineConfigNode, the idle master too (written when its agent
     // started), and `kubectl get mcn` shows it as the CRD's printer columns read it.
@@ -473,6 +469,123 @@ fn ignite(root: &HostRoot, served: &[u8]) {
     for f in ["currentconfig", "state.json"] {
         std::fs::remove_file(root.base().join("etc/machine-config-daemon").join(f)).unwrap();
     }
+}
+
+/// The reasons of the Events on Node `name`.
+fn node_event_reasons(server: &ApiServer, name: &str) -> Vec<String> {
+    server
+        .store
+        .list("events")
+        .iter()
+        .filter(|e| e["regarding"]["kind"] == "Node" && e["regarding"]["name"] == name)
+        .filter_map(|e| e["reason"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// An agent whose Events and MachineConfigNode writes the API server fails (`503`) for a whole
+/// update keeps them, and sends them once the server takes them again: the node's record of
+/// the update is whole, in order, as if nothing had failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
+    let server = ApiServer::start().await.unwrap();
+    seed_examples(&server);
+    let worker = expected_rendered(&server, "worker", &RenderOptions::default());
+    let name = "worker-0";
+    let agent = format!("machine-config-daemon ({name})");
+    let nodes: Api<KubeNode> = Api::all(server.client());
+    let n: KubeNode = serde_json::from_value(json!({
+        "metadata": {"name": name,
+            "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"},
+            "annotations": {CURRENT_CONFIG: worker.name(), DESIRED_CONFIG: worker.name(),
+                            STATE: "Done"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    nodes.create(&PostParams::default(), &n).await.unwrap();
+    let (_dir, root) = root_on(&worker);
+    let mut opts = AgentOptions::new(name);
+    opts.resync = Duration::from_millis(500);
+    opts.retry_after = Duration::from_secs(1);
+    opts.continue_after_reboot = true;
+    let daemon = Agent::new(server.client_as(&agent), root, RecordingHost::new(), opts);
+    let daemon = tokio::spawn(async move {
+        let _ = daemon.run().await;
+    });
+    let client = server.client_as("machine-config-controller");
+    let ctrl = tokio::spawn(async move {
+        let opts = Options {
+            debounce: Duration::from_millis(20),
+            resync: Duration::from_secs(1),
+            ..Options::default()
+        };
+        let _ = controller::run(client, opts).await;
+    });
+    eventually("the agent's start-up record", || {
+        server.store.get("machineconfignodes", "", name).map(|_| ())
+    })
+    .await;
+
+    // From here the server fails the agent's Events and MachineConfigNode writes.
+    for plural in ["events", "machineconfignodes"] {
+        server.store.faults.refuse(
+            Matcher {
+                plural: Some(plural),
+                agent: Some(agent.clone()),
+                ..Matcher::default()
+            },
+            Refusal::Unavailable,
+            u64::MAX,
+        );
+    }
+    let mcs: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
+    let motd: DynamicObject =
+        serde_json::from_value(support::cluster::file_mc("99-worker-motd", "/etc/motd")).unwrap();
+    mcs.create(&PostParams::default(), &motd).await.unwrap();
+    let target = eventually("a new rendered worker config", || {
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
+        (t != worker.name()).then_some(t)
+    })
+    .await;
+    eventually("the worker done on the new config", || {
+        let n: Node = decode(&server.store.get("nodes", "", name)?);
+        n.is_done_on(&target).then_some(())
+    })
+    .await;
+    assert_eq!(node_event_reasons(&server, name), Vec::<String>::new());
+    let refused = server.store.faults.refused();
+    assert!(refused >= 4, "{refused} requests refused");
+
+    // The server takes them again: the next sync sends what waited.
+    server.store.faults.lift();
+    eventually("the update's Events", || {
+        let got = node_event_reasons(&server, name);
+        ["Cordon", "Drain", "Reboot", "NodeDone"]
+            .iter()
+            .all(|want| got.iter().any(|r| r == want))
+            .then_some(())
+    })
+    .await;
+    eventually("the MachineConfigNode Updated on the new config", || {
+        let mcn = server.store.get("machineconfignodes", "", name)?;
+        let updated = mcn["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Updated" && c["status"] == "True");
+        (updated && mcn["status"]["configVersion"]["current"] == target.as_str()).then_some(())
+    })
+    .await;
+    update_recorded(&server, name, &target);
+    // Each Event once: what was sent is not kept.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let got = node_event_reasons(&server, name);
+    for want in ["Cordon", "Drain", "Reboot", "NodeDone"] {
+        let n = got.iter().filter(|r| *r == want).count();
+        assert_eq!(n, 1, "{want} in {got:?}");
+    }
+    daemon.abort();
+    ctrl.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2563,7 +2563,7 @@ impl ApiServer {
     }
 
     fn client_with(&self, config: kube::Config) -> kube::Client {
-        kube::Client::try_from(config).unwrap_or_else(|e| panic!("kube client: {e}"))
+        mco_k8s::kubeclient::client_from(config).unwrap_or_else(|e| panic!("kube client: {e}"))
     }
 }
 

@@ -81,7 +81,26 @@ pub async fn connect(kubeconfig: Option<&std::path::Path>, node: &str) -> Result
     );
     let value = http::HeaderValue::from_str(&agent).map_err(|e| format!("user agent: {e}"))?;
     config.headers.push((http::header::USER_AGENT, value));
-    Client::try_from(config).map_err(|e| e.to_string())
+    client_from(config).map_err(|e| e.to_string())
+}
+
+/// A client for `config` that retries a request answered `429`, `503` or `504` as
+/// [`ClientRetry::COMPONENTS`] says (a `Retry-After` honoured), not as kube-client's default
+/// (15 tries over minutes, the update held all that time).
+///
+/// [`ClientRetry::COMPONENTS`]: mco_render::controllers::backoff::ClientRetry::COMPONENTS
+pub fn client_from(mut config: kube::Config) -> Result<Client, kube::Error> {
+    use mco_render::controllers::backoff::ClientRetry;
+    config.default_retry = false;
+    let r = ClientRetry::COMPONENTS;
+    let policy =
+        kube::client::retry::RetryPolicy::new(r.backoff.initial, r.backoff.max, r.retries, true)
+            .map_err(|e| kube::Error::Service(e.into()))?;
+    // (A buffer first: the retry layer clones the service it wraps, as kube-client's own.)
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&tower::retry::RetryLayer::new(policy))
+        .build())
 }
 
 /// A sync or the watch failed.
@@ -180,9 +199,10 @@ pub struct Agent<H: Host> {
     cache: BTreeMap<String, DesiredConfig>,
     waiting: Option<(String, Instant, bool)>,
     retry: Option<(String, Instant)>,
-    /// The resourceVersion of the node as our last write left it: watch events before its
-    /// echo show the node before that write, and are not synced on.
-    written: Option<String>,
+    /// The node as our last write left it (the API server's answer): watch events before its
+    /// echo show the node before that write, and are not synced on; until that echo arrives,
+    /// a resync works on this node, not on the one last seen.
+    written: Option<KubeNode>,
     /// Records the Events of the steps on the Node.
     recorder: kube::runtime::events::Recorder,
     /// The config on disk at the last sync (what the drift monitor watches).
@@ -198,6 +218,8 @@ pub struct Agent<H: Host> {
     mcn_absent: bool,
     /// The absences of the MachineConfigNode API in a row.
     mcn_absences: u32,
+    /// Events and MachineConfigNode phases a failed request left unsent.
+    unsent: super::unsent::Unsent,
     /// Woken when the MachineConfigNode API may be served again.
     mcn_served: std::sync::Arc<tokio::sync::Notify>,
     /// The client (for the watches of CRDs).
@@ -264,6 +286,7 @@ impl<H: Host> Agent<H> {
             mcn_retry: None,
             mcn_absent: false,
             mcn_absences: 0,
+            unsent: Default::default(),
             mcn_served: std::sync::Arc::default(),
         }
     }
@@ -351,6 +374,11 @@ impl<H: Host> Agent<H> {
         convert(&format!("Node {}", self.opts.node_name), &updated)
     }
 
+    /// The resourceVersion of the node as our last write left it.
+    fn written_version(&self) -> Option<String> {
+        self.written.as_ref()?.metadata.resource_version.clone()
+    }
+
     /// Merge-patches this node's Node, remembering the resourceVersion written (its own
     /// write's watch event is not news).
     async fn patch_node(&mut self, patch: &serde_json::Value) -> Result<KubeNode, AgentError> {
@@ -362,7 +390,7 @@ impl<H: Host> Agent<H> {
                 &Patch::Merge(patch),
             )
             .await?;
-        self.written = updated.metadata.resource_version.clone();
+        self.written = Some(updated.clone());
         Ok(updated)
     }
 
@@ -371,13 +399,42 @@ impl<H: Host> Agent<H> {
     /// Best effort, like the Events: a failure is logged.
     async fn report(&mut self, step: &Step, node: &Node) {
         let phases = super::node_conditions::step_phases(step, node);
-        if phases.is_empty() || self.mcn_absent {
+        self.write_phases(phases, node).await;
+    }
+
+    /// Writes `phases` on the MachineConfigNode after the ones a failed write left unsent;
+    /// when the server was away or failing, all of them wait for the next try.
+    async fn write_phases(&mut self, phases: Vec<super::node_conditions::Phase>, node: &Node) {
+        if self.mcn_absent {
             return;
         }
-        match self.write_mcn(&phases, node).await {
-            Ok(()) => self.mcn_absences = 0,
-            Err(e) => self.mcn_failed(&e, "MachineConfigNode not written"),
+        self.unsent.queue_phases(phases);
+        let all = self.unsent.take_phases(Instant::now());
+        if all.is_empty() {
+            return;
         }
+        match self.write_mcn(&all, node).await {
+            Ok(()) => {
+                self.mcn_absences = 0;
+                self.unsent.phases_written();
+            }
+            Err(e) => {
+                if matches!(&e, AgentError::Kube(k) if super::unsent::transient(k)) {
+                    self.unsent.phases_failed(all, Instant::now());
+                }
+                self.mcn_failed(&e, "MachineConfigNode not written");
+            }
+        }
+    }
+
+    /// Sends what a failed request left unsent (the API server away, throttling or failing
+    /// then): the Events first, then the MachineConfigNode phases.
+    async fn send_unsent(&mut self, node: &Node) {
+        if self.unsent.is_empty() {
+            return;
+        }
+        self.publish(Vec::new(), None).await;
+        self.write_phases(Vec::new(), node).await;
     }
 
     /// After a failed MachineConfigNode write: when the server does not serve the API, no
@@ -502,8 +559,8 @@ impl<H: Host> Agent<H> {
         Ok(())
     }
 
-    /// Records the step's Events on the Node; a failure to record is only logged.
-    async fn record(&self, step: &Step, node: &KubeNode) {
+    /// Records the step's Events on the Node (see [`Self::publish`]).
+    async fn record(&mut self, step: &Step, node: &KubeNode) {
         let events = super::step_events(step, &self.opts.node_name);
         self.publish(events, node.metadata.uid.clone()).await;
     }
@@ -576,30 +633,46 @@ impl<H: Host> Agent<H> {
         Ok(Synced::Rebooting)
     }
 
-    /// Records `events` on the Node (`uid`: the Node's, when known); failures are only logged.
-    async fn publish(&self, events: Vec<super::NodeEvent>, uid: Option<String>) {
+    /// Records `events` on the Node (`uid`: the Node's, when known), after the ones a failed
+    /// request left unsent. Recording never fails a step: when the server cannot take an
+    /// Event (away, throttling, failing), it and the ones after it wait (see
+    /// [`super::unsent`]); one it refuses is logged.
+    async fn publish(&mut self, events: Vec<super::NodeEvent>, uid: Option<String>) {
+        use super::unsent::UnsentEvent;
         use kube::runtime::events::{Event, EventType};
-        let reference = k8s_openapi::api::core::v1::ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Node".into()),
-            name: Some(self.opts.node_name.clone()),
-            uid,
-            ..Default::default()
-        };
-        for e in events {
+        self.unsent
+            .queue_events(events.into_iter().map(|event| UnsentEvent {
+                event,
+                uid: uid.clone(),
+                tries: 0,
+            }));
+        while let Some(e) = self.unsent.next_event(Instant::now()) {
+            let reference = k8s_openapi::api::core::v1::ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(self.opts.node_name.clone()),
+                uid: e.uid.clone(),
+                ..Default::default()
+            };
             let event = Event {
-                type_: if e.warning {
+                type_: if e.event.warning {
                     EventType::Warning
                 } else {
                     EventType::Normal
                 },
-                reason: e.reason.into(),
-                note: Some(e.note),
-                action: e.reason.into(),
+                reason: e.event.reason.into(),
+                note: Some(e.event.note.clone()),
+                action: e.event.reason.into(),
                 secondary: None,
             };
-            if let Err(err) = self.recorder.publish(&event, &reference).await {
-                tracing::debug!("event {} not recorded: {err}", e.reason);
+            match self.recorder.publish(&event, &reference).await {
+                Ok(()) => {}
+                Err(err) if super::unsent::transient(&err) => {
+                    tracing::debug!("event {} not recorded yet: {err}", e.event.reason);
+                    self.unsent.event_failed(e, Instant::now());
+                    return;
+                }
+                Err(err) => tracing::warn!("event {} not recorded: {err}", e.event.reason),
             }
         }
     }
@@ -656,6 +729,7 @@ impl<H: Host> Agent<H> {
         if !self.mcn_started && !self.mcn_absent && retry_due {
             self.report_start(&node).await;
         }
+        self.send_unsent(&node).await;
         let mut node = node;
         // Back from leaving on-cluster layering: the config's files again, before anything.
         match crate::apply::revert::finish(&self.root, &mut self.host) {
@@ -786,18 +860,18 @@ impl<H: Host> Agent<H> {
                     }
                     tracing::info!(from = current.name(), to = %want, "applying");
                     // The force file skips the drift check once (upstream's), and goes.
-                    let opts = ApplyOptions {
-                        check_drift: !force,
-                        reboot: crate::apply::RebootMode::Deferred,
-                        drained: true,
-                        policies: self.policies.as_ref(),
-                    };
                     let rpm_ostree = crate::rpm_ostree::is_rpm_ostree_host(&self.root)?;
                     let (started, staged) =
                         super::os_update_events(&current.input, &desired.input, rpm_ostree);
                     let uid = self.node_uid.clone();
                     self.publish(started.into_iter().collect(), uid.clone())
                         .await;
+                    let opts = ApplyOptions {
+                        check_drift: !force,
+                        reboot: crate::apply::RebootMode::Deferred,
+                        drained: true,
+                        policies: self.policies.as_ref(),
+                    };
                     let out =
                         run_update(&self.root, &mut self.host, &current, &desired, opts, None);
                     for l in &out.log {
@@ -920,15 +994,15 @@ impl<H: Host> Agent<H> {
                     None => return Ok(()),
                     Some(Ok(watcher::Event::Apply(n))) => {
                         let rv = n.metadata.resource_version.clone();
-                        latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
-                        seen = rv.clone();
                         match &echo {
                             // The node before our last write: syncing on it would repeat
-                            // that write.
+                            // that write (and `latest` is already the node it left).
                             Some(want) if rv.as_ref() != Some(want) => continue,
                             Some(_) => echo = None,
                             None => {}
                         }
+                        latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
+                        seen = rv;
                     }
                     Some(Ok(watcher::Event::InitApply(n))) => {
                         // A re-list shows the node as it is now.
@@ -974,7 +1048,7 @@ impl<H: Host> Agent<H> {
                 }
             }
             let Some(n) = latest.clone() else { continue };
-            let before = self.written.clone();
+            let before = self.written_version();
             match self.sync(n).await {
                 Ok(Synced::Rebooting) if !self.opts.continue_after_reboot => return Ok(()),
                 Ok(s) => tracing::debug!(?s, "synced"),
@@ -985,8 +1059,16 @@ impl<H: Host> Agent<H> {
                 drift.follow(&self.root, c.name(), &c.input.config);
             }
             // A write that changed nothing keeps the resourceVersion and sends no event.
-            if self.written != before && self.written != seen {
-                echo = self.written.clone();
+            let written = self.written_version();
+            if written != before && written != seen {
+                // Until its echo arrives, the node is the one our write returned: a resync on
+                // the node last seen (its watch perhaps cut, re-listing after backoff) would
+                // write the same step again.
+                if let Some(n) = &self.written {
+                    latest = Some(convert(&format!("Node {}", self.opts.node_name), n)?);
+                }
+                seen = written.clone();
+                echo = written;
             }
         }
     }

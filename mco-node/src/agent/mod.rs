@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod node_conditions;
 pub mod os_check;
 pub mod pinned_images;
+pub mod unsent;
 pub mod watches;
 
 use std::collections::BTreeMap;

@@ -35,10 +35,46 @@ impl Backoff {
         max: Duration::from_secs(30),
     };
 
+    /// How an API client waits between the tries of a request the server answered `429`,
+    /// `503` or `504` (see [`ClientRetry::COMPONENTS`]): 200 ms doubling to 1 s.
+    pub const CLIENT: Backoff = Backoff {
+        initial: Duration::from_millis(200),
+        max: Duration::from_secs(1),
+    };
+
     /// The delay before try number `attempt + 1` (attempt 0 is the first retry).
     pub fn delay(&self, attempt: u32) -> Duration {
         let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
         self.initial.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// How an API client retries, by itself, a request the server answered `429`, `503` or
+/// `504`, before the component's own retry takes over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientRetry {
+    /// The waits between tries (a longer `Retry-After` from the server is waited instead).
+    pub backoff: Backoff,
+    /// The retries after the first try.
+    pub retries: u32,
+}
+
+impl ClientRetry {
+    /// Every component's clients: a few tries within seconds, then the failure goes to the
+    /// component, whose own retry (a work queue's backoff, the agent's next sync, the Event
+    /// recorder's) does not hold up its other work. kube-client's default tries 15 times
+    /// over minutes, the caller held all that time (an agent stalled mid-update on a
+    /// best-effort write); client-go tries up to 10 times, about a second apart, only when
+    /// the server's `Retry-After` says when.
+    pub const COMPONENTS: ClientRetry = ClientRetry {
+        backoff: Backoff::CLIENT,
+        retries: 3,
+    };
+
+    /// The longest the client waits in all before giving up, when the server sends no
+    /// `Retry-After`.
+    pub fn longest_wait(&self) -> Duration {
+        (0..self.retries).map(|a| self.backoff.delay(a)).sum()
     }
 }
 
@@ -52,6 +88,12 @@ mod tests {
         let secs: Vec<u64> = (0..7).map(|a| b.delay(a).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30]);
         assert_eq!(b.delay(u32::MAX), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_client_gives_a_failing_request_up_within_seconds() {
+        let r = ClientRetry::COMPONENTS;
+        assert_eq!(r.longest_wait(), Duration::from_millis(200 + 400 + 800));
     }
 
     #[test]
