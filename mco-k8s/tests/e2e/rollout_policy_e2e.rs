@@ -700,27 +700,6 @@ async fn kubectl_mco_status_says_when_a_closed_window_opens() {
     );
 }
 
-/// A ReplicaSet's pod on worker-0 and the budget `web` over it that allows no disruption, as
-/// the disruption controller leaves one whose only replica must stay.
-fn blocking_budget(store: &Store) {
-    store
-        .create(
-            resource("pods").unwrap(),
-            "apps",
-            json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "web-0", "namespace": "apps", "labels": {"app": "web"},
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                                  "name": "web-5d9c", "uid": "u"}]},
-                "spec": {"nodeName": "worker-0", "containers": [{"name": "c", "image": "i"}]},
-                "status": {"phase": "Running",
-                           "conditions": [{"type": "Ready", "status": "True"}]}
-            }),
-        )
-        .unwrap();
-    support::cluster::blocking_budget(store);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_mco_status_names_the_budget_blocking_a_drain() {
     let opts = Options {
@@ -728,7 +707,12 @@ async fn kubectl_mco_status_names_the_budget_blocking_a_drain() {
         drain_timeout: Duration::ZERO,
         ..options()
     };
-    let sim = Sim::start_with(json!({}), opts, blocking_budget).await;
+    let sim = Sim::start_with(
+        json!({}),
+        opts,
+        support::cluster::pod_behind_a_blocking_budget,
+    )
+    .await;
     let new = sim.change("/etc/good").await;
     eventually_or(
         "the other workers updated and worker-0's drain reported blocked",

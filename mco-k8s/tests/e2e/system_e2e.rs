@@ -19,12 +19,15 @@ use mco_k8s::crd;
 use mco_node::agent::kube_loop::{Agent, AgentOptions};
 use mco_node::apply::{run_update, ApplyOptions};
 use mco_node::{DesiredConfig, HostRoot, NodeState, RecordingHost};
-use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_APPLIED_DRAIN, STATE};
+use mco_render::api::node::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE,
+};
 use mco_render::api::MachineConfig;
 use mco_render::api::Node;
 use mco_render::RenderOptions;
 use serde_json::json;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 const LIMIT: Duration = support::PATIENCE;
 
@@ -471,6 +474,165 @@ fn ignite(root: &HostRoot, served: &[u8]) {
     }
 }
 
+/// Node `name`, a worker booted on `config` and Done on it, and its host root.
+async fn booted_worker(
+    server: &ApiServer,
+    name: &str,
+    config: &MachineConfig,
+) -> (tempfile::TempDir, mco_node::HostRoot) {
+    let nodes: Api<KubeNode> = Api::all(server.client());
+    let n: KubeNode = serde_json::from_value(json!({
+        "metadata": {"name": name,
+            "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"},
+            "annotations": {CURRENT_CONFIG: config.name(), DESIRED_CONFIG: config.name(),
+                            STATE: "Done"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    nodes.create(&PostParams::default(), &n).await.unwrap();
+    root_on(config)
+}
+
+/// The agent of node `name` on `root`, as its daemon runs it (a reboot carried on from).
+fn start_agent(server: &ApiServer, name: &str, root: mco_node::HostRoot) -> JoinHandle<()> {
+    let mut opts = AgentOptions::new(name);
+    opts.resync = Duration::from_millis(500);
+    opts.retry_after = Duration::from_secs(1);
+    opts.continue_after_reboot = true;
+    let client = server.client_as(&format!("machine-config-daemon ({name})"));
+    let agent = Agent::new(client, root, RecordingHost::new(), opts);
+    tokio::spawn(async move {
+        let _ = agent.run().await;
+    })
+}
+
+/// The controller, quick to react.
+fn start_controller(server: &ApiServer) -> JoinHandle<()> {
+    let client = server.client_as("machine-config-controller");
+    tokio::spawn(async move {
+        let opts = Options {
+            debounce: Duration::from_millis(20),
+            resync: Duration::from_secs(1),
+            ..Options::default()
+        };
+        let _ = controller::run(client, opts).await;
+    })
+}
+
+/// Adds a MachineConfig for the workers; returns the rendered config the pool then targets
+/// (not `old`).
+async fn new_worker_config(server: &ApiServer, old: &str) -> String {
+    let mcs: Api<DynamicObject> =
+        Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
+    let motd: DynamicObject =
+        serde_json::from_value(support::cluster::file_mc("99-worker-motd", "/etc/motd")).unwrap();
+    mcs.create(&PostParams::default(), &motd).await.unwrap();
+    eventually("a new rendered worker config", || {
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
+        (t != old).then_some(t)
+    })
+    .await
+}
+
+/// The agent killed while the controller's drain waits on a disruption budget, and started
+/// again (a node rebooted mid-drain comes back the same way: its disk as it was): it takes the
+/// update on from where the Node's annotations say it is, without asking for the drain again,
+/// and the node ends Done on the new config once the budget lets the pod go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_killed_while_its_drain_waits_takes_the_update_on() {
+    let server = ApiServer::start().await.unwrap();
+    seed_examples(&server);
+    let worker = expected_rendered(&server, "worker", &RenderOptions::default());
+    let name = "worker-0";
+    support::cluster::pod_behind_a_blocking_budget(&server.store);
+    let (dir, root) = booted_worker(&server, name, &worker).await;
+    let first = start_agent(&server, name, root.clone());
+    let ctrl = start_controller(&server);
+    eventually("the worker pool to settle", || {
+        let p = server.store.get("machineconfigpools", "", "worker")?;
+        (p["status"]["updatedMachineCount"] == 1).then_some(())
+    })
+    .await;
+    let target = new_worker_config(&server, worker.name()).await;
+    let drain = format!("drain-{target}");
+    eventually("the drain asked for and held by the budget", || {
+        let n: Node = decode(&server.store.get("nodes", "", name)?);
+        let held = n.annotation(DESIRED_DRAIN) == Some(drain.as_str())
+            && n.annotation(LAST_APPLIED_DRAIN) != Some(drain.as_str());
+        let refused = server
+            .store
+            .request_counts()
+            .get("POST pods/eviction")
+            .copied();
+        (held && refused.unwrap_or(0) > 0).then_some(())
+    })
+    .await;
+
+    // Killed mid-drain; a new agent on the same disk.
+    first.abort();
+    let _ = first.await;
+    let agent = format!("machine-config-daemon ({name})");
+    let patches_before = server
+        .store
+        .request_counts_by_agent()
+        .get(&(agent.clone(), "PATCH nodes".to_string()))
+        .copied()
+        .unwrap_or(0);
+    let second = start_agent(&server, name, root);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let n: Node = decode(&server.store.get("nodes", "", name).unwrap());
+    assert_eq!(n.annotation(STATE), Some("Working"));
+    assert_eq!(n.annotation(CURRENT_CONFIG), Some(worker.name()));
+
+    // The budget lets the pod go: the drain ends, the update completes.
+    support::edit(
+        &server.store,
+        "poddisruptionbudgets",
+        "apps",
+        "web",
+        true,
+        |b| {
+            b["status"]["disruptionsAllowed"] = json!(1);
+        },
+    );
+    eventually("the worker done on the new config", || {
+        let n: Node = decode(&server.store.get("nodes", "", name)?);
+        n.is_done_on(&target).then_some(())
+    })
+    .await;
+    let motd = std::fs::read_to_string(dir.path().join("etc/motd")).unwrap();
+    assert!(!motd.is_empty());
+    eventually("the pool's counts", || {
+        let st = server.store.get("machineconfigpools", "", "worker")?["status"].clone();
+        (st["machineCount"] == 1
+            && st["updatedMachineCount"] == 1
+            && st["readyMachineCount"] == 1
+            && st["degradedMachineCount"] == 0
+            && st["configuration"]["name"] == target.as_str())
+        .then_some(())
+    })
+    .await;
+    // The new agent did not ask for the drain again: its writes are the update's remaining
+    // steps (apply and reboot, Done, the uncordon request, Done after it), not a restart of it.
+    let patches_after = server
+        .store
+        .request_counts_by_agent()
+        .get(&(agent.clone(), "PATCH nodes".to_string()))
+        .copied()
+        .unwrap_or(0);
+    let requests = server.store.requests_named(Some(&agent));
+    eprintln!(
+        "agent restarted mid-drain: {} node patches before the kill, {} after",
+        patches_before,
+        patches_after - patches_before
+    );
+    assert!(patches_after - patches_before <= 4, "{requests:#?}");
+    update_recorded(&server, name, &target);
+    second.abort();
+    ctrl.abort();
+}
+
 /// The reasons of the Events on Node `name`.
 fn node_event_reasons(server: &ApiServer, name: &str) -> Vec<String> {
     server
@@ -492,34 +654,9 @@ async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
     let worker = expected_rendered(&server, "worker", &RenderOptions::default());
     let name = "worker-0";
     let agent = format!("machine-config-daemon ({name})");
-    let nodes: Api<KubeNode> = Api::all(server.client());
-    let n: KubeNode = serde_json::from_value(json!({
-        "metadata": {"name": name,
-            "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"},
-            "annotations": {CURRENT_CONFIG: worker.name(), DESIRED_CONFIG: worker.name(),
-                            STATE: "Done"}},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
-    }))
-    .unwrap();
-    nodes.create(&PostParams::default(), &n).await.unwrap();
-    let (_dir, root) = root_on(&worker);
-    let mut opts = AgentOptions::new(name);
-    opts.resync = Duration::from_millis(500);
-    opts.retry_after = Duration::from_secs(1);
-    opts.continue_after_reboot = true;
-    let daemon = Agent::new(server.client_as(&agent), root, RecordingHost::new(), opts);
-    let daemon = tokio::spawn(async move {
-        let _ = daemon.run().await;
-    });
-    let client = server.client_as("machine-config-controller");
-    let ctrl = tokio::spawn(async move {
-        let opts = Options {
-            debounce: Duration::from_millis(20),
-            resync: Duration::from_secs(1),
-            ..Options::default()
-        };
-        let _ = controller::run(client, opts).await;
-    });
+    let (_dir, root) = booted_worker(&server, name, &worker).await;
+    let daemon = start_agent(&server, name, root);
+    let ctrl = start_controller(&server);
     eventually("the agent's start-up record", || {
         server.store.get("machineconfignodes", "", name).map(|_| ())
     })
@@ -537,17 +674,7 @@ async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
             u64::MAX,
         );
     }
-    let mcs: Api<DynamicObject> =
-        Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
-    let motd: DynamicObject =
-        serde_json::from_value(support::cluster::file_mc("99-worker-motd", "/etc/motd")).unwrap();
-    mcs.create(&PostParams::default(), &motd).await.unwrap();
-    let target = eventually("a new rendered worker config", || {
-        let p = server.store.get("machineconfigpools", "", "worker")?;
-        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
-        (t != worker.name()).then_some(t)
-    })
-    .await;
+    let target = new_worker_config(&server, worker.name()).await;
     eventually("the worker done on the new config", || {
         let n: Node = decode(&server.store.get("nodes", "", name)?);
         n.is_done_on(&target).then_some(())

@@ -109,6 +109,27 @@ pub fn blocking_budget(store: &super::apiserver::Store) {
     });
 }
 
+/// A ReplicaSet's pod `apps/web-0` on worker-0 and the budget `web` over it that allows no
+/// disruption, as the disruption controller leaves one whose only replica must stay.
+pub fn pod_behind_a_blocking_budget(store: &super::apiserver::Store) {
+    store
+        .create(
+            super::apiserver::resource("pods").unwrap(),
+            "apps",
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-0", "namespace": "apps", "labels": {"app": "web"},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                  "name": "web-5d9c", "uid": "u"}]},
+                "spec": {"nodeName": "worker-0", "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Running",
+                           "conditions": [{"type": "Ready", "status": "True"}]}
+            }),
+        )
+        .unwrap();
+    blocking_budget(store);
+}
+
 /// The machine-config-server in cluster mode on an ephemeral plain-HTTP port of 127.0.0.1,
 /// reading `server` as `machine-config-server`, with `bootstrap` files when given.
 pub async fn start_cluster_mcs(
