@@ -368,6 +368,73 @@ async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
     );
 }
 
+/// Writes the server carried out but whose answers were cut off: the controller cannot tell
+/// they happened. The create of the new rendered config, retried, finds its name taken (the
+/// name is the content's hash: the same config) and goes on; a node's target, patched again,
+/// is the same patch; the rollout is right and nothing is created twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_done_but_unanswered_are_not_repeated_blindly() {
+    let c = Cluster::settled().await;
+    let (old, store, seen) = (c.old.clone(), c.server.store.clone(), c.seen.clone());
+    let by = |verb: &'static str, plural: &'static str| Matcher {
+        verb: Some(verb),
+        plural: Some(plural),
+        agent: Some(AGENT.to_string()),
+    };
+    for (verb, plural) in [
+        ("POST", "machineconfigs"),
+        ("PATCH", "nodes"),
+        ("PATCH", "machineconfigpools"),
+    ] {
+        store
+            .faults
+            .refuse(by(verb, plural), Refusal::ResetAfterDoing, 1);
+    }
+    let posts = || {
+        store
+            .request_counts_by_agent()
+            .get(&(AGENT.to_string(), "POST machineconfigs".to_string()))
+            .copied()
+            .unwrap_or(0)
+    };
+    let (rendered_before, posts_before) = (rendered_worker_configs(&store), posts());
+    let started = Instant::now();
+    let new = change(&store, &old, "99-unanswered", "/etc/unanswered").await;
+    eventually_within("the rollout done", PATIENCE, || {
+        rolled_out(&store, &new).then_some(())
+    })
+    .await;
+    assert_eq!(store.faults.refused(), 3, "every fault served");
+    targeted_once(&seen, &old, &new);
+    // One new rendered config: the retried create found it, made no other.
+    let mut want = rendered_before;
+    want.push(new.clone());
+    want.sort();
+    assert_eq!(rendered_worker_configs(&store), want);
+    // The create and its retry, and perhaps a few more from syncs before the controller's
+    // watch showed the config (each answered 409, nothing created twice: see above), but no
+    // storm.
+    let creates = posts() - posts_before;
+    assert!((2..=6).contains(&creates), "{creates} creates");
+    eprintln!(
+        "writes done but unanswered (a create, a node patch, a pool patch): rollout done in {:.1?}, {creates} creates",
+        started.elapsed()
+    );
+}
+
+/// The names of the stored rendered worker configs, sorted.
+fn rendered_worker_configs(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .list("machineconfigs")
+        .iter()
+        .filter_map(|m| m["metadata"]["name"].as_str())
+        .filter(|n| n.starts_with("rendered-worker-"))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_cut_off_stops_before_its_lease_is_taken_over() {
     let server = ApiServer::start().await.unwrap();

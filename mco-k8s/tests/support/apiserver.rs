@@ -625,7 +625,7 @@ impl ApiError {
                 "ServiceUnavailable",
                 "the server is currently unable to handle the request",
             ),
-            Refusal::Reset => ApiError {
+            Refusal::Reset | Refusal::ResetAfterDoing => ApiError {
                 reset: true,
                 ..ApiError::new(0, "", "")
             },
@@ -2138,14 +2138,21 @@ async fn handle(store: Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
     if store.faults.down() {
         return Err(Cut);
     }
-    match serve(&store, req).await {
+    let mut cut_after = false;
+    match serve(&store, req, &mut cut_after).await {
+        Ok(_) | Err(_) if cut_after => Err(Cut),
         Ok(r) => Ok(r),
         Err(e) if e.reset => Err(Cut),
         Err(e) => Ok(error(&e)),
     }
 }
 
-async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+/// Serves `req`; `cut_after` is set when a fault says the answer is to be cut off.
+async fn serve(
+    store: &Arc<Store>,
+    req: Request<Incoming>,
+    cut_after: &mut bool,
+) -> Result<Response<Body>, ApiError> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let q = query(&req);
@@ -2251,8 +2258,10 @@ async fn serve(store: &Arc<Store>, req: Request<Incoming>) -> Result<Response<Bo
             .entry((agent.clone(), what))
             .or_default() += 1;
         drop(inner);
-        if let Some(r) = store.faults.take(&verb, def.plural, &agent) {
-            return Err(ApiError::refused(r));
+        match store.faults.take(&verb, def.plural, &agent) {
+            Some(super::faults::Refusal::ResetAfterDoing) => *cut_after = true,
+            Some(r) => return Err(ApiError::refused(r)),
+            None => {}
         }
     }
     let ns = t.namespace.clone().unwrap_or_default();

@@ -22,6 +22,9 @@ pub enum Refusal {
     /// The connection is cut with no answer (a reset; the request may or may not have been
     /// carried out: here it was not).
     Reset,
+    /// The request is carried out, then the connection cut before the answer: the client
+    /// cannot tell that it happened (a create retried finds the name taken).
+    ResetAfterDoing,
 }
 
 /// Which requests a refusal applies to; `None` matches any.
