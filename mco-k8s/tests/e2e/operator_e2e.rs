@@ -277,6 +277,100 @@ async fn applies_every_manifest_and_reports_the_rollout() {
     assert_eq!(writes(store), before);
 }
 
+/// The operator installing through the faults a real API server has: creates the server
+/// carried out but whose answers were cut off (retried, they find the name taken) and a
+/// restart (connections cut and refused, watches ended) in the middle of it. It carries on
+/// with backoff to every manifest applied and, once the workloads are rolled out, Available.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_through_a_restart_and_creates_left_unanswered() {
+    use crate::support::faults::{Matcher, Refusal, RESTART};
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = server.store.clone();
+    add_infrastructure(&store);
+    let agent = "machine-config-operator/faults";
+    for plural in [
+        "customresourcedefinitions",
+        "deployments",
+        "daemonsets",
+        "machineconfigpools",
+    ] {
+        store.faults.refuse(
+            Matcher {
+                verb: Some("POST"),
+                plural: Some(plural),
+                agent: Some(agent.to_string()),
+            },
+            Refusal::ResetAfterDoing,
+            1,
+        );
+    }
+    let client = server.client_as(agent);
+    let op = tokio::spawn(async move {
+        if let Err(e) = mco_k8s::operator::run(client, options("4.99.0", IMAGE)).await {
+            panic!("operator stopped: {e}");
+        }
+    });
+    support::eventually_within("the operator's first writes", support::PATIENCE, || {
+        (writes(&store) > 3).then_some(())
+    })
+    .await;
+    store.restart(RESTART).await;
+    let back = std::time::Instant::now();
+
+    let desired = Operator::new(server.client(), options("4.99.0", IMAGE))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .desired()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let missing = || -> Vec<String> {
+        desired
+            .iter()
+            .filter_map(|obj| {
+                let kind = str_at(obj, "/kind");
+                let info = kind_info(kind)?;
+                let ns = if info.namespaced { NAMESPACE } else { "" };
+                let name = str_at(obj, "/metadata/name");
+                store
+                    .get(&info.resource.plural, ns, name)
+                    .is_none()
+                    .then(|| format!("{kind}/{name}"))
+            })
+            .collect()
+    };
+    support::eventually_within("every manifest applied", support::PATIENCE, || {
+        missing().is_empty().then_some(())
+    })
+    .await;
+    let applied = back.elapsed();
+    roll_out(&store);
+    support::eventually_within("the operator Available", support::PATIENCE, || {
+        let co = store.get("clusteroperators", "", CLUSTER_OPERATOR_NAME)?;
+        (condition(&co, "Available")["status"] == "True").then_some(())
+    })
+    .await;
+    assert_eq!(store.faults.refused(), 4, "every fault served");
+    // One create per object of a faulted kind: after a create whose answer was cut off, the
+    // operator finds the object there (the server did create it) and does not send it again.
+    let by_agent = store.request_counts_by_agent();
+    for plural in ["customresourcedefinitions", "deployments", "daemonsets"] {
+        let objects = desired
+            .iter()
+            .filter(|o| kind_info(str_at(o, "/kind")).is_some_and(|i| i.resource.plural == plural))
+            .count();
+        let posts = by_agent
+            .get(&(agent.to_string(), format!("POST {plural}")))
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(posts, objects as u64, "POST {plural}");
+    }
+    eprintln!(
+        "operator through a restart and 4 unanswered creates: every manifest applied {:.1?} after the server came back, {} writes in all",
+        applied,
+        writes(&store)
+    );
+    op.abort();
+}
+
 #[tokio::test]
 async fn a_new_version_rolls_the_workloads() {
     let (server, _) = deployed("4.99.0").await;
