@@ -4,7 +4,8 @@
 //! pull the missing images, pin them in CRI-O's drop-in, reload CRI-O and report the set's
 //! generation in the node's MachineConfigNode; a new generation the disk cannot hold degrades
 //! the node's pinned images without pulling anything; the daemon's ClusterRole grants every
-//! request it made.
+//! request it made. A failing pull degrades the set, and a manager killed then and started
+//! again once the registry answers finishes it.
 
 // The test server's write closures return its Status error by value.
 #![allow(clippy::result_large_err)]
@@ -54,17 +55,11 @@ fn locked(h: &Arc<Mutex<RecordingHost>>) -> std::sync::MutexGuard<'_, RecordingH
     h.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
-    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
-    let store = server.store.clone();
-    let (held, missing, huge) = (
-        image("held", 'a'),
-        image("missing", 'b'),
-        image("huge", 'c'),
-    );
+/// worker-0 (Ready, 100Gi of ephemeral storage), the worker pool naming the PinnedImageSet
+/// `release`, and that set, generation 1, of `images`.
+fn seed_worker_with_set(store: &Store, images: &[&str]) {
     create(
-        &store,
+        store,
         "nodes",
         json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "worker-0", "labels": {"node-role.kubernetes.io/worker": ""}},
@@ -73,7 +68,7 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
                        "allocatable": {"ephemeral-storage": "100Gi"}}}),
     );
     create(
-        &store,
+        store,
         "machineconfigpools",
         json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
             "metadata": {"name": "worker"},
@@ -83,13 +78,25 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
                      "pinnedImageSets": [{"name": "release"}]}}),
     );
     create(
-        &store,
+        store,
         "pinnedimagesets",
         json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "PinnedImageSet",
             "metadata": {"name": "release",
                          "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-            "spec": {"pinnedImages": [{"name": missing}, {"name": held}]}}),
+            "spec": {"pinnedImages": images.iter().map(|i| json!({"name": i})).collect::<Vec<_>>()}}),
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = server.store.clone();
+    let (held, missing, huge) = (
+        image("held", 'a'),
+        image("missing", 'b'),
+        image("huge", 'c'),
+    );
+    seed_worker_with_set(&store, &[&missing, &held]);
 
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("{e}"));
@@ -203,6 +210,89 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
         &rbac::cluster_role_rules("machine-config-daemon"),
     );
     assert!(missing_grants.is_empty(), "{missing_grants:?}");
+}
+
+/// A pull failing (the registry unreachable): the set degrades with the runtime's error; the
+/// manager killed then (a node rebooted while its pulls fail) and started again once the
+/// registry answers pulls the image, pins it and reports the generation, the degradation gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_pull_degrades_and_a_restarted_manager_finishes_the_set() {
+    let server = ApiServer::start().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = server.store.clone();
+    let wanted = image("wanted", 'd');
+    seed_worker_with_set(&store, &[&wanted]);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = HostRoot::new(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let opts = PinnedOptions {
+        pull_delays: vec![Duration::ZERO; 2],
+        ..PinnedOptions::new("worker-0")
+    };
+    let unreachable = "pinging container registry quay.io: dial tcp: i/o timeout";
+    let mut failing = RecordingHost::new();
+    failing.cri.registry.insert(wanted.clone(), 1 << 30);
+    failing
+        .cri
+        .pull_failures
+        .insert(wanted.clone(), unreachable.to_string());
+    let failing = Arc::new(Mutex::new(failing));
+    let first = tokio::spawn(run(
+        server.client_as(DAEMON),
+        root.clone(),
+        failing.clone(),
+        opts.clone(),
+    ));
+    let mcn = support::eventually_within("the failed pull reported", LIMIT, || {
+        let mcn = store.get("machineconfignodes", "", "worker-0")?;
+        (mcn["status"]["pinnedImageSets"][0]["lastFailedGeneration"] == 1).then_some(mcn)
+    })
+    .await;
+    let error = mcn["status"]["pinnedImageSets"][0]["lastFailedGenerationError"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(error.contains(unreachable), "{error}");
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsDegraded").map(|c| c.0),
+        Some("True".to_string())
+    );
+    assert!(!dir
+        .path()
+        .join("etc/crio/crio.conf.d/50-pinned-images")
+        .exists());
+    first.abort();
+    let _ = first.await;
+
+    // Back, the registry answering.
+    let mut answering = RecordingHost::new();
+    answering.cri.registry.insert(wanted.clone(), 1 << 30);
+    let answering = Arc::new(Mutex::new(answering));
+    let second = tokio::spawn(run(
+        server.client_as(DAEMON),
+        root.clone(),
+        answering.clone(),
+        opts,
+    ));
+    let mcn = support::eventually_within("the set reported complete", LIMIT, || {
+        let mcn = store.get("machineconfignodes", "", "worker-0")?;
+        (mcn["status"]["pinnedImageSets"][0]["currentGeneration"] == 1).then_some(mcn)
+    })
+    .await;
+    assert_eq!(
+        mcn["status"]["pinnedImageSets"],
+        json!([{"name": "release", "currentGeneration": 1, "desiredGeneration": 1}])
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsDegraded"),
+        Some(("False".into(), "AsExpected".into(), "All is good".into()))
+    );
+    assert!(locked(&answering).cri.held.contains(&wanted));
+    let drop_in = std::fs::read_to_string(dir.path().join("etc/crio/crio.conf.d/50-pinned-images"))
+        .unwrap_or_default();
+    assert_eq!(
+        drop_in,
+        format!("[crio]\n  [crio.image]\n    pinned_images = [\"{wanted}\"]\n")
+    );
+    second.abort();
 }
 
 const CONTROLLER: &str = "machine-config-controller/pinned-images-e2e";
