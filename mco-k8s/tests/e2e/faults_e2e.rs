@@ -368,6 +368,48 @@ async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
     );
 }
 
+/// Watches the server ends on its timeout (kube-apiserver ends each after about
+/// `--min-request-timeout`, or the client's `timeoutSeconds`) are taken up again from where
+/// they were, not by listing everything again, and a change after many such ends still rolls
+/// out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_ended_by_their_timeout_resume_without_listing() {
+    let c = Cluster::settled().await;
+    let (old, store) = (c.old.clone(), c.server.store.clone());
+    let watches = || -> u64 {
+        store
+            .request_counts_by_agent()
+            .into_iter()
+            .filter(|((a, w), _)| a == AGENT && w.starts_with("WATCH "))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let (lists, watches_before) = (controller_lists(&store), watches());
+    // Every watch from now on ends after 0.5 s; the open ones end now (their end is the same
+    // clean end of the stream).
+    store.cap_watch_duration(Duration::from_millis(500));
+    store.faults.end_watches();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let rewatched = watches() - watches_before;
+    assert!(rewatched >= 10, "only {rewatched} watches taken up again");
+    assert_eq!(
+        controller_lists(&store),
+        lists,
+        "a timed-out watch listed again"
+    );
+    let started = Instant::now();
+    let new = change(&store, &old, "99-after-timeouts", "/etc/after-timeouts").await;
+    eventually_within("the rollout done", PATIENCE, || {
+        rolled_out(&store, &new).then_some(())
+    })
+    .await;
+    targeted_once(&c.seen, &old, &new);
+    eprintln!(
+        "watch timeouts: {rewatched} watches taken up again in 4 s, no LIST; the next rollout done in {:.1?}",
+        started.elapsed()
+    );
+}
+
 /// Writes the server carried out but whose answers were cut off: the controller cannot tell
 /// they happened. The create of the new rendered config, retried, finds its name taken (the
 /// name is the content's hash: the same config) and goes on; a node's target, patched again,
