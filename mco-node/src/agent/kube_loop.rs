@@ -379,8 +379,8 @@ impl<H: Host> Agent<H> {
         self.written.as_ref()?.metadata.resource_version.clone()
     }
 
-    /// Merge-patches this node's Node, remembering the resourceVersion written (its own
-    /// write's watch event is not news).
+    /// Merge-patches this node's Node, remembering the node the write left (its own write's
+    /// watch event is not news).
     async fn patch_node(&mut self, patch: &serde_json::Value) -> Result<KubeNode, AgentError> {
         let updated = self
             .nodes

@@ -72,9 +72,17 @@ impl ClientRetry {
     };
 
     /// The longest the client waits in all before giving up, when the server sends no
-    /// `Retry-After`.
+    /// `Retry-After`: kube-client's backoff adds up to twice each delay at random, never
+    /// past the backoff's cap.
     pub fn longest_wait(&self) -> Duration {
-        (0..self.retries).map(|a| self.backoff.delay(a)).sum()
+        (0..self.retries)
+            .map(|a| {
+                self.backoff
+                    .delay(a)
+                    .saturating_mul(3)
+                    .min(self.backoff.max)
+            })
+            .sum()
     }
 }
 
@@ -93,7 +101,7 @@ mod tests {
     #[test]
     fn a_client_gives_a_failing_request_up_within_seconds() {
         let r = ClientRetry::COMPONENTS;
-        assert_eq!(r.longest_wait(), Duration::from_millis(200 + 400 + 800));
+        assert_eq!(r.longest_wait(), Duration::from_millis(600 + 1000 + 1000));
     }
 
     #[test]
