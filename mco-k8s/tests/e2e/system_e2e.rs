@@ -241,7 +241,9 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     }
     // Each worker agent wrote each step once (before syncing only on the echo of its own last
     // write it wrote the drain and uncordon requests twice: 9 patches), fetched the new
-    // MachineConfig once, and listed its Node only when its watch started.
+    // MachineConfig once, and listed its Node when its watch started and at most once more:
+    // after the restart, when the new watch cache answered its resumed watch 410 (a watch
+    // that had seen the latest version resumes without).
     let by_agent = server.store.request_counts_by_agent();
     for w in ["worker-0", "worker-1"] {
         let count = |what: &str| {
@@ -252,7 +254,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         };
         assert_eq!(count("PATCH nodes"), 7, "{w}: {by_agent:#?}");
         assert_eq!(count("GET machineconfigs"), 1, "{w}");
-        assert_eq!(count("LIST nodes"), 1, "{w}");
+        assert!((1..=2).contains(&count("LIST nodes")), "{w}: {by_agent:#?}");
     }
     // Every request an agent and the controller made is one their ClusterRoles grant (the
     // agents' Events and MachineConfigNodes included), as a server enforcing RBAC requires.
@@ -269,8 +271,9 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             "{agent}: not granted by {role}: {missing:?}"
         );
     }
-    // The controller listed each kind once, when its watch started, and read its caches
-    // from then on; it lists a node's pods per drain, as kubectl drain does.
+    // The controller listed each kind when its watch started and at most once more, after
+    // the restart (as the agents), and read its caches from then on; it lists a node's pods
+    // per drain, as kubectl drain does.
     for kind in [
         "machineconfigs",
         "machineconfigpools",
@@ -284,7 +287,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             ))
             .copied()
             .unwrap_or(0);
-        assert_eq!(lists, 1, "LIST {kind}: {by_agent:#?}");
+        assert!((1..=2).contains(&lists), "LIST {kind}: {by_agent:#?}");
     }
     // The controller's metrics count the pool's machines under upstream's names.
     let text = metrics.render();

@@ -1036,10 +1036,15 @@ impl Store {
     }
 
     /// Takes the server away for `down` (connections cut, watches ended, the objects kept),
-    /// as a kube-apiserver restart does, then serves again on the same address.
+    /// as a kube-apiserver restart does, then serves again on the same address. As the real
+    /// one, it comes back with a new watch cache, which starts at the current version: a
+    /// watch resumed from an older one gets `410 Expired` and must list again (the cacher's
+    /// "too old resource version").
     pub async fn restart(&self, down: Duration) {
         self.faults.set_down(true);
         tokio::time::sleep(down).await;
+        let rv = self.lock().rv;
+        self.faults.compact_to(rv);
         self.faults.set_down(false);
     }
 
