@@ -293,7 +293,7 @@ fn manifests_match_the_types() {
     let have = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         have == want,
-        "manifests/00-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
+        "manifests/00-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test e2e crds::"
     );
 }
 
@@ -431,7 +431,7 @@ fn clusteroperator_manifest_matches_the_type() {
     let have = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         have == want,
-        "manifests/00-clusteroperator-crd.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
+        "manifests/00-clusteroperator-crd.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test e2e crds::"
     );
 }
 
@@ -487,7 +487,7 @@ fn optional_config_crds_manifest_matches_the_types() {
     let have = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         have == want,
-        "manifests/optional/config-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test crds"
+        "manifests/optional/config-crds.yaml is stale: run UPDATE_MANIFESTS=1 cargo test -p mco-k8s --test e2e crds::"
     );
 }
 
