@@ -16,7 +16,9 @@ use kube::api::{DynamicObject, PostParams};
 use kube::Api;
 use mco_k8s::controller::{self, Options};
 use mco_k8s::crd;
+use mco_k8s::metrics::ControllerMetrics;
 use mco_node::agent::kube_loop::{Agent, AgentOptions};
+use mco_node::agent::metrics::AgentMetrics;
 use mco_node::apply::{run_update, ApplyOptions};
 use mco_node::{DesiredConfig, HostRoot, NodeState, RecordingHost};
 use mco_render::api::node::{
@@ -26,6 +28,7 @@ use mco_render::api::MachineConfig;
 use mco_render::api::Node;
 use mco_render::RenderOptions;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -113,52 +116,22 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     let master = expected_rendered(&server, "master", &opts);
 
     // Three machines booted on the rendered configs of the day, each with its agent.
-    let nodes: Api<KubeNode> = Api::all(server.client());
     let machines = [
         ("master-0", "node-role.kubernetes.io/master", &master),
-        ("worker-0", "node-role.kubernetes.io/worker", &worker),
-        ("worker-1", "node-role.kubernetes.io/worker", &worker),
+        ("worker-0", WORKER, &worker),
+        ("worker-1", WORKER, &worker),
     ];
     let mut roots = Vec::new();
     let mut agents = Vec::new();
     let mut agent_metrics = Vec::new();
     for (name, role, mc) in machines {
-        let n: KubeNode = serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": {role: "", "kubernetes.io/os": "linux"},
-                "annotations": {CURRENT_CONFIG: mc.name(), DESIRED_CONFIG: mc.name(), STATE: "Done"}},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
-        }))
-        .unwrap();
-        nodes.create(&PostParams::default(), &n).await.unwrap();
-        let (dir, root) = root_on(mc);
-        let mut opts = AgentOptions::new(name);
-        opts.resync = Duration::from_millis(500);
-        opts.retry_after = Duration::from_secs(1);
-        // The recording host does not go down on reboot: the agent carries on, as after a boot.
-        opts.continue_after_reboot = true;
-        agent_metrics.push((name, opts.metrics.clone()));
-        let agent = Agent::new(
-            server.client_as(&format!("machine-config-daemon ({name})")),
-            root,
-            RecordingHost::new(),
-            opts,
-        );
-        agents.push(tokio::spawn(async move {
-            let _ = agent.run().await;
-        }));
+        let (dir, root) = booted_node(&server, name, role, mc).await;
+        let (agent, m) = start_agent(&server, name, root);
+        agents.push(agent);
+        agent_metrics.push((name, m));
         roots.push((name, dir));
     }
-    let opts = Options {
-        debounce: Duration::from_millis(20),
-        resync: Duration::from_secs(1),
-        ..Options::default()
-    };
-    let metrics = opts.metrics.clone();
-    let agent_metrics = agent_metrics;
-    let client = server.client_as("machine-config-controller");
-    let ctrl = tokio::spawn(async move {
-        let _ = controller::run(client, opts).await;
-    });
+    let (ctrl, metrics) = start_controller(&server);
 
     // The controller adopts the cluster as it is.
     eventually("the worker pool to settle", || {
@@ -170,23 +143,14 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     .await;
 
     // A new MachineConfig for the workers.
-    let mcs: Api<DynamicObject> =
-        Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
-    let motd: DynamicObject = serde_json::from_value(json!({
+    let motd = json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
         "metadata": {"name": "99-worker-motd",
                      "labels": {"machineconfiguration.openshift.io/role": "worker"}},
         "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [
             {"path": "/etc/motd", "mode": 420, "contents": {"source": "data:,hello%0A"}}]}}}
-    }))
-    .unwrap();
-    mcs.create(&PostParams::default(), &motd).await.unwrap();
-    let target = eventually("a new rendered worker config", || {
-        let p = server.store.get("machineconfigpools", "", "worker")?;
-        let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
-        (t != worker.name()).then_some(t)
-    })
-    .await;
+    });
+    let target = new_worker_config(&server, worker.name(), motd).await;
     // The API server restarts as the rollout begins (connections cut, every watch ended):
     // the controller and the agents carry on once it is back.
     server.store.restart(support::faults::RESTART).await;
@@ -477,16 +441,19 @@ fn ignite(root: &HostRoot, served: &[u8]) {
     }
 }
 
-/// Node `name`, a worker booted on `config` and Done on it, and its host root.
-async fn booted_worker(
+const WORKER: &str = "node-role.kubernetes.io/worker";
+
+/// Node `name` with the role label `role`, booted on `config` and Done on it, and its host
+/// root.
+async fn booted_node(
     server: &ApiServer,
     name: &str,
+    role: &str,
     config: &MachineConfig,
 ) -> (tempfile::TempDir, mco_node::HostRoot) {
     let nodes: Api<KubeNode> = Api::all(server.client());
     let n: KubeNode = serde_json::from_value(json!({
-        "metadata": {"name": name,
-            "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"},
+        "metadata": {"name": name, "labels": {role: "", "kubernetes.io/os": "linux"},
             "annotations": {CURRENT_CONFIG: config.name(), DESIRED_CONFIG: config.name(),
                             STATE: "Done"}},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]}
@@ -496,40 +463,48 @@ async fn booted_worker(
     root_on(config)
 }
 
-/// The agent of node `name` on `root`, as its daemon runs it (a reboot carried on from).
-fn start_agent(server: &ApiServer, name: &str, root: mco_node::HostRoot) -> JoinHandle<()> {
+/// The agent of node `name` on `root`, as its daemon runs it, with its metrics. The recording
+/// host does not go down on reboot: the agent carries on, as after a boot.
+fn start_agent(
+    server: &ApiServer,
+    name: &str,
+    root: mco_node::HostRoot,
+) -> (JoinHandle<()>, Arc<AgentMetrics>) {
     let mut opts = AgentOptions::new(name);
     opts.resync = Duration::from_millis(500);
     opts.retry_after = Duration::from_secs(1);
     opts.continue_after_reboot = true;
+    let metrics = opts.metrics.clone();
     let client = server.client_as(&format!("machine-config-daemon ({name})"));
     let agent = Agent::new(client, root, RecordingHost::new(), opts);
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let _ = agent.run().await;
-    })
+    });
+    (task, metrics)
 }
 
-/// The controller, quick to react.
-fn start_controller(server: &ApiServer) -> JoinHandle<()> {
+/// The controller, quick to react, with its metrics.
+fn start_controller(server: &ApiServer) -> (JoinHandle<()>, Arc<ControllerMetrics>) {
     let client = server.client_as("machine-config-controller");
-    tokio::spawn(async move {
-        let opts = Options {
-            debounce: Duration::from_millis(20),
-            resync: Duration::from_secs(1),
-            ..Options::default()
-        };
+    let opts = Options {
+        debounce: Duration::from_millis(20),
+        resync: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let metrics = opts.metrics.clone();
+    let task = tokio::spawn(async move {
         let _ = controller::run(client, opts).await;
-    })
+    });
+    (task, metrics)
 }
 
-/// Adds a MachineConfig for the workers; returns the rendered config the pool then targets
+/// Adds the worker MachineConfig `mc`; returns the rendered config the pool then targets
 /// (not `old`).
-async fn new_worker_config(server: &ApiServer, old: &str) -> String {
+async fn new_worker_config(server: &ApiServer, old: &str, mc: serde_json::Value) -> String {
     let mcs: Api<DynamicObject> =
         Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
-    let motd: DynamicObject =
-        serde_json::from_value(support::cluster::file_mc("99-worker-motd", "/etc/motd")).unwrap();
-    mcs.create(&PostParams::default(), &motd).await.unwrap();
+    let mc: DynamicObject = serde_json::from_value(mc).unwrap();
+    mcs.create(&PostParams::default(), &mc).await.unwrap();
     eventually("a new rendered worker config", || {
         let p = server.store.get("machineconfigpools", "", "worker")?;
         let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
@@ -549,15 +524,16 @@ async fn an_agent_killed_while_its_drain_waits_takes_the_update_on() {
     let worker = expected_rendered(&server, "worker", &RenderOptions::default());
     let name = "worker-0";
     support::cluster::pod_behind_a_blocking_budget(&server.store);
-    let (dir, root) = booted_worker(&server, name, &worker).await;
-    let first = start_agent(&server, name, root.clone());
-    let ctrl = start_controller(&server);
+    let (dir, root) = booted_node(&server, name, WORKER, &worker).await;
+    let (first, _) = start_agent(&server, name, root.clone());
+    let (ctrl, _) = start_controller(&server);
     eventually("the worker pool to settle", || {
         let p = server.store.get("machineconfigpools", "", "worker")?;
         (p["status"]["updatedMachineCount"] == 1).then_some(())
     })
     .await;
-    let target = new_worker_config(&server, worker.name()).await;
+    let motd = support::cluster::file_mc("99-worker-motd", "/etc/motd");
+    let target = new_worker_config(&server, worker.name(), motd).await;
     let drain = format!("drain-{target}");
     eventually("the drain asked for and held by the budget", || {
         let n: Node = decode(&server.store.get("nodes", "", name)?);
@@ -582,7 +558,7 @@ async fn an_agent_killed_while_its_drain_waits_takes_the_update_on() {
         .get(&(agent.clone(), "PATCH nodes".to_string()))
         .copied()
         .unwrap_or(0);
-    let second = start_agent(&server, name, root);
+    let (second, _) = start_agent(&server, name, root);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let n: Node = decode(&server.store.get("nodes", "", name).unwrap());
     assert_eq!(n.annotation(STATE), Some("Working"));
@@ -657,9 +633,9 @@ async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
     let worker = expected_rendered(&server, "worker", &RenderOptions::default());
     let name = "worker-0";
     let agent = format!("machine-config-daemon ({name})");
-    let (_dir, root) = booted_worker(&server, name, &worker).await;
-    let daemon = start_agent(&server, name, root);
-    let ctrl = start_controller(&server);
+    let (_dir, root) = booted_node(&server, name, WORKER, &worker).await;
+    let (daemon, _) = start_agent(&server, name, root);
+    let (ctrl, _) = start_controller(&server);
     eventually("the agent's start-up record", || {
         server.store.get("machineconfignodes", "", name).map(|_| ())
     })
@@ -677,7 +653,8 @@ async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
             u64::MAX,
         );
     }
-    let target = new_worker_config(&server, worker.name()).await;
+    let motd = support::cluster::file_mc("99-worker-motd", "/etc/motd");
+    let target = new_worker_config(&server, worker.name(), motd).await;
     eventually("the worker done on the new config", || {
         let n: Node = decode(&server.store.get("nodes", "", name)?);
         n.is_done_on(&target).then_some(())
@@ -726,15 +703,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
 
     let server = ApiServer::start().await.unwrap();
     seed_examples(&server);
-    let opts = Options {
-        debounce: Duration::from_millis(20),
-        resync: Duration::from_secs(1),
-        ..Options::default()
-    };
-    let client = server.client_as("machine-config-controller");
-    let ctrl = tokio::spawn(async move {
-        let _ = controller::run(client, opts).await;
-    });
+    let (ctrl, _) = start_controller(&server);
     let target = eventually("a rendered worker config", || {
         let p = server.store.get("machineconfigpools", "", "worker")?;
         p["spec"]["configuration"]["name"]
@@ -823,20 +792,7 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     }))
     .unwrap();
     nodes.create(&PostParams::default(), &n).await.unwrap();
-    let mut opts = AgentOptions::new("worker-new");
-    opts.resync = Duration::from_millis(500);
-    opts.retry_after = Duration::from_secs(1);
-    opts.continue_after_reboot = true;
-    let agent_metrics = opts.metrics.clone();
-    let agent = Agent::new(
-        server.client_as("machine-config-daemon (worker-new)"),
-        root.clone(),
-        RecordingHost::new(),
-        opts,
-    );
-    let agent = tokio::spawn(async move {
-        let _ = agent.run().await;
-    });
+    let (agent, agent_metrics) = start_agent(&server, "worker-new", root.clone());
     let node = |server: &ApiServer| -> Option<Node> {
         server
             .store
