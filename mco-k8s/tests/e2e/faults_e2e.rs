@@ -160,22 +160,22 @@ fn record_targets(store: &Store) -> Arc<Mutex<BTreeMap<String, Vec<String>>>> {
     seen
 }
 
-fn controller_requests(store: &Store) -> u64 {
+/// The controller's requests so far whose `VERB resource` starts with `what`.
+fn controller_count(store: &Store, what: &str) -> u64 {
     store
         .request_counts_by_agent()
         .into_iter()
-        .filter(|((a, _), _)| a == AGENT)
+        .filter(|((a, w), _)| a == AGENT && w.starts_with(what))
         .map(|(_, n)| n)
         .sum()
 }
 
+fn controller_requests(store: &Store) -> u64 {
+    controller_count(store, "")
+}
+
 fn controller_lists(store: &Store) -> u64 {
-    store
-        .request_counts_by_agent()
-        .into_iter()
-        .filter(|((a, w), _)| a == AGENT && w.starts_with("LIST "))
-        .map(|(_, n)| n)
-        .sum()
+    controller_count(store, "LIST ")
 }
 
 /// Each worker was given the old config (seeded) and then `new`, once: none twice, none
@@ -376,14 +376,7 @@ async fn writes_refused_with_429_are_retried_and_the_rollout_is_right() {
 async fn watches_ended_by_their_timeout_resume_without_listing() {
     let c = Cluster::settled().await;
     let (old, store) = (c.old.clone(), c.server.store.clone());
-    let watches = || -> u64 {
-        store
-            .request_counts_by_agent()
-            .into_iter()
-            .filter(|((a, w), _)| a == AGENT && w.starts_with("WATCH "))
-            .map(|(_, n)| n)
-            .sum()
-    };
+    let watches = || controller_count(&store, "WATCH ");
     let (lists, watches_before) = (controller_lists(&store), watches());
     // Every watch from now on ends after 0.5 s; the open ones end now (their end is the same
     // clean end of the stream).
@@ -432,13 +425,7 @@ async fn writes_done_but_unanswered_are_not_repeated_blindly() {
             .faults
             .refuse(by(verb, plural), Refusal::ResetAfterDoing, 1);
     }
-    let posts = || {
-        store
-            .request_counts_by_agent()
-            .get(&(AGENT.to_string(), "POST machineconfigs".to_string()))
-            .copied()
-            .unwrap_or(0)
-    };
+    let posts = || controller_count(&store, "POST machineconfigs");
     let (rendered_before, posts_before) = (rendered_worker_configs(&store), posts());
     let started = Instant::now();
     let new = change(&store, &old, "99-unanswered", "/etc/unanswered").await;
