@@ -18,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
+use mco_render::controllers::backoff::{may_succeed_later, EVENT_TRIES};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,16 +26,12 @@ use std::time::{Duration, Instant};
 /// How long a recorded Event is counted up rather than recorded anew.
 const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 
-/// How often an Event is tried in all (client-go's `maxTriesPerEvent`).
-const TRIES: u32 = 12;
-
-/// Whether a failed write may succeed later: the server was away, throttled or failing (a
-/// 4xx refusal other than throttling will not change).
+/// Whether a failed write may succeed later (see [`may_succeed_later`]).
 fn transient(e: &kube::Error) -> bool {
-    match e {
-        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
-        _ => true,
-    }
+    may_succeed_later(match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    })
 }
 
 /// The wait before try `n` (2 and on): 1 s, 2 s, 4 s, 8 s, then 10 s.
@@ -202,14 +199,14 @@ impl Events {
         namespace: String,
         name: String,
     ) {
-        for n in 2..=TRIES {
+        for n in 2..=EVENT_TRIES {
             tokio::time::sleep(retry_delay(n)).await;
             match events.create(&PostParams::default(), &event).await {
                 Ok(_) => return self.remember(key, namespace, name),
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     return self.remember(key, namespace, name)
                 }
-                Err(e) if transient(&e) && n < TRIES => continue,
+                Err(e) if transient(&e) && n < EVENT_TRIES => continue,
                 Err(e) => {
                     tracing::debug!("event {name} not recorded after {n} tries: {e}");
                     return;
@@ -292,7 +289,9 @@ mod retry_tests {
         assert!(transient(&api(500)));
         assert!(!transient(&api(422)));
         assert!(!transient(&api(403)));
-        let waits: Vec<u64> = (2..=TRIES).map(|n| retry_delay(n).as_secs()).collect();
+        let waits: Vec<u64> = (2..=EVENT_TRIES)
+            .map(|n| retry_delay(n).as_secs())
+            .collect();
         assert_eq!(waits, [1, 2, 4, 8, 10, 10, 10, 10, 10, 10, 10]);
     }
 }

@@ -10,8 +10,7 @@ use super::NodeEvent;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// How often an Event is tried in all (client-go's `maxTriesPerEvent`).
-pub const EVENT_TRIES: u32 = 12;
+pub use mco_render::controllers::backoff::EVENT_TRIES;
 
 /// The wait after a failed try before the Events are tried again (client-go's recorder
 /// sleeps 10 s between tries).
@@ -20,13 +19,13 @@ pub const EVENT_RETRY: Duration = Duration::from_secs(10);
 /// The most Events, and the most phases, kept: the oldest give way beyond.
 pub const KEPT: usize = 64;
 
-/// Whether a failed request may succeed later: the server was away (no answer), throttled
-/// (429) or failing (5xx).
+/// Whether a failed request may succeed later (see
+/// [`mco_render::controllers::backoff::may_succeed_later`]).
 pub fn transient(e: &kube::Error) -> bool {
-    match e {
-        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
-        _ => true,
-    }
+    mco_render::controllers::backoff::may_succeed_later(match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    })
 }
 
 /// An Event on the Node not yet recorded.

@@ -49,6 +49,17 @@ impl Backoff {
     }
 }
 
+/// How often an Event is tried in all before it is dropped (client-go's recorder's
+/// `maxTriesPerEvent`).
+pub const EVENT_TRIES: u32 = 12;
+
+/// Whether a request that failed may succeed when tried again: no answer (`None`: the server
+/// was away or the connection cut), throttled (`429`) or failing (`5xx`). Any other refusal
+/// will not change.
+pub fn may_succeed_later(status: Option<u16>) -> bool {
+    status.is_none_or(|code| code == 429 || code >= 500)
+}
+
 /// How an API client retries, by itself, a request the server answered `429`, `503` or
 /// `504`, before the component's own retry takes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +107,16 @@ mod tests {
         let secs: Vec<u64> = (0..7).map(|a| b.delay(a).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30]);
         assert_eq!(b.delay(u32::MAX), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn only_no_answer_throttling_and_server_failures_may_pass_later() {
+        for code in [None, Some(429), Some(500), Some(503), Some(504)] {
+            assert!(may_succeed_later(code), "{code:?}");
+        }
+        for code in [Some(400), Some(403), Some(404), Some(409), Some(422)] {
+            assert!(!may_succeed_later(code), "{code:?}");
+        }
     }
 
     #[test]
