@@ -276,16 +276,8 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         }
     }
     // The update's steps are Events on the nodes and the pool, under upstream's reasons.
-    let events = server.store.list("events");
-    let reasons = |kind: &str, name: &str| -> Vec<String> {
-        events
-            .iter()
-            .filter(|e| e["regarding"]["kind"] == kind && e["regarding"]["name"] == name)
-            .filter_map(|e| e["reason"].as_str().map(str::to_string))
-            .collect()
-    };
     for w in ["worker-0", "worker-1"] {
-        let got = reasons("Node", w);
+        let got = event_reasons(&server, "Node", w);
         for want in ["Cordon", "Drain", "Reboot", "NodeDone"] {
             assert!(
                 got.iter().any(|r| r == want),
@@ -369,7 +361,7 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         assert_eq!(get(&r, "UpdatePostActionComplete"), "False", "{w}");
     }
     assert_eq!(server.store.list("machineconfignodes").len(), 3);
-    let pool_events = reasons("MachineConfigPool", "worker");
+    let pool_events = event_reasons(&server, "MachineConfigPool", "worker");
     assert!(
         pool_events.iter().any(|r| r == "RenderedConfigGenerated"),
         "{pool_events:?}"
@@ -612,13 +604,13 @@ async fn an_agent_killed_while_its_drain_waits_takes_the_update_on() {
     ctrl.abort();
 }
 
-/// The reasons of the Events on Node `name`.
-fn node_event_reasons(server: &ApiServer, name: &str) -> Vec<String> {
+/// The reasons of the Events on the `kind` object `name`.
+fn event_reasons(server: &ApiServer, kind: &str, name: &str) -> Vec<String> {
     server
         .store
         .list("events")
         .iter()
-        .filter(|e| e["regarding"]["kind"] == "Node" && e["regarding"]["name"] == name)
+        .filter(|e| e["regarding"]["kind"] == kind && e["regarding"]["name"] == name)
         .filter_map(|e| e["reason"].as_str().map(str::to_string))
         .collect()
 }
@@ -660,14 +652,14 @@ async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
         n.is_done_on(&target).then_some(())
     })
     .await;
-    assert_eq!(node_event_reasons(&server, name), Vec::<String>::new());
+    assert_eq!(event_reasons(&server, "Node", name), Vec::<String>::new());
     let refused = server.store.faults.refused();
     assert!(refused >= 4, "{refused} requests refused");
 
     // The server takes them again: the next sync sends what waited.
     server.store.faults.lift();
     eventually("the update's Events", || {
-        let got = node_event_reasons(&server, name);
+        let got = event_reasons(&server, "Node", name);
         ["Cordon", "Drain", "Reboot", "NodeDone"]
             .iter()
             .all(|want| got.iter().any(|r| r == want))
@@ -686,7 +678,7 @@ async fn an_agents_record_of_an_update_survives_writes_the_server_failed() {
     update_recorded(&server, name, &target);
     // Each Event once: what was sent is not kept.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let got = node_event_reasons(&server, name);
+    let got = event_reasons(&server, "Node", name);
     for want in ["Cordon", "Drain", "Reboot", "NodeDone"] {
         let n = got.iter().filter(|r| *r == want).count();
         assert_eq!(n, 1, "{want} in {got:?}");
