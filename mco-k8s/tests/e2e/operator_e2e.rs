@@ -85,6 +85,14 @@ fn roll_out(store: &Store) {
     }
 }
 
+/// The stored object the desired manifest `obj` names (`None`: not applied).
+fn applied(store: &Store, obj: &Value) -> Option<Value> {
+    let kind = str_at(obj, "/kind");
+    let info = kind_info(kind).unwrap_or_else(|| panic!("the operator does not know {kind}"));
+    let ns = if info.namespaced { NAMESPACE } else { "" };
+    store.get(&info.resource.plural, ns, str_at(obj, "/metadata/name"))
+}
+
 fn condition<'a>(co: &'a Value, type_: &str) -> &'a Value {
     co.pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -155,12 +163,8 @@ async fn applies_every_manifest_and_reports_the_rollout() {
     // Every object is there; workloads carry the image and the version.
     for obj in &desired {
         let kind = str_at(obj, "/kind");
-        let info = kind_info(kind).unwrap_or_else(|| panic!("{kind}"));
-        let ns = if info.namespaced { NAMESPACE } else { "" };
-        let name = str_at(obj, "/metadata/name");
-        let live = store
-            .get(&info.resource.plural, ns, name)
-            .unwrap_or_else(|| panic!("{kind}/{name} not applied"));
+        let live = applied(store, obj)
+            .unwrap_or_else(|| panic!("{kind}/{} not applied", str_at(obj, "/metadata/name")));
         if kind == "Deployment" || kind == "DaemonSet" {
             assert_eq!(
                 str_at(&live, "/spec/template/spec/containers/0/image"),
@@ -325,16 +329,8 @@ async fn installs_through_a_restart_and_creates_left_unanswered() {
     let missing = || -> Vec<String> {
         desired
             .iter()
-            .filter_map(|obj| {
-                let kind = str_at(obj, "/kind");
-                let info = kind_info(kind)?;
-                let ns = if info.namespaced { NAMESPACE } else { "" };
-                let name = str_at(obj, "/metadata/name");
-                store
-                    .get(&info.resource.plural, ns, name)
-                    .is_none()
-                    .then(|| format!("{kind}/{name}"))
-            })
+            .filter(|obj| applied(&store, obj).is_none())
+            .map(|obj| format!("{}/{}", str_at(obj, "/kind"), str_at(obj, "/metadata/name")))
             .collect()
     };
     support::eventually_within("every manifest applied", support::PATIENCE, || {
