@@ -51,6 +51,41 @@ fn condition(mcn: &Value, type_: &str) -> Option<(String, String, String)> {
         })
 }
 
+/// CRI-O's pinned-images drop-in, under a host root.
+const DROP_IN: &str = "etc/crio/crio.conf.d/50-pinned-images";
+
+/// The drop-in under the host root `dir` (empty when absent).
+fn drop_in(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join(DROP_IN)).unwrap_or_default()
+}
+
+/// worker-0's MachineConfigNode once it reports the set `release` pulled and pinned at
+/// generation 1, checked complete and not degraded.
+async fn reported_complete(store: &Store) -> Value {
+    let mcn = support::eventually_within("the pinned images reported", LIMIT, || {
+        let mcn = store.get("machineconfignodes", "", "worker-0")?;
+        (mcn["status"]["pinnedImageSets"][0]["currentGeneration"] == 1).then_some(mcn)
+    })
+    .await;
+    assert_eq!(
+        mcn["status"]["pinnedImageSets"],
+        json!([{"name": "release", "currentGeneration": 1, "desiredGeneration": 1}])
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsProgressing"),
+        Some((
+            "False".into(),
+            "AsExpected".into(),
+            "All pinned image sets complete".into()
+        ))
+    );
+    assert_eq!(
+        condition(&mcn, "PinnedImageSetsDegraded"),
+        Some(("False".into(), "AsExpected".into(), "All is good".into()))
+    );
+    mcn
+}
+
 fn locked(h: &Arc<Mutex<RecordingHost>>) -> std::sync::MutexGuard<'_, RecordingHost> {
     h.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -118,27 +153,7 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
     ));
 
     // The node reports the set's generation pulled and pinned.
-    let mcn = support::eventually_within("the pinned images reported", LIMIT, || {
-        let mcn = store.get("machineconfignodes", "", "worker-0")?;
-        (mcn["status"]["pinnedImageSets"][0]["currentGeneration"] == 1).then_some(mcn)
-    })
-    .await;
-    assert_eq!(
-        mcn["status"]["pinnedImageSets"],
-        json!([{"name": "release", "currentGeneration": 1, "desiredGeneration": 1}])
-    );
-    assert_eq!(
-        condition(&mcn, "PinnedImageSetsProgressing"),
-        Some((
-            "False".into(),
-            "AsExpected".into(),
-            "All pinned image sets complete".into()
-        ))
-    );
-    assert_eq!(
-        condition(&mcn, "PinnedImageSetsDegraded"),
-        Some(("False".into(), "AsExpected".into(), "All is good".into()))
-    );
+    let mcn = reported_complete(&store).await;
     assert_eq!(mcn["spec"]["pool"]["name"], "worker");
     assert_eq!(
         condition(&mcn, "Updated").map(|c| c.1),
@@ -161,10 +176,8 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
         );
         assert!(h.cri.held.contains(&missing));
     }
-    let drop_in = std::fs::read_to_string(dir.path().join("etc/crio/crio.conf.d/50-pinned-images"))
-        .unwrap_or_default();
     assert_eq!(
-        drop_in,
+        drop_in(dir.path()),
         format!("[crio]\n  [crio.image]\n    pinned_images = [\"{held}\", \"{missing}\"]\n")
     );
 
@@ -255,10 +268,7 @@ async fn a_failing_pull_degrades_and_a_restarted_manager_finishes_the_set() {
         condition(&mcn, "PinnedImageSetsDegraded").map(|c| c.0),
         Some("True".to_string())
     );
-    assert!(!dir
-        .path()
-        .join("etc/crio/crio.conf.d/50-pinned-images")
-        .exists());
+    assert!(!dir.path().join(DROP_IN).exists());
     first.abort();
     let _ = first.await;
 
@@ -272,24 +282,10 @@ async fn a_failing_pull_degrades_and_a_restarted_manager_finishes_the_set() {
         answering.clone(),
         opts,
     ));
-    let mcn = support::eventually_within("the set reported complete", LIMIT, || {
-        let mcn = store.get("machineconfignodes", "", "worker-0")?;
-        (mcn["status"]["pinnedImageSets"][0]["currentGeneration"] == 1).then_some(mcn)
-    })
-    .await;
-    assert_eq!(
-        mcn["status"]["pinnedImageSets"],
-        json!([{"name": "release", "currentGeneration": 1, "desiredGeneration": 1}])
-    );
-    assert_eq!(
-        condition(&mcn, "PinnedImageSetsDegraded"),
-        Some(("False".into(), "AsExpected".into(), "All is good".into()))
-    );
+    reported_complete(&store).await;
     assert!(locked(&answering).cri.held.contains(&wanted));
-    let drop_in = std::fs::read_to_string(dir.path().join("etc/crio/crio.conf.d/50-pinned-images"))
-        .unwrap_or_default();
     assert_eq!(
-        drop_in,
+        drop_in(dir.path()),
         format!("[crio]\n  [crio.image]\n    pinned_images = [\"{wanted}\"]\n")
     );
     second.abort();
