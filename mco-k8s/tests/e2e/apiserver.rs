@@ -928,3 +928,236 @@ async fn apis_not_installed_are_answered_as_kube_apiserver_answers() {
     .await;
     assert_eq!(status, 404);
 }
+
+/// A MachineConfig with `finalizers` and owner references (owner uid, blockOwnerDeletion).
+fn owned_config(name: &str, finalizers: &[&str], owners: &[(&str, bool)]) -> DynamicObject {
+    let refs: Vec<_> = owners
+        .iter()
+        .map(|(uid, blocks)| {
+            json!({"apiVersion": "machineconfiguration.openshift.io/v1",
+                   "kind": "MachineConfigPool", "name": "owner", "uid": uid,
+                   "blockOwnerDeletion": blocks})
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name, "finalizers": finalizers, "ownerReferences": refs},
+        "spec": {}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn deletion_waits_for_finalizers_and_the_garbage_collector() {
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client();
+    let mcs: Api<DynamicObject> =
+        Api::all_with(client.clone(), &crd::MACHINE_CONFIG.api_resource());
+    let pools = pools(client.clone());
+    let gone = |api: &Api<DynamicObject>, name: &'static str| {
+        let api = api.clone();
+        async move {
+            until(&format!("{name} gone"), || {
+                let api = api.clone();
+                async move { api.get_opt(name).await.unwrap().is_none().then_some(()) }
+            })
+            .await
+        }
+    };
+
+    // A finalizer holds the object: DELETE only marks it (200, the object), and no write
+    // may add a finalizer to it or start a deletion; the write taking the last one off
+    // deletes it.
+    mcs.create(
+        &PostParams::default(),
+        &owned_config("held", &["example.com/hold"], &[]),
+    )
+    .await
+    .unwrap();
+    let marked = mcs
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("held, not deleted");
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert_eq!(marked.metadata.generation, Some(2));
+    let add = Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "more"]}}));
+    let e = mcs
+        .patch("held", &PatchParams::default(), &add)
+        .await
+        .unwrap_err();
+    let (status, reason) = code(e);
+    assert_eq!((status, reason.as_str()), (422, "Invalid"));
+    // Deleting it again changes nothing.
+    let again = mcs.delete("held", &DeleteParams::default()).await.unwrap();
+    assert_eq!(
+        again.left().map(|o| o.metadata.resource_version),
+        Some(marked.metadata.resource_version.clone())
+    );
+    let off = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    mcs.patch("held", &PatchParams::default(), &off)
+        .await
+        .unwrap();
+    assert!(mcs.get_opt("held").await.unwrap().is_none());
+    mcs.create(&PostParams::default(), &owned_config("plain", &[], &[]))
+        .await
+        .unwrap();
+    let start = Patch::Merge(json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}}));
+    let e = mcs
+        .patch("plain", &PatchParams::default(), &start)
+        .await
+        .unwrap_err();
+    assert_eq!(code(e).0, 422);
+    // Without finalizers, DELETE removes it at once.
+    let removed = mcs.delete("plain", &DeleteParams::default()).await.unwrap();
+    assert!(removed.is_left() && mcs.get_opt("plain").await.unwrap().is_none());
+
+    // Foreground: the owner stays (`foregroundDeletion`) until its blocking dependent is
+    // gone; the collector deletes the dependents.
+    let owner = pools
+        .create(&PostParams::default(), &pool("fg"))
+        .await
+        .unwrap();
+    let uid = owner.metadata.uid.clone().unwrap();
+    mcs.create(
+        &PostParams::default(),
+        &owned_config("fg-dep", &["example.com/hold"], &[(&uid, true)]),
+    )
+    .await
+    .unwrap();
+    let marked = pools
+        .delete("fg", &DeleteParams::foreground())
+        .await
+        .unwrap()
+        .left()
+        .expect("marked");
+    assert_eq!(
+        marked.metadata.finalizers,
+        Some(vec!["foregroundDeletion".to_string()])
+    );
+    until("the dependent marked", || async {
+        mcs.get("fg-dep")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+            .then_some(())
+    })
+    .await;
+    // Held by its own finalizer, it blocks its owner's deletion.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(pools.get_opt("fg").await.unwrap().is_some());
+    mcs.patch("fg-dep", &PatchParams::default(), &off)
+        .await
+        .unwrap();
+    gone(&pools, "fg").await;
+
+    // Background: the owner goes at once, the collector then deletes its dependent.
+    let owner = pools
+        .create(&PostParams::default(), &pool("bg"))
+        .await
+        .unwrap();
+    let uid = owner.metadata.uid.clone().unwrap();
+    mcs.create(
+        &PostParams::default(),
+        &owned_config("bg-dep", &[], &[(&uid, false)]),
+    )
+    .await
+    .unwrap();
+    assert!(pools
+        .delete("bg", &DeleteParams::background())
+        .await
+        .unwrap()
+        .is_left());
+    assert!(pools.get_opt("bg").await.unwrap().is_none());
+    gone(&mcs, "bg-dep").await;
+
+    // Orphan: the dependent stays, without its reference to the owner.
+    let owner = pools
+        .create(&PostParams::default(), &pool("or"))
+        .await
+        .unwrap();
+    let uid = owner.metadata.uid.clone().unwrap();
+    mcs.create(
+        &PostParams::default(),
+        &owned_config("or-dep", &[], &[(&uid, true)]),
+    )
+    .await
+    .unwrap();
+    pools.delete("or", &DeleteParams::orphan()).await.unwrap();
+    gone(&pools, "or").await;
+    let kept = mcs.get("or-dep").await.unwrap();
+    assert_eq!(kept.metadata.owner_references, None);
+
+    // A Job deleted with no options orphans its dependents (batch/v1's default).
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> =
+        Api::namespaced(client.clone(), "openshift-machine-config-operator");
+    let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
+        "metadata": {"name": "build"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "example.invalid/i"}]}}}
+    }))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let marked = jobs
+        .delete("build", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("marked");
+    assert_eq!(marked.metadata.finalizers, Some(vec!["orphan".to_string()]));
+    gone(&jobs_dynamic(&client), "build").await;
+
+    // Without the collector (a bare API server), a foreground deletion never finishes.
+    server.store.set_garbage_collector(false);
+    pools
+        .create(&PostParams::default(), &pool("stuck"))
+        .await
+        .unwrap();
+    pools
+        .delete("stuck", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let stuck = pools.get("stuck").await.unwrap();
+    assert_eq!(
+        stuck.metadata.finalizers,
+        Some(vec!["foregroundDeletion".to_string()])
+    );
+    server.store.set_garbage_collector(true);
+    gone(&pools, "stuck").await;
+}
+
+/// Polls the async `check` every 20 ms until it returns `Some`, for at most
+/// [`support::PATIENCE`].
+async fn until<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let run = async {
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(support::PATIENCE, run)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+fn jobs_dynamic(client: &kube::Client) -> Api<DynamicObject> {
+    let ar = kube::api::ApiResource {
+        group: "batch".into(),
+        version: "v1".into(),
+        api_version: "batch/v1".into(),
+        kind: "Job".into(),
+        plural: "jobs".into(),
+    };
+    Api::namespaced_with(client.clone(), "openshift-machine-config-operator", &ar)
+}

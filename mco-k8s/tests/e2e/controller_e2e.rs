@@ -183,8 +183,9 @@ fn start_agents(client: Client, stats: Arc<AgentStats>) -> JoinHandle<()> {
     })
 }
 
-/// Polls `check` until it returns `Some`, for at most `limit`.
-async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+/// Polls `check` until it returns `Some`, for at most `limit`; the panic on a timeout shows
+/// the pools and nodes as stored.
+async fn eventually<T, F, Fut>(server: &ApiServer, what: &str, limit: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -199,8 +200,32 @@ where
     };
     match tokio::time::timeout(limit, run).await {
         Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
+        Err(_) => panic!("timed out waiting for {what}\n{}", cluster_state(server)),
     }
+}
+
+/// The pools' targets and counts and the nodes' annotations, one line each.
+fn cluster_state(server: &ApiServer) -> String {
+    let mut out = Vec::new();
+    for p in server.store.list("machineconfigpools") {
+        let s = &p["status"];
+        out.push(format!(
+            "pool {}: target {} status {} machines {} updated {} Updated {}",
+            p["metadata"]["name"],
+            p["spec"]["configuration"]["name"],
+            s["configuration"]["name"],
+            s["machineCount"],
+            s["updatedMachineCount"],
+            condition(&p, "Updated"),
+        ));
+    }
+    for n in server.store.list("nodes") {
+        out.push(format!(
+            "node {}: {} unschedulable {}",
+            n["metadata"]["name"], n["metadata"]["annotations"], n["spec"]["unschedulable"]
+        ));
+    }
+    out.join("\n")
 }
 
 fn pool_obj(server: &ApiServer, name: &str) -> Value {
@@ -381,12 +406,12 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
 
     // The controller adopts the cluster: the pools target the rendered configs the nodes are
     // on, nothing rolls out.
-    let w = eventually("worker pool settled", limit, || async {
+    let w = eventually(&server, "worker pool settled", limit, || async {
         pool_settled(&server, "worker", WORKERS)
     })
     .await;
     assert_eq!(w["spec"]["configuration"]["name"], first_worker.as_str());
-    let m = eventually("master pool settled", limit, || async {
+    let m = eventually(&server, "master pool settled", limit, || async {
         pool_settled(&server, "master", MASTERS)
     })
     .await;
@@ -401,7 +426,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     )
     .await
     .unwrap();
-    let second_worker = eventually("a new rendered worker config", limit, || async {
+    let second_worker = eventually(&server, "a new rendered worker config", limit, || async {
         let p = pool_obj(&server, "worker");
         let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
         (t != first_worker).then_some(t)
@@ -417,7 +442,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
         .filter_map(|s| s["name"].as_str())
         .collect();
     assert!(sources.contains(&"99-worker-motd"), "{sources:?}");
-    let w = eventually("rollout 1 complete", limit, || async {
+    let w = eventually(&server, "rollout 1 complete", limit, || async {
         pool_settled(&server, "worker", WORKERS)
     })
     .await;
@@ -498,7 +523,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
         );
     }
     // The unused rendered config is collected.
-    eventually("old rendered config collected", limit, || async {
+    eventually(&server, "old rendered config collected", limit, || async {
         (!rendered_names(&server).contains(&first_worker)).then_some(())
     })
     .await;
@@ -510,13 +535,13 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     )
     .await
     .unwrap();
-    let third_worker = eventually("another rendered worker config", limit, || async {
+    let third_worker = eventually(&server, "another rendered worker config", limit, || async {
         let p = pool_obj(&server, "worker");
         let t = p["spec"]["configuration"]["name"].as_str()?.to_string();
         (t != second_worker).then_some(t)
     })
     .await;
-    eventually("rollout 2 under way", limit, || async {
+    eventually(&server, "rollout 2 under way", limit, || async {
         (workers_on(&server, &third_worker) >= 2 * MAX_UNAVAILABLE).then_some(())
     })
     .await;
@@ -527,9 +552,12 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     // MachineConfigs, ControllerConfigs, Nodes, RolloutPolicies, MachineConfigNodes,
     // MachineOSConfigs, MachineOSBuilds, build Jobs, PinnedImageSets, and the MCO
     // namespace's Secrets and ConfigMaps.
-    eventually("the stopped controller's watches closed", limit, || async {
-        (server.store.open_watches() == watches - 12).then_some(())
-    })
+    eventually(
+        &server,
+        "the stopped controller's watches closed",
+        limit,
+        || async { (server.store.open_watches() == watches - 12).then_some(()) },
+    )
     .await;
     let done_at_restart = workers_on(&server, &third_worker);
     assert!(
@@ -538,7 +566,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     ctrl = start_controller(server.client());
-    let w = eventually("rollout 2 complete", limit, || async {
+    let w = eventually(&server, "rollout 2 complete", limit, || async {
         pool_settled(&server, "worker", WORKERS)
     })
     .await;
@@ -549,7 +577,7 @@ async fn rollouts_respect_max_unavailable_and_survive_a_restart() {
     assert_eq!(stats.updates.load(Ordering::SeqCst), 2 * WORKERS);
     assert_eq!(unavailable_max.load(Ordering::SeqCst), MAX_UNAVAILABLE);
     assert!(stats.max_in_flight.load(Ordering::SeqCst) <= MAX_UNAVAILABLE);
-    eventually("only the configs in use remain", limit, || async {
+    eventually(&server, "only the configs in use remain", limit, || async {
         let want: BTreeSet<String> = [first_master.clone(), third_worker.clone()].into();
         (rendered_names(&server) == want).then_some(())
     })
@@ -653,7 +681,7 @@ async fn a_rollout_with_the_generators_running_lists_only_the_drained_pods() {
     };
     let mut target = String::new();
     let mut quiet = 0;
-    eventually("the cluster to settle", limit, || {
+    eventually(&server, "the cluster to settle", limit, || {
         let now = pool_obj(&server, "worker")["spec"]["configuration"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -682,7 +710,7 @@ async fn a_rollout_with_the_generators_running_lists_only_the_drained_pods() {
         )
         .unwrap();
     let first = target.clone();
-    eventually("the rollout", limit, || {
+    eventually(&server, "the rollout", limit, || {
         let p = pool_obj(&server, "worker");
         let moved = p["spec"]["configuration"]["name"] != first.as_str();
         let done = moved && settled(&server);
@@ -728,10 +756,15 @@ async fn a_rollout_with_the_generators_running_lists_only_the_drained_pods() {
             Ok(k)
         })
         .unwrap();
-    eventually("the generated kubelet config to follow", limit, || {
-        let changed = generated(&server).is_some_and(|c| c != was);
-        async move { changed.then_some(()) }
-    })
+    eventually(
+        &server,
+        "the generated kubelet config to follow",
+        limit,
+        || {
+            let changed = generated(&server).is_some_and(|c| c != was);
+            async move { changed.then_some(()) }
+        },
+    )
     .await;
     ctrl.abort();
     agents.abort();

@@ -7,7 +7,7 @@ use crate::support::cluster::{repo, start_all_controllers};
 
 use crate::support::apiserver::ApiServer;
 use crate::support::yaml_docs;
-use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::{Api, Client};
 use mco_k8s::controller::templates::read_tree;
 use mco_k8s::controller::writes::comparable;
@@ -305,23 +305,23 @@ async fn custom_resources_and_templates_become_machine_configs() {
     assert!(server.store.get("machineconfigs", "", &mc_name).is_some());
 
     // Deleting it: the API server marks it (its finalizer holds it); the controller deletes
-    // its MachineConfig and removes the finalizer. The test server deletes at once, so the
-    // mark is set here as a real server would on DELETE.
-    kcs.patch(
-        "second",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}})),
+    // its MachineConfig and removes the finalizer, and the KubeletConfig goes.
+    let marked = kcs
+        .delete("second", &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let marked = marked
+        .left()
+        .expect("held by its finalizer, not deleted at once");
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    eventually(
+        "second MachineConfig deleted, then its KubeletConfig",
+        || {
+            let kc_gone = server.store.get("kubeletconfigs", "", "second").is_none();
+            let mc_gone = server.store.get("machineconfigs", "", second_mc).is_none();
+            (kc_gone && mc_gone).then_some(())
+        },
     )
-    .await
-    .unwrap();
-    eventually("second MachineConfig deleted and finalizer removed", || {
-        let o = server.store.get("kubeletconfigs", "", "second")?;
-        let fin_gone = o["metadata"]["finalizers"]
-            .as_array()
-            .is_none_or(Vec::is_empty);
-        let mc_gone = server.store.get("machineconfigs", "", second_mc).is_none();
-        (fin_gone && mc_gone).then_some(())
-    })
     .await;
     assert!(server.store.get("machineconfigs", "", &mc_name).is_some());
 

@@ -45,6 +45,14 @@
 //!   taken and the pod recorded in `disruptedPods` otherwise); no disruption controller
 //!   recomputes their status: tests write it.
 //!
+//! - deletion of everything but pods as the registry does it ([`garbage`]): a DELETE's
+//!   `propagationPolicy` sets the garbage collector's finalizer (`foregroundDeletion`,
+//!   `orphan`), an object left with finalizers is only marked (`deletionTimestamp`, a
+//!   MODIFIED event) and goes when a write removes the last one, and a write cannot add a
+//!   finalizer to an object being deleted (422); a stand-in for kube-controller-manager's
+//!   garbage collector finishes foreground and orphaning deletions and collects the
+//!   dependents of owners deleted here ([`Store::set_garbage_collector`] turns it off);
+//!
 //! - custom resources are defaulted and checked against their CRDs in `manifests/` (types,
 //!   required fields, enums, lengths, list sizes and map-list keys, the CEL rules the CRDs
 //!   use: [`super::schema`]) on every write, refused with 422 Invalid naming each cause.
@@ -69,11 +77,14 @@
 //! server-side apply is refused with 415 (the controllers do not use it). Created pods keep
 //! the status they are given (the real server resets it to Pending; tests seed pods as the
 //! kubelet left them), a pod without a phase counts as running, and finalizers do not hold
-//! pods. Note that kube-rs's `Api::evict` sends its delete options as `delete_options`, a
+//! pods (their deletion is the graceful one above). Note that kube-rs's `Api::evict` sends its delete options as `delete_options`, a
 //! field the real Eviction does not have: like the real server, this one ignores it.
 // Handlers return the Status error object by value: it is built once per failed request in a
 // test server, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
+
+#[path = "garbage.rs"]
+mod garbage;
 
 use super::admission;
 use super::patch::{json_patch, merge_patch};
@@ -846,6 +857,8 @@ struct Inner {
     agent_names: BTreeMap<(String, String), BTreeSet<Option<String>>>,
     kubelet: Kubelet,
     terminating: BTreeMap<Key, Termination>,
+    /// The garbage collector's state ([`garbage`]).
+    gc: garbage::State,
 }
 
 /// The server's objects. Tests may read and write it directly.
@@ -855,6 +868,7 @@ pub struct Store {
     watch_cap: Mutex<Option<Duration>>,
     open_watches: Arc<std::sync::atomic::AtomicUsize>,
     kubelet_wake: Notify,
+    gc_wake: Notify,
     /// Where each Service (namespace, name, port) is reached, for webhook calls.
     routes: Mutex<BTreeMap<(String, String, u16), SocketAddr>>,
     admission_calls: Mutex<Vec<admission::Call>>,
@@ -995,11 +1009,24 @@ fn updated(
             }
         }
     }
-    // A deletion under way cannot be undone or moved by a write. (Setting one by a write
-    // is let through: tests mark objects that finalizers hold, which DELETE does not.)
+    // A deletion under way cannot be undone or moved by a write, nor started by one: only
+    // DELETE marks an object (metadata validation's immutable field).
     for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-        if let Some(v) = old["metadata"].get(k) {
-            set_meta(&mut new, k, v.clone());
+        match old["metadata"].get(k) {
+            Some(v) => set_meta(&mut new, k, v.clone()),
+            None => {
+                if let Some(v) = new["metadata"].get(k).filter(|v| !v.is_null()) {
+                    return Err(ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "{}.{} {name:?} is invalid: metadata.{k}: Invalid value: {v}: field is immutable",
+                            def.kind, def.group
+                        ),
+                    )
+                    .about(def, name));
+                }
+            }
         }
     }
     if spec_part(&new) != spec_part(old) {
@@ -1019,6 +1046,7 @@ impl Store {
             watch_cap: Mutex::new(None),
             open_watches: Arc::default(),
             kubelet_wake: Notify::new(),
+            gc_wake: Notify::new(),
             routes: Mutex::default(),
             admission_calls: Mutex::default(),
             unserved: Mutex::new(unserved_at_start()),
@@ -1338,6 +1366,9 @@ impl Store {
         } else {
             store.insert(key, obj.clone());
         }
+        if inner.gc.note(type_, &obj) {
+            self.gc_wake.notify_one();
+        }
         let ev = Event {
             rv,
             plural: def.plural,
@@ -1466,6 +1497,28 @@ impl Store {
         if new == old {
             return Ok(old);
         }
+        // An object being deleted takes no new finalizer, and goes with its last one.
+        if meta(&old, "deletionTimestamp").is_some() && def.plural != "pods" {
+            let before = garbage::finalizers(&old);
+            let after = garbage::finalizers(&new);
+            let added: Vec<&String> = after.iter().filter(|f| !before.contains(f)).collect();
+            if !added.is_empty() {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    format!(
+                        "{}.{} {name:?} is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        def.kind,
+                        def.group,
+                        added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+                .about(def, name));
+            }
+            if after.is_empty() {
+                return Ok(self.commit(&mut inner, def, key, new, "DELETED"));
+            }
+        }
         Ok(self.commit(&mut inner, def, key, new, "MODIFIED"))
     }
 
@@ -1520,15 +1573,32 @@ impl Store {
         }
     }
 
-    /// Deletes an object, checking `preconditions` (uid, resourceVersion) when given.
+    /// Deletes an object as kube-apiserver's registry does. `options` is the request's
+    /// DeleteOptions: its `preconditions` (uid, resourceVersion) are checked, and its
+    /// `propagationPolicy` (or `orphanDependents`) sets the garbage collector's finalizer
+    /// (`foregroundDeletion`, `orphan`; batch/v1 Jobs orphan their dependents by default).
+    /// An object left with finalizers is only marked (`deletionTimestamp` now,
+    /// `deletionGracePeriodSeconds` 0, generation + 1, a MODIFIED event) until the last one
+    /// is removed; one without is removed at once.
     pub fn delete(
         &self,
         def: &ResourceDef,
         namespace: &str,
         name: &str,
-        preconditions: Option<&Value>,
+        options: Option<&Value>,
     ) -> Result<Value, ApiError> {
         let mut inner = self.lock();
+        self.delete_locked(&mut inner, def, namespace, name, options)
+    }
+
+    fn delete_locked(
+        &self,
+        inner: &mut Inner,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        options: Option<&Value>,
+    ) -> Result<Value, ApiError> {
         let key = (namespace.to_string(), name.to_string());
         let old = inner
             .objects
@@ -1536,8 +1606,33 @@ impl Store {
             .and_then(|m| m.get(&key))
             .cloned()
             .ok_or_else(|| ApiError::not_found(def, name))?;
-        check_preconditions(def, name, &old, preconditions)?;
-        Ok(self.commit(&mut inner, def, key, old, "DELETED"))
+        check_preconditions(
+            def,
+            name,
+            &old,
+            options.and_then(|o| o.get("preconditions")),
+        )?;
+        let finalizers = garbage::deletion_finalizers(def, &old, options)?;
+        if finalizers.is_empty() {
+            return Ok(self.commit(inner, def, key, old, "DELETED"));
+        }
+        let mut marked = old.clone();
+        if meta(&old, "deletionTimestamp").is_none() {
+            set_meta(
+                &mut marked,
+                "deletionTimestamp",
+                json!(mco_k8s::controller::pool_sync::now_rfc3339()),
+            );
+            set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
+            if let Some(g) = old["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+                set_meta(&mut marked, "generation", json!(g + 1));
+            }
+        }
+        set_meta(&mut marked, "finalizers", json!(finalizers));
+        if marked == old {
+            return Ok(old);
+        }
+        Ok(self.commit(inner, def, key, marked, "MODIFIED"))
     }
 
     /// Deletes a pod as the API server does (see the module documentation): marks it
@@ -2454,8 +2549,7 @@ async fn serve(
             let out = if def.plural == "pods" {
                 store.delete_pod(&ns, name, opts.as_ref())?
             } else {
-                let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
-                store.delete(def, &ns, name, pre)?
+                store.delete(def, &ns, name, opts.as_ref())?
             };
             Ok(full(StatusCode::OK, &out))
         }
@@ -2488,6 +2582,7 @@ pub struct ApiServer {
     pub store: Arc<Store>,
     task: JoinHandle<()>,
     kubelet: JoinHandle<()>,
+    collector: JoinHandle<()>,
 }
 
 impl ApiServer {
@@ -2520,11 +2615,13 @@ impl ApiServer {
             }
         });
         let kubelet = tokio::spawn(store.clone().run_kubelet());
+        let collector = tokio::spawn(store.clone().run_garbage_collector());
         Ok(ApiServer {
             addr,
             store,
             task,
             kubelet,
+            collector,
         })
     }
 
@@ -2585,5 +2682,6 @@ impl Drop for ApiServer {
     fn drop(&mut self) {
         self.task.abort();
         self.kubelet.abort();
+        self.collector.abort();
     }
 }
