@@ -1054,6 +1054,37 @@ async fn deletion_waits_for_finalizers_and_the_garbage_collector() {
         .await
         .unwrap();
     gone(&pools, "fg").await;
+    // A dependent with another owner that stays only loses the reference.
+    let first = pools
+        .create(&PostParams::default(), &pool("fg2"))
+        .await
+        .unwrap();
+    let other = pools
+        .create(&PostParams::default(), &pool("stays"))
+        .await
+        .unwrap();
+    let (a, b) = (first.metadata.uid.unwrap(), other.metadata.uid.unwrap());
+    mcs.create(
+        &PostParams::default(),
+        &owned_config("shared", &[], &[(&a, true), (&b, true)]),
+    )
+    .await
+    .unwrap();
+    pools
+        .delete("fg2", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    gone(&pools, "fg2").await;
+    let kept = mcs.get("shared").await.unwrap();
+    let owners: Vec<String> = kept
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.uid)
+        .collect();
+    assert_eq!(owners, vec![b]);
+    assert!(kept.metadata.deletion_timestamp.is_none());
 
     // Background: the owner goes at once, the collector then deletes its dependent.
     let owner = pools

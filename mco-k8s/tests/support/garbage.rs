@@ -11,7 +11,8 @@
 //! server saw deleted: a dependent whose every owner was deleted here goes (a background
 //! delete, so its own finalizers hold it); one with some owners left loses the references to
 //! the deleted ones; an object deleted in the foreground has its dependents deleted (in the
-//! foreground) and keeps `foregroundDeletion` until those with `blockOwnerDeletion` are gone;
+//! foreground; one with another owner that stays only loses the reference) and keeps
+//! `foregroundDeletion` until those with `blockOwnerDeletion` are gone;
 //! an orphaning one has the references to it removed from its dependents, then its `orphan`
 //! finalizer. Owners it never saw (a made-up uid in a test's ownerReference) are left alone,
 //! as a collector that cannot find the owner's kind leaves them. [`Store::set_garbage_collector`]
@@ -356,7 +357,17 @@ fn plan(inner: &Inner) -> Vec<Step> {
             .filter(|r| has(r, ORPHAN))
             .map(|r| r.owner_uid.clone())
             .collect();
-        let foreground = d.owners.iter().any(|r| has(r, FOREGROUND));
+        let waiting: BTreeSet<String> = d
+            .owners
+            .iter()
+            .filter(|r| has(r, FOREGROUND))
+            .map(|r| r.owner_uid.clone())
+            .collect();
+        // An owner that stays keeps the dependent: it only loses the other references.
+        let solid = d
+            .owners
+            .iter()
+            .any(|r| owner(r).is_some_and(|(_, _, deleting)| !*deleting));
         for r in &d.owners {
             if r.blocks && has(r, FOREGROUND) {
                 blocked.insert(r.owner_uid.clone());
@@ -365,7 +376,7 @@ fn plan(inner: &Inner) -> Vec<Step> {
         if d.deleting {
             continue;
         }
-        if foreground {
+        if !solid && !waiting.is_empty() {
             steps.push(Step::Delete(
                 d.place.clone(),
                 json!({"propagationPolicy": "Foreground"}),
@@ -375,11 +386,14 @@ fn plan(inner: &Inner) -> Vec<Step> {
                 d.place.clone(),
                 json!({"propagationPolicy": "Background"}),
             ));
-        } else if !gone.is_empty() || !orphaning.is_empty() {
-            steps.push(Step::Unown(
-                d.place.clone(),
-                gone.union(&orphaning).cloned().collect(),
-            ));
+        } else {
+            let mut drop: BTreeSet<String> = gone.union(&orphaning).cloned().collect();
+            if solid {
+                drop.extend(waiting);
+            }
+            if !drop.is_empty() {
+                steps.push(Step::Unown(d.place.clone(), drop));
+            }
         }
     }
     // Owners whose dependents are dealt with lose the collector's finalizer.
