@@ -48,8 +48,8 @@
 //! - deletion of everything but pods as the registry does it ([`garbage`]): a DELETE's
 //!   `propagationPolicy` sets the garbage collector's finalizer (`foregroundDeletion`,
 //!   `orphan`), an object left with finalizers is only marked (`deletionTimestamp`, a
-//!   MODIFIED event) and goes when a write removes the last one, and a write cannot add a
-//!   finalizer to an object being deleted (422); a stand-in for kube-controller-manager's
+//!   MODIFIED event) and goes when a write removes the last one, and a write can neither
+//!   add a finalizer to an object being deleted nor start a deletion (422); a stand-in for kube-controller-manager's
 //!   garbage collector finishes foreground and orphaning deletions and collects the
 //!   dependents of owners deleted here ([`Store::set_garbage_collector`] turns it off);
 //!
@@ -77,8 +77,9 @@
 //! server-side apply is refused with 415 (the controllers do not use it). Created pods keep
 //! the status they are given (the real server resets it to Pending; tests seed pods as the
 //! kubelet left them), a pod without a phase counts as running, and finalizers do not hold
-//! pods (their deletion is the graceful one above). Note that kube-rs's `Api::evict` sends its delete options as `delete_options`, a
-//! field the real Eviction does not have: like the real server, this one ignores it.
+//! pods (their deletion is the graceful one above). Note that kube-rs's `Api::evict` sends
+//! its delete options as `delete_options`, a field the real Eviction does not have: like the
+//! real server, this one ignores it.
 // Handlers return the Status error object by value: it is built once per failed request in a
 // test server, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
