@@ -1192,3 +1192,86 @@ fn jobs_dynamic(client: &kube::Client) -> Api<DynamicObject> {
     };
     Api::namespaced_with(client.clone(), "openshift-machine-config-operator", &ar)
 }
+
+#[tokio::test]
+async fn lists_come_in_pages_each_a_snapshot() {
+    let server = ApiServer::start().await.unwrap();
+    let api = pools(server.client());
+    for i in 0..5 {
+        api.create(&PostParams::default(), &pool(&format!("p{i}")))
+            .await
+            .unwrap();
+    }
+    let names = |l: &kube::api::ObjectList<DynamicObject>| -> Vec<String> {
+        l.items
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect()
+    };
+    let first = api.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(names(&first), ["p0", "p1"]);
+    assert_eq!(first.metadata.remaining_item_count, Some(3));
+    let token = first.metadata.continue_.clone().expect("a continue token");
+    // A change between pages does not show: the list is the snapshot of its first page.
+    api.create(&PostParams::default(), &pool("p5"))
+        .await
+        .unwrap();
+    api.delete("p4", &DeleteParams::default()).await.unwrap();
+    let second = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(&second), ["p2", "p3"]);
+    assert_eq!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    let token = second.metadata.continue_.clone().expect("another token");
+    let last = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(&last), ["p4"]);
+    assert!(last.metadata.continue_.as_deref().is_none_or(str::is_empty));
+    // A filtered list says nothing of how many remain.
+    let filtered = api
+        .list(&ListParams::default().limit(1).fields("metadata.name!=p0"))
+        .await
+        .unwrap();
+    assert_eq!(names(&filtered), ["p1"]);
+    assert_eq!(filtered.metadata.remaining_item_count, None);
+    // A token from before a compaction is too old: 410, the list starts again.
+    let page = api.list(&ListParams::default().limit(1)).await.unwrap();
+    let token = page.metadata.continue_.clone().expect("a token");
+    api.create(&PostParams::default(), &pool("p6"))
+        .await
+        .unwrap();
+    server.store.compact();
+    let e = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap_err();
+    assert_eq!(code(e), (410, "Expired".into()));
+    // A watcher pages its lists and sees every object.
+    let before = server.store.request_counts()["LIST machineconfigpools"];
+    let config = kube::runtime::watcher::Config::default().page_size(2);
+    let writer =
+        kube::runtime::reflector::store::Writer::new(crd::MACHINE_CONFIG_POOL.api_resource());
+    let reader = writer.as_reader();
+    let stream = kube::runtime::reflector(writer, kube::runtime::watcher(api.clone(), config));
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while stream.next().await.is_some() {}
+    });
+    reader.wait_until_ready().await.unwrap();
+    let mut seen: Vec<String> = reader
+        .state()
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["p0", "p1", "p2", "p3", "p5", "p6"]);
+    task.abort();
+    let lists = server.store.request_counts()["LIST machineconfigpools"] - before;
+    assert_eq!(lists, 3, "six pools in pages of two");
+}

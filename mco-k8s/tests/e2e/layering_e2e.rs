@@ -481,10 +481,16 @@ async fn a_machine_os_config_builds_and_rolls_out_rebuilds_and_opts_out() {
         .await;
     let interrupted = sim.wait_progress(&second, "Interrupted").await;
     assert!(interrupted["status"]["buildEnd"].is_string());
+    // Its Job is deleted in the foreground: gone once the garbage collector has its pods.
+    let job = format!("build-{second}");
     assert!(sim
         .store()
-        .get("jobs", NS, &format!("build-{second}"))
-        .is_none());
+        .get("jobs", NS, &job)
+        .is_none_or(|j| j["metadata"]["deletionTimestamp"].is_string()));
+    sim.eventually("the interrupted build's Job gone", || {
+        sim.store().get("jobs", NS, &job).is_none().then_some(())
+    })
+    .await;
     sim.eventually("the BuildInterrupted Event", || {
         sim.event_reasons("MachineOSBuild", &second)
             .iter()

@@ -19,6 +19,9 @@
 //! - lists carry the current resourceVersion; watches (`?watch=true&resourceVersion=N`)
 //!   stream every change after N as chunked JSON lines, or synthetic ADDED events for
 //!   everything when N is 0, end after `timeoutSeconds`, and end with a BOOKMARK when asked;
+//! - lists in pages (`limit`, `continue`, `remainingItemCount` when unfiltered), each a
+//!   snapshot at the first page's resourceVersion; a continue token from before a
+//!   compaction or a restart gets `410 Expired`, and the list must start again;
 //! - label selectors (`k=v`, `k==v`, `k!=v`, `k`, `!k`) and field selectors on any dotted
 //!   path (`spec.nodeName=n`, `metadata.name!=x`);
 //! - graceful pod deletion, as kube-apiserver and the kubelet do it: a DELETE of a pod, and
@@ -72,14 +75,13 @@
 //! older version gets a `410 Expired` ERROR event), and refusals of chosen requests (429 with
 //! `Retry-After`, 500, 503, a cut connection).
 //!
-//! Simplified: lists ignore `limit` (everything comes in one page), strategic merge patches (refused on custom resources, as the
-//! real server does) are applied as JSON merge patches, and
-//! server-side apply is refused with 415 (the controllers do not use it). Created pods keep
-//! the status they are given (the real server resets it to Pending; tests seed pods as the
-//! kubelet left them), a pod without a phase counts as running, and finalizers do not hold
-//! pods (their deletion is the graceful one above). Note that kube-rs's `Api::evict` sends
-//! its delete options as `delete_options`, a field the real Eviction does not have: like the
-//! real server, this one ignores it.
+//! Simplified: strategic merge patches (refused on custom resources, as the real server
+//! does) are applied as JSON merge patches, and server-side apply is refused with 415 (the
+//! controllers do not use it). Created pods keep the status they are given (the real server
+//! resets it to Pending; tests seed pods as the kubelet left them), a pod without a phase
+//! counts as running, and finalizers do not hold pods (their deletion is the graceful one
+//! above). Note that kube-rs's `Api::evict` sends its delete options as `delete_options`, a
+//! field the real Eviction does not have: like the real server, this one ignores it.
 // Handlers return the Status error object by value: it is built once per failed request in a
 // test server, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
@@ -685,6 +687,15 @@ impl ApiError {
         .about(def, name)
     }
 
+    /// A continue token from before a compaction (or one never given out).
+    fn continue_expired() -> Self {
+        ApiError::new(
+            410,
+            "Expired",
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        )
+    }
+
     fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(400, "BadRequest", message)
     }
@@ -860,6 +871,11 @@ struct Inner {
     terminating: BTreeMap<Key, Termination>,
     /// The garbage collector's state ([`garbage`]).
     gc: garbage::State,
+    /// Paged lists not yet read to the end: by continue token, the list's resourceVersion
+    /// and the items still to come (each list is a snapshot, as etcd serves one).
+    pages: BTreeMap<String, (u64, Vec<Value>)>,
+    /// Continue tokens given out so far.
+    next_page: u64,
 }
 
 /// The server's objects. Tests may read and write it directly.
@@ -2380,23 +2396,60 @@ async fn serve(
             if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
                 return watch(store, &t, &q, sel);
             }
-            let inner = store.lock();
-            let items: Vec<Value> = inner
-                .objects
-                .get(def.plural)
-                .map(|m| {
-                    m.iter()
-                        .filter(|((ons, _), _)| t.namespace.as_ref().is_none_or(|n| n == ons))
-                        .map(|(_, o)| o)
-                        .filter(|o| sel.matches(o))
-                        .map(|o| for_list(def, o.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let limit = match q.get("limit").map(|l| l.parse::<i64>()) {
+                None => 0,
+                Some(Ok(l)) => l.max(0),
+                Some(Err(_)) => {
+                    return Err(ApiError::bad_request(format!(
+                        "limit: Invalid value: {:?}",
+                        q.get("limit").map_or("", |l| l)
+                    )))
+                }
+            };
+            let mut inner = store.lock();
+            let (rv, items) = match q.get("continue").filter(|c| !c.is_empty()) {
+                Some(token) => {
+                    let page = inner
+                        .pages
+                        .remove(token)
+                        .filter(|(rv, _)| *rv >= store.faults.compacted());
+                    page.ok_or_else(ApiError::continue_expired)?
+                }
+                None => {
+                    let items = inner
+                        .objects
+                        .get(def.plural)
+                        .map(|m| {
+                            m.iter()
+                                .filter(|((ons, _), _)| {
+                                    t.namespace.as_ref().is_none_or(|n| n == ons)
+                                })
+                                .map(|(_, o)| o)
+                                .filter(|o| sel.matches(o))
+                                .map(|o| for_list(def, o.clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (inner.rv, items)
+                }
+            };
+            let mut metadata = json!({"resourceVersion": rv.to_string()});
+            let mut items = items;
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            if limit > 0 && items.len() > limit {
+                let rest = items.split_off(limit);
+                inner.next_page += 1;
+                let token = format!("page-{}-{rv}", inner.next_page);
+                if sel.labels.is_empty() && sel.fields.is_empty() {
+                    metadata["remainingItemCount"] = json!(rest.len());
+                }
+                metadata["continue"] = json!(token);
+                inner.pages.insert(token, (rv, rest));
+            }
             let list = json!({
                 "kind": format!("{}List", def.kind),
                 "apiVersion": def.api_version(),
-                "metadata": {"resourceVersion": inner.rv.to_string()},
+                "metadata": metadata,
                 "items": items,
             });
             Ok(full(StatusCode::OK, &list))
