@@ -122,39 +122,43 @@ async fn annotate(api: &Api<KubeNode>, name: &str, pairs: &[(&str, &str)]) {
     .unwrap();
 }
 
-/// One daemon's update of its node to `desired`.
-async fn update_node(api: Api<KubeNode>, name: String, desired: String, stats: Arc<AgentStats>) {
-    // The watch event may be stale: act on the node as it is now.
-    let fresh = api.get(&name).await.unwrap();
-    let ann = fresh.metadata.annotations.unwrap_or_default();
-    if ann.get(CURRENT_CONFIG) == Some(&desired) || ann.get(DESIRED_CONFIG) != Some(&desired) {
-        stats.busy.lock().unwrap().remove(&name);
-        return;
-    }
-    let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-    stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
-    let drain = format!("drain-{desired}");
-    annotate(&api, &name, &[(STATE, "Working"), (DESIRED_DRAIN, &drain)]).await;
-    wait_annotation(&api, &name, LAST_APPLIED_DRAIN, &drain).await;
-    // "Reboot".
-    tokio::time::sleep(Duration::from_millis(15)).await;
-    let uncordon = format!("uncordon-{desired}");
-    annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
-    wait_annotation(&api, &name, LAST_APPLIED_DRAIN, &uncordon).await;
-    stats.in_flight.fetch_sub(1, Ordering::SeqCst);
-    stats.updates.fetch_add(1, Ordering::SeqCst);
-    annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
-    stats.busy.lock().unwrap().remove(&name);
-    // Retargeted meanwhile (its watch event found the node busy): update again.
-    let fresh = api.get(&name).await.unwrap();
-    let ann = fresh.metadata.annotations.unwrap_or_default();
-    if let Some(next) = ann
-        .get(DESIRED_CONFIG)
+/// The config `node` wants and is not on yet.
+fn wanted(node: KubeNode) -> Option<String> {
+    let ann = node.metadata.annotations.unwrap_or_default();
+    ann.get(DESIRED_CONFIG)
         .filter(|d| ann.get(CURRENT_CONFIG) != Some(*d))
-    {
-        if stats.busy.lock().unwrap().insert(name.clone()) {
-            Box::pin(update_node(api, name, next.clone(), stats)).await;
-        }
+        .cloned()
+}
+
+/// One daemon's updates of its node, while it is in `stats.busy`: each to the config the node
+/// wants when the update starts (a watch event may be stale, and the node retargeted while
+/// its event was skipped as busy), until it wants none.
+async fn update_node(api: Api<KubeNode>, name: String, stats: Arc<AgentStats>) {
+    loop {
+        let Some(desired) = wanted(api.get(&name).await.unwrap()) else {
+            stats.busy.lock().unwrap().remove(&name);
+            // A retarget between that read and the removal had its event skipped: look once
+            // more, now that events start updates again (unless one already has).
+            if wanted(api.get(&name).await.unwrap()).is_some()
+                && stats.busy.lock().unwrap().insert(name.clone())
+            {
+                continue;
+            }
+            return;
+        };
+        let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let drain = format!("drain-{desired}");
+        annotate(&api, &name, &[(STATE, "Working"), (DESIRED_DRAIN, &drain)]).await;
+        wait_annotation(&api, &name, LAST_APPLIED_DRAIN, &drain).await;
+        // "Reboot".
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        let uncordon = format!("uncordon-{desired}");
+        annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
+        wait_annotation(&api, &name, LAST_APPLIED_DRAIN, &uncordon).await;
+        stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+        stats.updates.fetch_add(1, Ordering::SeqCst);
+        annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await;
     }
 }
 
@@ -168,17 +172,14 @@ fn start_agents(client: Client, stats: Arc<AgentStats>) -> JoinHandle<()> {
                 Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
                 _ => continue,
             };
-            let ann = node.metadata.annotations.clone().unwrap_or_default();
-            let desired = ann.get(DESIRED_CONFIG).cloned().unwrap_or_default();
-            let current = ann.get(CURRENT_CONFIG).cloned().unwrap_or_default();
-            if desired.is_empty() || desired == current {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            if wanted(node).is_none() {
                 continue;
             }
-            let name = node.metadata.name.clone().unwrap_or_default();
             if !stats.busy.lock().unwrap().insert(name.clone()) {
                 continue;
             }
-            tokio::spawn(update_node(api.clone(), name, desired, stats.clone()));
+            tokio::spawn(update_node(api.clone(), name, stats.clone()));
         }
     })
 }
