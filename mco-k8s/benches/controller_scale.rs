@@ -112,49 +112,77 @@ async fn wait_applied(api: &Api<KubeNode>, name: &str, want: &str) {
     }
 }
 
-/// One agent's update: Working and a drain request, the drain, the uncordon, Done on the
-/// config (and the image, on a layered pool), and, when `mcns` is given, Updated in the
-/// node's MachineConfigNode.
+/// The config (and image, on a layered pool) `node` wants and is not on yet.
+fn wanted(node: &KubeNode) -> Option<(String, Option<String>)> {
+    let ann = node.metadata.annotations.clone().unwrap_or_default();
+    let desired = ann.get(DESIRED_CONFIG).cloned().filter(|d| !d.is_empty())?;
+    let image = ann.get(DESIRED_IMAGE).cloned();
+    let done =
+        ann.get(CURRENT_CONFIG) == Some(&desired) && ann.get(CURRENT_IMAGE) == image.as_ref();
+    (!done).then_some((desired, image))
+}
+
+/// Whether `name` wants an update now (false when it cannot be read).
+async fn wants(api: &Api<KubeNode>, name: &str) -> Option<(String, Option<String>)> {
+    api.get(name).await.ok().as_ref().and_then(wanted)
+}
+
+/// One agent's updates of its node, while it is in `busy`, each to what the node wants when
+/// it starts (a watch event may be stale, and a retarget's event skipped as busy): Working
+/// and a drain request, the drain, the uncordon, Done on the config (and the image, on a
+/// layered pool), and, when `mcns` is given, Updated in the node's MachineConfigNode.
 async fn update(
     api: Api<KubeNode>,
     mcns: Option<Api<DynamicObject>>,
     name: String,
-    desired: String,
-    image: Option<String>,
     busy: Arc<Mutex<BTreeSet<String>>>,
 ) {
-    let drain = format!("drain-{desired}");
-    annotate(&api, &name, &[(STATE, "Working"), (DESIRED_DRAIN, &drain)]).await;
-    wait_applied(&api, &name, &drain).await;
-    let uncordon = format!("uncordon-{desired}");
-    annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
-    wait_applied(&api, &name, &uncordon).await;
-    match &image {
-        Some(image) => {
-            annotate(
-                &api,
-                &name,
-                &[
-                    (CURRENT_CONFIG, &desired),
-                    (CURRENT_IMAGE, image),
-                    (STATE, "Done"),
-                ],
-            )
-            .await
+    loop {
+        let Some((desired, image)) = wants(&api, &name).await else {
+            if let Ok(mut b) = busy.lock() {
+                b.remove(&name);
+            }
+            // A retarget between that read and the removal had its event skipped.
+            let again = wants(&api, &name).await.is_some()
+                && busy
+                    .lock()
+                    .map(|mut b| b.insert(name.clone()))
+                    .unwrap_or(false);
+            if again {
+                continue;
+            }
+            return;
+        };
+        let drain = format!("drain-{desired}");
+        annotate(&api, &name, &[(STATE, "Working"), (DESIRED_DRAIN, &drain)]).await;
+        wait_applied(&api, &name, &drain).await;
+        let uncordon = format!("uncordon-{desired}");
+        annotate(&api, &name, &[(DESIRED_DRAIN, &uncordon)]).await;
+        wait_applied(&api, &name, &uncordon).await;
+        match &image {
+            Some(image) => {
+                annotate(
+                    &api,
+                    &name,
+                    &[
+                        (CURRENT_CONFIG, &desired),
+                        (CURRENT_IMAGE, image),
+                        (STATE, "Done"),
+                    ],
+                )
+                .await
+            }
+            None => annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await,
         }
-        None => annotate(&api, &name, &[(CURRENT_CONFIG, &desired), (STATE, "Done")]).await,
-    }
-    if let Some(mcns) = mcns {
-        let status = json!({"status": {
-            "configVersion": {"current": desired, "desired": desired},
-            "conditions": [{"type": "Updated", "status": "True", "reason": "Updated",
-                            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
-        let _ = mcns
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await;
-    }
-    if let Ok(mut b) = busy.lock() {
-        b.remove(&name);
+        if let Some(mcns) = &mcns {
+            let status = json!({"status": {
+                "configVersion": {"current": desired, "desired": desired},
+                "conditions": [{"type": "Updated", "status": "True", "reason": "Updated",
+                                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+            let _ = mcns
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await;
+        }
     }
 }
 
@@ -173,13 +201,7 @@ fn start_agents(server: &ApiServer, report_mcn: bool) -> tokio::task::JoinHandle
                 Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
                 _ => continue,
             };
-            let ann = node.metadata.annotations.clone().unwrap_or_default();
-            let desired = ann.get(DESIRED_CONFIG).cloned().unwrap_or_default();
-            let image = ann.get(DESIRED_IMAGE).cloned();
-            if desired.is_empty()
-                || (ann.get(CURRENT_CONFIG) == Some(&desired)
-                    && ann.get(CURRENT_IMAGE) == image.as_ref())
-            {
+            if wanted(&node).is_none() {
                 continue;
             }
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -190,14 +212,7 @@ fn start_agents(server: &ApiServer, report_mcn: bool) -> tokio::task::JoinHandle
             {
                 continue;
             }
-            tokio::spawn(update(
-                api.clone(),
-                mcns.clone(),
-                name,
-                desired,
-                image,
-                busy.clone(),
-            ));
+            tokio::spawn(update(api.clone(), mcns.clone(), name, busy.clone()));
         }
     })
 }
