@@ -958,10 +958,15 @@ async fn deletion_waits_for_finalizers_and_the_garbage_collector() {
     let gone = |api: &Api<DynamicObject>, name: &'static str| {
         let api = api.clone();
         async move {
-            until(&format!("{name} gone"), || {
-                let api = api.clone();
-                async move { api.get_opt(name).await.unwrap().is_none().then_some(()) }
-            })
+            support::poll_until(
+                &format!("{name} gone"),
+                support::PATIENCE,
+                || {
+                    let api = api.clone();
+                    async move { api.get_opt(name).await.unwrap().is_none().then_some(()) }
+                },
+                String::new,
+            )
             .await
         }
     };
@@ -1037,15 +1042,20 @@ async fn deletion_waits_for_finalizers_and_the_garbage_collector() {
         marked.metadata.finalizers,
         Some(vec!["foregroundDeletion".to_string()])
     );
-    until("the dependent marked", || async {
-        mcs.get("fg-dep")
-            .await
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_some()
-            .then_some(())
-    })
+    support::poll_until(
+        "the dependent marked",
+        support::PATIENCE,
+        || async {
+            mcs.get("fg-dep")
+                .await
+                .unwrap()
+                .metadata
+                .deletion_timestamp
+                .is_some()
+                .then_some(())
+        },
+        String::new,
+    )
     .await;
     // Held by its own finalizer, it blocks its owner's deletion.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -1160,26 +1170,6 @@ async fn deletion_waits_for_finalizers_and_the_garbage_collector() {
     );
     server.store.set_garbage_collector(true);
     gone(&pools, "stuck").await;
-}
-
-/// Polls the async `check` every 20 ms until it returns `Some`, for at most
-/// [`support::PATIENCE`].
-async fn until<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let run = async {
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(support::PATIENCE, run)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
 fn jobs_dynamic(client: &kube::Client) -> Api<DynamicObject> {

@@ -186,23 +186,12 @@ fn start_agents(client: Client, stats: Arc<AgentStats>) -> JoinHandle<()> {
 
 /// Polls `check` until it returns `Some`, for at most `limit`; the panic on a timeout shows
 /// the pools and nodes as stored.
-async fn eventually<T, F, Fut>(server: &ApiServer, what: &str, limit: Duration, mut check: F) -> T
+async fn eventually<T, F, Fut>(server: &ApiServer, what: &str, limit: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let run = async {
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    };
-    match tokio::time::timeout(limit, run).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}\n{}", cluster_state(server)),
-    }
+    support::poll_until(what, limit, check, || cluster_state(server)).await
 }
 
 /// The pools' targets and counts and the nodes' annotations, one line each.

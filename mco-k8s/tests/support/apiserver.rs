@@ -878,6 +878,13 @@ struct Inner {
     next_page: u64,
 }
 
+impl Inner {
+    /// The stored object of `plural` at `key`.
+    fn object(&self, plural: &str, key: &Key) -> Option<Value> {
+        self.objects.get(plural).and_then(|m| m.get(key)).cloned()
+    }
+}
+
 /// The server's objects. Tests may read and write it directly.
 pub struct Store {
     inner: Mutex<Inner>,
@@ -1290,7 +1297,7 @@ impl Store {
     fn end_termination(&self, inner: &mut Inner, key: &Key, uid: Option<&str>) {
         inner.terminating.remove(key);
         let Some(pods) = resource("pods") else { return };
-        let Some(pod) = inner.objects.get("pods").and_then(|m| m.get(key)).cloned() else {
+        let Some(pod) = inner.object("pods", key) else {
             return;
         };
         if meta(&pod, "deletionTimestamp").is_none()
@@ -1351,10 +1358,7 @@ impl Store {
     /// One object.
     pub fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Value> {
         self.lock()
-            .objects
-            .get(plural)
-            .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
-            .cloned()
+            .object(plural, &(namespace.to_string(), name.to_string()))
     }
 
     /// Every object of a resource, by namespace then name.
@@ -1504,10 +1508,7 @@ impl Store {
         let mut inner = self.lock();
         let key = (namespace.to_string(), name.to_string());
         let old = inner
-            .objects
-            .get(def.plural)
-            .and_then(|m| m.get(&key))
-            .cloned()
+            .object(def.plural, &key)
             .ok_or_else(|| ApiError::not_found(def, name))?;
         let candidate = f(&old)?;
         let new = updated(def, name, &old, candidate, status_only)?;
@@ -1618,10 +1619,7 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let key = (namespace.to_string(), name.to_string());
         let old = inner
-            .objects
-            .get(def.plural)
-            .and_then(|m| m.get(&key))
-            .cloned()
+            .object(def.plural, &key)
             .ok_or_else(|| ApiError::not_found(def, name))?;
         check_preconditions(
             def,
@@ -1675,10 +1673,7 @@ impl Store {
         let def = resource("pods").ok_or_else(|| ApiError::bad_request("no pods"))?;
         let key = (namespace.to_string(), name.to_string());
         let old = inner
-            .objects
-            .get("pods")
-            .and_then(|m| m.get(&key))
-            .cloned()
+            .object("pods", &key)
             .ok_or_else(|| ApiError::not_found(def, name))?;
         check_preconditions(
             def,
@@ -1749,10 +1744,7 @@ impl Store {
         let mut inner = self.lock();
         let key = (namespace.to_string(), name.to_string());
         let pod = inner
-            .objects
-            .get("pods")
-            .and_then(|m| m.get(&key))
-            .cloned()
+            .object("pods", &key)
             .ok_or_else(|| ApiError::not_found(pods, name))?;
         let terminating = meta(&pod, "deletionTimestamp").is_some();
         // As the real handler: no budget covers a pod that is going or not running.

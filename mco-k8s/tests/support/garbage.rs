@@ -20,6 +20,7 @@
 //! a foreground deletion.
 
 use super::{meta, resource, set_meta, ApiError, Inner, Key, ResourceDef, Store};
+use mco_render::api::value_at::strings_at;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -93,15 +94,7 @@ impl State {
 
 /// An object's `metadata.finalizers`.
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj["metadata"]["finalizers"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    strings_at(obj, "/metadata/finalizers")
 }
 
 /// The finalizers a DELETE with `options` leaves on `obj` (the registry's
@@ -244,7 +237,7 @@ impl Store {
                 };
             }
             Step::Unown((def, key), uids) => {
-                let Some(mut obj) = stored(inner, def, &key) else {
+                let Some(mut obj) = inner.object(def.plural, &key) else {
                     return;
                 };
                 let refs: Vec<Value> = obj["metadata"]["ownerReferences"]
@@ -271,7 +264,7 @@ impl Store {
                 self.commit(inner, def, key, obj, "MODIFIED");
             }
             Step::Unfinalize((def, key), finalizer) => {
-                let Some(mut obj) = stored(inner, def, &key) else {
+                let Some(mut obj) = inner.object(def.plural, &key) else {
                     return;
                 };
                 let left: Vec<String> = finalizers(&obj)
@@ -290,14 +283,6 @@ impl Store {
             }
         }
     }
-}
-
-fn stored(inner: &Inner, def: &ResourceDef, key: &Key) -> Option<Value> {
-    inner
-        .objects
-        .get(def.plural)
-        .and_then(|m| m.get(key))
-        .cloned()
 }
 
 /// The round's steps, from the objects as stored.
@@ -341,38 +326,28 @@ fn plan(inner: &Inner) -> Vec<Step> {
     // orphaning.
     let mut blocked: BTreeSet<String> = BTreeSet::new();
     for d in &dependents {
-        let gone: BTreeSet<String> = d
-            .owners
-            .iter()
-            .filter(|r| inner.gc.gone.contains(&r.owner_uid) && !by_uid.contains_key(&r.owner_uid))
-            .map(|r| r.owner_uid.clone())
-            .collect();
         let owner = |r: &Reference| by_uid.get(&r.owner_uid);
         let has = |r: &Reference, f: &str| {
             owner(r).is_some_and(|(_, fs, del)| *del && fs.iter().any(|x| x == f))
         };
-        let orphaning: BTreeSet<String> = d
-            .owners
-            .iter()
-            .filter(|r| has(r, ORPHAN))
-            .map(|r| r.owner_uid.clone())
-            .collect();
-        let waiting: BTreeSet<String> = d
-            .owners
-            .iter()
-            .filter(|r| has(r, FOREGROUND))
-            .map(|r| r.owner_uid.clone())
-            .collect();
+        // The uids of the owners `keep` picks.
+        let uids = |keep: &dyn Fn(&Reference) -> bool| -> BTreeSet<String> {
+            d.owners
+                .iter()
+                .filter(|r| keep(r))
+                .map(|r| r.owner_uid.clone())
+                .collect()
+        };
+        let gone =
+            uids(&|r| inner.gc.gone.contains(&r.owner_uid) && !by_uid.contains_key(&r.owner_uid));
+        let orphaning = uids(&|r| has(r, ORPHAN));
+        let waiting = uids(&|r| has(r, FOREGROUND));
         // An owner that stays keeps the dependent: it only loses the other references.
         let solid = d
             .owners
             .iter()
             .any(|r| owner(r).is_some_and(|(_, _, deleting)| !*deleting));
-        for r in &d.owners {
-            if r.blocks && has(r, FOREGROUND) {
-                blocked.insert(r.owner_uid.clone());
-            }
-        }
+        blocked.extend(uids(&|r| r.blocks && has(r, FOREGROUND)));
         if d.deleting {
             continue;
         }

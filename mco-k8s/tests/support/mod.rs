@@ -39,9 +39,23 @@ pub async fn eventually_within<T>(
     limit: std::time::Duration,
     mut check: impl FnMut() -> Option<T>,
 ) -> T {
+    poll_until(what, limit, || std::future::ready(check()), String::new).await
+}
+
+/// Polls the async `check` every 20 ms until it returns `Some`, for at most `limit`; panics
+/// naming `what`, and what `state` says (when it says anything), when it never does.
+pub async fn poll_until<T, Fut>(
+    what: &str,
+    limit: std::time::Duration,
+    mut check: impl FnMut() -> Fut,
+    state: impl FnOnce() -> String,
+) -> T
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
     let run = async {
         loop {
-            if let Some(v) = check() {
+            if let Some(v) = check().await {
                 return v;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -49,7 +63,10 @@ pub async fn eventually_within<T>(
     };
     match tokio::time::timeout(limit, run).await {
         Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
+        Err(_) => match state() {
+            s if s.is_empty() => panic!("timed out waiting for {what}"),
+            s => panic!("timed out waiting for {what}\n{s}"),
+        },
     }
 }
 
