@@ -3,6 +3,9 @@
 //! module (feature `fs`) or of the caller.
 
 pub mod expand;
+pub mod positions;
+
+pub use positions::{Position, Positions};
 
 use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::rollout_policy::RolloutPolicy;
@@ -53,6 +56,9 @@ pub struct Location {
     /// The 1-based line of the document's first content line (after a `---`, comments and
     /// blank lines).
     pub line: usize,
+    /// Where each field of the object stands in the file (empty when the decoder recorded
+    /// nothing: JSON, or manifests built in memory).
+    pub positions: Positions,
 }
 
 /// The 1-based line each non-empty document of a manifest file's text starts on, as
@@ -189,6 +195,17 @@ impl Manifests {
         Ok(())
     }
 
+    /// The line of the field at `pointer` (a JSON pointer, `/spec/kernelArguments`) of the
+    /// object `kind`/`name` read from `file`: the field's own line when the decoder recorded
+    /// it, else its nearest recorded ancestor's, else the object's document line.
+    pub fn field_line(&self, file: &str, kind: &str, name: &str, pointer: &str) -> Option<usize> {
+        let l = self
+            .locations
+            .iter()
+            .find(|l| l.file == file && l.kind == kind && l.name == name)?;
+        Some(l.positions.line_of(pointer).unwrap_or(l.line))
+    }
+
     /// The line an object's document starts on in `file`.
     pub fn line_of(&self, file: &str, kind: &str, name: &str) -> Option<usize> {
         self.locations
@@ -224,6 +241,7 @@ impl Manifests {
                 name: name.clone(),
                 file: file.to_string(),
                 line,
+                positions: Positions::default(),
             });
         }
         match kind.as_str() {
