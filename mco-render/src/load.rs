@@ -5,12 +5,15 @@
 //! the MachineConfig it translates into.
 
 pub mod butane;
+pub mod walk;
 
 use crate::check::{self, RenderedFile};
 use crate::controllers::templates::TemplateTree;
 use crate::manifests::{self, ManifestError, Manifests};
 use crate::plan::MachineConfiguration;
 use std::path::{Path, PathBuf};
+use walk::Walk;
+pub use walk::{Listing, SkipReason, Skipped};
 
 /// A file or folder that cannot be read, or holds something other than what was asked for.
 #[derive(Debug, thiserror::Error)]
@@ -56,60 +59,53 @@ pub fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
     }
 }
 
-/// Every file under a folder, each folder's entries sorted by path, recursively. `keep` picks
-/// the files (folders are always entered).
-fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io_error(dir))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, keep, out)?;
-        } else if keep(&p) {
-            out.push(p);
-        }
-    }
-    Ok(())
+/// Whether a folder walk lists a file for the manifest readers: the `.yaml`, `.yml` and `.json`
+/// files ([`manifests::is_manifest_file`]) and the Butane configs (`.bu`).
+fn is_manifest_or_butane(p: &Path) -> bool {
+    manifests::is_manifest_file(p) || butane::is_butane_file(p)
 }
 
-/// The manifest files a path names: a file is itself (whatever its name); a folder gives the
-/// `.yaml`, `.yml` and `.json` files under it ([`manifests::is_manifest_file`]) and the Butane
-/// configs (`.bu`), sorted, recursively.
+/// The manifest files some paths name, each once, and the paths skipped on the way (see
+/// [`walk`]): a file is itself (whatever its name); a folder gives the `.yaml`, `.yml` and
+/// `.json` files under it ([`manifests::is_manifest_file`]) and the Butane configs (`.bu`),
+/// each folder's entries sorted, recursively, following links.
+pub fn list_manifest_files<P: AsRef<Path>>(paths: &[P]) -> Result<Listing, LoadError> {
+    let mut w = Walk::new(&is_manifest_or_butane);
+    for p in paths {
+        w.add_root(p.as_ref())?;
+    }
+    Ok(w.finish())
+}
+
+/// The manifest files a path names ([`list_manifest_files`], without what was skipped).
 pub fn manifest_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    if path.is_dir() {
-        let mut out = Vec::new();
-        let keep = |p: &Path| manifests::is_manifest_file(p) || butane::is_butane_file(p);
-        walk(path, &keep, &mut out)?;
-        Ok(out)
-    } else if path.exists() {
-        Ok(vec![path.to_path_buf()])
-    } else {
-        Err(LoadError::Missing {
-            path: path.display().to_string(),
-        })
-    }
+    Ok(list_manifest_files(&[path])?.files)
 }
 
-/// Every file under a folder, any name, sorted, recursively.
+/// Every file under a folder, any name, sorted, recursively, each once ([`walk`]).
 pub fn all_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    let mut out = Vec::new();
-    walk(dir, &|_| true, &mut out)?;
-    Ok(out)
+    let mut w = Walk::new(&|_| true);
+    w.add_root(dir)?;
+    Ok(w.finish().files)
 }
 
 /// Reads and decodes the manifests under the given files and folders, in order (every path is
-/// listed before any file is read). Each object is recorded with its file's path.
+/// listed before any file is read, each file once). Each object is recorded with its file's
+/// path.
 pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadError> {
-    let mut files = Vec::new();
-    for p in paths {
-        files.extend(manifest_files(p.as_ref())?);
-    }
+    Ok(read_manifests_listed(paths)?.0)
+}
+
+/// [`read_manifests`], with the paths skipped on the way (links followed once: a cycle, a
+/// second path to a file or folder already read, a link that cannot be followed), for the
+/// caller to say.
+pub fn read_manifests_listed<P: AsRef<Path>>(
+    paths: &[P],
+) -> Result<(Manifests, Vec<Skipped>), LoadError> {
+    let listing = list_manifest_files(paths)?;
     let mut m = Manifests::default();
     let mut butane_configs = butane::ButaneReader::default();
-    for f in files {
+    for f in listing.files {
         if butane::is_butane_file(&f) {
             m.add_file(&f.display().to_string(), &butane_configs.translate(&f)?)?;
             continue;
@@ -117,7 +113,7 @@ pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadErro
         let text = std::fs::read_to_string(&f).map_err(io_error(&f))?;
         m.add_file(&f.display().to_string(), &text)?;
     }
-    Ok(m)
+    Ok((m, listing.skipped))
 }
 
 /// Reads every file under a templates folder (`<role>/<name>/<overlay>/...`) into a
@@ -247,6 +243,152 @@ mod tests {
             panic!("templates read");
         };
         assert!(tree.len() > 10, "{}", tree.len());
+    }
+
+    /// A temporary folder holding `a.yaml` (a worker pool) and `sub/b.yaml` (a MachineConfig).
+    #[cfg(unix)]
+    fn linked_tree() -> Option<tempfile::TempDir> {
+        let tmp = tempfile::tempdir().ok()?;
+        let root = tmp.path();
+        std::fs::create_dir(root.join("sub")).ok()?;
+        std::fs::write(
+            root.join("a.yaml"),
+            "kind: MachineConfigPool\nmetadata:\n  name: worker\n",
+        )
+        .ok()?;
+        std::fs::write(
+            root.join("sub/b.yaml"),
+            "kind: MachineConfig\nmetadata:\n  name: 05-b\n",
+        )
+        .ok()?;
+        Some(tmp)
+    }
+
+    /// The listed and skipped paths relative to `root`, skipped ones as their messages.
+    #[cfg(unix)]
+    fn relative(root: &Path, l: &Listing) -> (Vec<String>, Vec<String>) {
+        let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+        let prefix = format!("{}/", root.display());
+        (
+            l.files.iter().map(|p| rel(p)).collect(),
+            l.skipped
+                .iter()
+                .map(|s| s.to_string().replace(&prefix, ""))
+                .collect(),
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_cycle_is_skipped_and_named() {
+        use std::os::unix::fs::symlink;
+        let Some(tmp) = linked_tree() else {
+            panic!("temp tree");
+        };
+        let root = tmp.path();
+        // Two cycles: without the check, each level doubles the paths walked.
+        assert!(symlink(".", root.join("loop")).is_ok());
+        assert!(symlink("..", root.join("sub/up")).is_ok());
+        let Ok(l) = list_manifest_files(&[root]) else {
+            panic!("lists");
+        };
+        let (files, skipped) = relative(root, &l);
+        assert_eq!(files, ["a.yaml", "sub/b.yaml"]);
+        let root_name = root.display().to_string();
+        assert_eq!(
+            skipped,
+            [
+                format!("loop: a link to {root_name}, a folder already being read (a cycle); not followed"),
+                format!("sub/up: a link to {root_name}, a folder already being read (a cycle); not followed"),
+            ]
+        );
+        assert!(l.skipped.iter().all(Skipped::is_warning));
+        let Ok((m, _)) = read_manifests_listed(&[root]) else {
+            panic!("reads");
+        };
+        assert_eq!((m.pools.len(), m.machine_configs.len()), (1, 1));
+        let Ok(all) = all_files(root) else {
+            panic!("all files");
+        };
+        assert_eq!(all.len(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_reached_twice_is_read_once_under_its_first_path() {
+        use std::os::unix::fs::symlink;
+        let Some(tmp) = linked_tree() else {
+            panic!("temp tree");
+        };
+        let root = tmp.path();
+        // A linked duplicate after its target, one before it, and a second way to `sub`.
+        assert!(symlink("a.yaml", root.join("c.yaml")).is_ok());
+        assert!(symlink("sub/b.yaml", root.join("0-b.yaml")).is_ok());
+        assert!(symlink("sub", root.join("z-sub")).is_ok());
+        // A link whose name is not a manifest's is not read, as in a folder walk by kubectl.
+        assert!(symlink("a.yaml", root.join("a-link")).is_ok());
+        let Ok(l) = list_manifest_files(&[root.to_path_buf(), root.join("a.yaml")]) else {
+            panic!("lists");
+        };
+        let (files, skipped) = relative(root, &l);
+        assert_eq!(files, ["0-b.yaml", "a.yaml"]);
+        assert_eq!(
+            skipped,
+            [
+                "c.yaml: the same file as a.yaml; read once",
+                "sub/b.yaml: the same file as 0-b.yaml; read once",
+                "z-sub: the same folder as sub; its files are read once, there",
+                "a.yaml: the same file as a.yaml; read once",
+            ]
+        );
+        assert!(!l.skipped.iter().any(Skipped::is_warning));
+        let Ok(m) = read_manifests(&[root]) else {
+            panic!("reads");
+        };
+        assert_eq!((m.pools.len(), m.machine_configs.len()), (1, 1));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_that_cannot_be_followed_is_a_read_error_when_it_names_a_manifest() {
+        use std::os::unix::fs::symlink;
+        let Some(tmp) = linked_tree() else {
+            panic!("temp tree");
+        };
+        let root = tmp.path();
+        // Not a manifest's name (it may have named a folder): skipped, with a warning.
+        assert!(symlink("gone", root.join("shared")).is_ok());
+        let Ok(l) = list_manifest_files(&[root]) else {
+            panic!("lists");
+        };
+        let (files, skipped) = relative(root, &l);
+        assert_eq!(files, ["a.yaml", "sub/b.yaml"]);
+        assert_eq!(skipped.len(), 1);
+        assert!(
+            skipped[0].starts_with("shared: a link to gone that cannot be followed, skipped: "),
+            "{skipped:?}"
+        );
+        assert!(l.skipped[0].is_warning());
+        // A manifest's name: an error naming the link and its target.
+        assert!(symlink("missing.yaml", root.join("d.yaml")).is_ok());
+        let e = read_manifests(&[root]).err().map(|e| e.to_string());
+        let want = format!(
+            "{}: a link to missing.yaml that cannot be followed: ",
+            root.join("d.yaml").display()
+        );
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(&want)), "{e:?}");
+        // A link to itself cannot be followed either.
+        assert!(std::fs::remove_file(root.join("d.yaml")).is_ok());
+        assert!(symlink("self.yaml", root.join("self.yaml")).is_ok());
+        let e = read_manifests(&[root]).err().map(|e| e.to_string());
+        let want = format!(
+            "{}: a link to self.yaml that cannot be followed: ",
+            root.join("self.yaml").display()
+        );
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(&want)), "{e:?}");
+        // Every file of a templates folder is asked for.
+        assert!(std::fs::remove_file(root.join("self.yaml")).is_ok());
+        assert!(read_templates(root).is_err());
     }
 
     #[test]

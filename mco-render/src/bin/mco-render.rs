@@ -414,7 +414,13 @@ fn main() -> ExitCode {
 }
 
 fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
-    load::read_manifests(paths).map_err(|e| Failure::input(e.to_string()))
+    let (m, skipped) =
+        load::read_manifests_listed(paths).map_err(|e| Failure::input(e.to_string()))?;
+    // Links are followed once; a cycle or a link that cannot be followed is said.
+    for s in skipped.iter().filter(|s| s.is_warning()) {
+        eprintln!("warning: {s}");
+    }
+    Ok(m)
 }
 
 fn read_templates(dir: &Path) -> Result<TemplateTree, Failure> {
