@@ -146,7 +146,8 @@ pub enum Difference {
         /// What would be written.
         expected: String,
     },
-    /// The folder holds a rendered file for no pool rendered now (a pool removed or renamed).
+    /// The folder holds a rendered config for no pool rendered now (a pool removed or
+    /// renamed): writing removes it.
     Extra {
         /// The file name.
         file: String,
@@ -207,35 +208,102 @@ pub fn is_rendered_name(name: &str) -> bool {
     crate::manifests::is_manifest_file(std::path::Path::new(name))
 }
 
+/// Whether a file's text is rendered output, what `render --out-dir` writes and so may remove:
+/// one MachineConfig that a MachineConfigPool owns as its controller (as every rendered config
+/// is owned by its pool). A file of the folder that is not one (a kustomization, a config a
+/// person wrote, text that does not decode) is never removed.
+pub fn is_rendered_config(text: &str) -> bool {
+    let Ok(docs) = crate::manifests::documents(text) else {
+        return false;
+    };
+    let [doc] = docs.as_slice() else {
+        return false;
+    };
+    doc["kind"] == "MachineConfig"
+        && doc["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|refs| {
+                refs.iter()
+                    .any(|r| r["kind"] == "MachineConfigPool" && r["controller"] == true)
+            })
+}
+
+/// Which rendered configs of an output folder a render speaks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Coverage {
+    /// Every pool was rendered: a rendered config in the folder for any other pool is left
+    /// over ([`Difference::Extra`]), and writing removes it.
+    #[default]
+    AllPools,
+    /// Only some pools (`render --pool`): the folder's files for other pools are neither
+    /// compared nor removed.
+    SelectedPools,
+}
+
+/// How an output folder compares with the files that would be written into it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Comparison {
+    /// What differs: stale and missing files in the written files' order, then extra files
+    /// sorted by name. Writing fixes each (writes the stale and missing files, removes the
+    /// extra ones).
+    pub differences: Vec<Difference>,
+    /// The folder's files with a rendered file's name ([`is_rendered_name`]) that are neither
+    /// written nor rendered configs ([`is_rendered_config`]), sorted: render did not write
+    /// them, so they are neither compared nor removed.
+    pub foreign: Vec<String>,
+}
+
 /// What differs between the files that would be written (`expected`) and a folder's
 /// (`actual`, as [`is_rendered_name`] picks them): stale and missing files in `expected`'s
-/// order, then extra files sorted by name. Empty when the folder is up to date.
+/// order, then extra files (rendered configs for no pool rendered now) sorted by name. Empty
+/// when the folder is up to date. [`compare_folder`] with [`Coverage::AllPools`].
 pub fn compare(expected: &[RenderedFile], actual: &[RenderedFile]) -> Vec<Difference> {
-    let mut out = Vec::new();
+    compare_folder(expected, actual, Coverage::AllPools).differences
+}
+
+/// How a folder's files (`actual`) compare with the files a render would write into it
+/// (`expected`), for the pools `coverage` says were rendered.
+pub fn compare_folder(
+    expected: &[RenderedFile],
+    actual: &[RenderedFile],
+    coverage: Coverage,
+) -> Comparison {
+    let mut differences = Vec::new();
     for e in expected {
         match actual.iter().find(|a| a.name == e.name) {
             Some(a) if a.text == e.text => {}
-            Some(a) => out.push(Difference::Stale {
+            Some(a) => differences.push(Difference::Stale {
                 file: e.name.clone(),
                 expected: e.text.clone(),
                 actual: a.text.clone(),
             }),
-            None => out.push(Difference::Missing {
+            None => differences.push(Difference::Missing {
                 file: e.name.clone(),
                 expected: e.text.clone(),
             }),
         }
     }
-    let mut extra: Vec<&RenderedFile> = actual
+    let mut others: Vec<&RenderedFile> = actual
         .iter()
         .filter(|a| is_rendered_name(&a.name) && !expected.iter().any(|e| e.name == a.name))
         .collect();
-    extra.sort_by(|a, b| a.name.cmp(&b.name));
-    out.extend(extra.into_iter().map(|a| Difference::Extra {
-        file: a.name.clone(),
-        actual: a.text.clone(),
-    }));
-    out
+    others.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut foreign = Vec::new();
+    for a in others {
+        if !is_rendered_config(&a.text) {
+            foreign.push(a.name.clone());
+        } else if coverage == Coverage::AllPools {
+            differences.push(Difference::Extra {
+                file: a.name.clone(),
+                actual: a.text.clone(),
+            });
+        }
+    }
+    Comparison {
+        differences,
+        foreign,
+    }
 }
 
 #[cfg(test)]
@@ -255,6 +323,13 @@ mod tests {
         assert!(compare(&files, &files).is_empty());
     }
 
+    /// A rendered config as `render --out-dir` writes it, for `pool`.
+    fn rendered(pool: &str) -> String {
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: rendered-{pool}-0\n  ownerReferences:\n  - apiVersion: machineconfiguration.openshift.io/v1\n    kind: MachineConfigPool\n    name: {pool}\n    uid: ''\n    controller: true\n    blockOwnerDeletion: true\nspec: {{}}\n"
+        )
+    }
+
     #[test]
     fn stale_missing_and_extra() {
         let expected = [
@@ -263,7 +338,7 @@ mod tests {
         ];
         let actual = [
             file("worker.yaml", "a: 1\nb: 3\n"),
-            file("old.yaml", "o\n"),
+            file("old.yaml", &rendered("old")),
             file("README.md", "not compared\n"),
         ];
         let d = compare(&expected, &actual);
@@ -277,5 +352,38 @@ mod tests {
             .unified()
             .starts_with("--- /dev/null\n+++ b/master.yaml\n"));
         assert!(d[2].unified().contains("+++ /dev/null\n"));
+    }
+
+    #[test]
+    fn only_rendered_configs_are_extra() {
+        assert!(is_rendered_config(&rendered("infra")));
+        // JSON too, as `render -o json --out-dir` writes it.
+        assert!(is_rendered_config(
+            r#"{"kind": "MachineConfig", "metadata": {"ownerReferences": [{"kind": "MachineConfigPool", "controller": true}]}}"#
+        ));
+        // A MachineConfig a person wrote, a kustomization, two documents, text that does not
+        // decode: not render's to remove.
+        for text in [
+            "kind: MachineConfig\nmetadata:\n  name: 99-worker-extra\n",
+            "kind: Kustomization\nresources: [worker.yaml]\n",
+            &format!("{}---\n{}", rendered("a"), rendered("b")),
+            "<<<<<<< HEAD\n",
+        ] {
+            assert!(!is_rendered_config(text), "{text}");
+        }
+        let expected = [file("worker.yaml", &rendered("worker"))];
+        let actual = [
+            file("worker.yaml", &rendered("worker")),
+            file("infra.yaml", &rendered("infra")),
+            file("kustomization.yaml", "kind: Kustomization\n"),
+        ];
+        let all = compare_folder(&expected, &actual, Coverage::AllPools);
+        let files: Vec<&str> = all.differences.iter().map(Difference::file).collect();
+        assert_eq!(files, ["infra.yaml"]);
+        assert_eq!(all.foreign, ["kustomization.yaml"]);
+        // Only the worker pool rendered: the infra pool's file is not its business.
+        let one = compare_folder(&expected, &actual, Coverage::SelectedPools);
+        assert!(one.differences.is_empty());
+        assert_eq!(one.foreign, ["kustomization.yaml"]);
     }
 }

@@ -102,7 +102,8 @@ enum Command {
         /// Output format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: Format,
-        /// Write `<pool>.yaml` / `<pool>.json` here instead of printing.
+        /// Write `<pool>.yaml` / `<pool>.json` here instead of printing, and remove the
+        /// rendered configs here of pools that no longer render (not with --pool).
         #[arg(long)]
         out_dir: Option<PathBuf>,
         /// With --out-dir: write nothing, exit 1 with a diff when the folder is not up to date.
@@ -583,17 +584,16 @@ fn cmd_render(
         };
         let files = mco_render::check::rendered_files(&rendered, format)
             .map_err(|e| Failure::input(e.to_string()))?;
-        if check_only {
-            return check::check_out_dir(dir, &files);
-        }
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?;
-        for f in &files {
-            let path = dir.join(&f.name);
-            std::fs::write(&path, &f.text)
-                .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-        }
-        return Ok(());
+        // With --pool, the folder's files for other pools are not this command's.
+        let coverage = match pool {
+            Some(_) => mco_render::check::Coverage::SelectedPools,
+            None => mco_render::check::Coverage::AllPools,
+        };
+        return if check_only {
+            check::check_out_dir(dir, &files, coverage)
+        } else {
+            check::write_out_dir(dir, &files, coverage)
+        };
     }
     match output {
         Format::Json => {
