@@ -5,6 +5,7 @@
 //! the MachineConfig it translates into.
 
 pub mod butane;
+pub mod stdin;
 
 use crate::check::{self, RenderedFile};
 use crate::controllers::templates::TemplateTree;
@@ -93,6 +94,14 @@ pub fn manifest_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     }
 }
 
+/// [`manifest_files`], and standard input (`-`) as itself.
+fn manifest_sources(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    if stdin::is_stdin(path) {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    manifest_files(path)
+}
+
 /// Every file under a folder, any name, sorted, recursively.
 pub fn all_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let mut out = Vec::new();
@@ -101,11 +110,13 @@ pub fn all_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 /// Reads and decodes the manifests under the given files and folders, in order (every path is
-/// listed before any file is read). Each object is recorded with its file's path.
+/// listed before any file is read). Each object is recorded with its file's path. A path `-`
+/// is standard input, named `<stdin>` ([`stdin`]).
 pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadError> {
+    stdin::at_most_once(paths)?;
     let mut files = Vec::new();
     for p in paths {
-        files.extend(manifest_files(p.as_ref())?);
+        files.extend(manifest_sources(p.as_ref())?);
     }
     let mut m = Manifests::default();
     let mut butane_configs = butane::ButaneReader::default();
@@ -114,8 +125,8 @@ pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadErro
             m.add_file(&f.display().to_string(), &butane_configs.translate(&f)?)?;
             continue;
         }
-        let text = std::fs::read_to_string(&f).map_err(io_error(&f))?;
-        m.add_file(&f.display().to_string(), &text)?;
+        let text = stdin::read_text(&f)?;
+        m.add_file(&stdin::display_name(&f), &text)?;
     }
     Ok(m)
 }
@@ -183,13 +194,13 @@ pub fn compare_with_dir(
 }
 
 /// Reads a MachineConfiguration manifest (YAML or JSON, one document): the user's node
-/// disruption policies. Any other kind is refused.
+/// disruption policies, `-` reading standard input. Any other kind is refused.
 pub fn read_policies(path: &Path) -> Result<MachineConfiguration, LoadError> {
     let invalid = |message: String| LoadError::Invalid {
-        path: path.display().to_string(),
+        path: stdin::display_name(path),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = stdin::read_text(path)?;
     let mut docs = manifests::documents(&text).map_err(|e| invalid(e.to_string()))?;
     let v = match docs.len() {
         1 => docs.remove(0),
