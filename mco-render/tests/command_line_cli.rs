@@ -1,7 +1,7 @@
 //! The command line as kubectl's users expect it, through the binary: `-` reads standard input
 //! wherever a manifest path is taken, `-o json` prints objects as one `v1 List` (what
 //! `kubectl apply -f` reads), `-o yaml` wherever `-o json` is, `-o/--output` on every command
-//! (`validate --format` kept as an alias).
+//! (`validate --format` kept as an alias), shell completions and man pages.
 
 #[path = "support/run_cli.rs"]
 mod run_cli;
@@ -84,6 +84,25 @@ fn json(text: &str) -> Value {
         Ok(v) => v,
         Err(e) => panic!("{e}: {text}"),
     }
+}
+
+/// The commands `mco-render --help` lists (not `help`).
+fn commands() -> Vec<String> {
+    let (code, out, err) = run(&["--help"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: Vec<String> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect();
+    for c in ["render", "validate", "report", "diff", "completions", "man"] {
+        assert!(listed.iter().any(|x| x == c), "{c} not in {listed:?}");
+    }
+    listed
 }
 
 #[test]
@@ -314,4 +333,66 @@ fn format_is_kept_as_a_hidden_alias_of_output() {
     let (_, help, _) = run(&["validate", "--help"]);
     assert!(help.contains("-o, --output <FORMAT>"), "{help}");
     assert!(!help.contains("--format"), "{help}");
+}
+
+#[test]
+fn bash_completions_name_every_command() {
+    let (code, script, err) = run(&["completions", "bash"]);
+    assert_eq!(code, 0, "{err}");
+    for c in commands() {
+        assert!(script.contains(&format!("mco__render,{c})")), "{c}");
+    }
+    assert!(script.contains("complete -F _mco__render"), "{script}");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let (code, script, err) = run(&["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(script.contains("validate"), "{shell}");
+    }
+    let (code, _, err) = run(&["completions", "tcsh"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn man_writes_a_page_per_command() {
+    let Ok(tmp) = tempfile::tempdir() else {
+        panic!("temp dir");
+    };
+    let dir = tmp.path().join("man1");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let (code, out, err) = run(&["man", "--out-dir", &dir_arg]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let mut want: Vec<String> = commands()
+        .iter()
+        .map(|c| format!("mco-render-{c}.1"))
+        .collect();
+    want.push("mco-render.1".into());
+    want.sort();
+    let mut written: Vec<String> = out
+        .lines()
+        .map(|l| {
+            l.strip_prefix(&format!("{dir_arg}/"))
+                .unwrap_or(l)
+                .to_string()
+        })
+        .collect();
+    written.sort();
+    assert_eq!(written, want);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        panic!("{dir_arg}");
+    };
+    let mut files: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, want);
+    let page = std::fs::read_to_string(dir.join("mco-render-render.1")).unwrap_or_default();
+    assert!(page.starts_with(".ie \\n(.g .ds Aq"), "{page}");
+    assert!(page.contains(".TH mco-render-render 1"), "{page}");
+    assert!(page.contains("out\\-dir"), "{page}");
+    // Without --out-dir: the main page on stdout.
+    let (code, page, err) = run(&["man"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(page.contains(".TH mco-render 1"), "{page}");
+    assert!(page.contains("mco\\-render\\-validate(1)"), "{page}");
 }

@@ -54,6 +54,10 @@ fn write_stdout(text: &str) {
 mod build_request;
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/completions.rs"]
+mod completions;
+#[path = "cli/man.rs"]
+mod man;
 #[path = "cli/output.rs"]
 mod output;
 #[path = "cli/release.rs"]
@@ -287,6 +291,8 @@ enum Command {
     /// The MachineOSBuild, ConfigMaps, Secrets and Job the build controller creates for a
     /// MachineOSConfig (on-cluster image layering), as a `List`.
     BuildRequest(build_request::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -413,6 +419,8 @@ fn main() -> ExitCode {
             code,
             lines: Vec::new(),
         }),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
