@@ -5,6 +5,7 @@
 //! the MachineConfig it translates into.
 
 pub mod butane;
+pub mod stdin;
 pub mod walk;
 
 use crate::check::{self, RenderedFile};
@@ -72,7 +73,11 @@ fn is_manifest_or_butane(p: &Path) -> bool {
 pub fn list_manifest_files<P: AsRef<Path>>(paths: &[P]) -> Result<Listing, LoadError> {
     let mut w = Walk::new(&is_manifest_or_butane);
     for p in paths {
-        w.add_root(p.as_ref())?;
+        if stdin::is_stdin(p.as_ref()) {
+            w.add_stdin(p.as_ref());
+        } else {
+            w.add_root(p.as_ref())?;
+        }
     }
     Ok(w.finish())
 }
@@ -91,7 +96,7 @@ pub fn all_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 
 /// Reads and decodes the manifests under the given files and folders, in order (every path is
 /// listed before any file is read, each file once). Each object is recorded with its file's
-/// path.
+/// path. A path `-` is standard input, named `<stdin>` ([`stdin`]).
 pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadError> {
     Ok(read_manifests_listed(paths)?.0)
 }
@@ -102,6 +107,7 @@ pub fn read_manifests<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, LoadErro
 pub fn read_manifests_listed<P: AsRef<Path>>(
     paths: &[P],
 ) -> Result<(Manifests, Vec<Skipped>), LoadError> {
+    stdin::at_most_once(paths)?;
     let listing = list_manifest_files(paths)?;
     let mut m = Manifests::default();
     let mut butane_configs = butane::ButaneReader::default();
@@ -110,8 +116,8 @@ pub fn read_manifests_listed<P: AsRef<Path>>(
             m.add_file(&f.display().to_string(), &butane_configs.translate(&f)?)?;
             continue;
         }
-        let text = std::fs::read_to_string(&f).map_err(io_error(&f))?;
-        m.add_file(&f.display().to_string(), &text)?;
+        let text = stdin::read_text(&f)?;
+        m.add_file(&stdin::display_name(&f), &text)?;
     }
     Ok((m, listing.skipped))
 }
@@ -179,13 +185,13 @@ pub fn compare_with_dir(
 }
 
 /// Reads a MachineConfiguration manifest (YAML or JSON, one document): the user's node
-/// disruption policies. Any other kind is refused.
+/// disruption policies, `-` reading standard input. Any other kind is refused.
 pub fn read_policies(path: &Path) -> Result<MachineConfiguration, LoadError> {
     let invalid = |message: String| LoadError::Invalid {
-        path: path.display().to_string(),
+        path: stdin::display_name(path),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = stdin::read_text(path)?;
     let mut docs = manifests::documents(&text).map_err(|e| invalid(e.to_string()))?;
     let v = match docs.len() {
         1 => docs.remove(0),

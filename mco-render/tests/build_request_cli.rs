@@ -187,7 +187,7 @@ fn the_layering_example_previews_its_build() {
         "json",
         "examples/layering/cluster",
     ]);
-    let rendered: Value = serde_json::from_str(&rendered).expect("rendered json");
+    let (rendered, _) = run_cli::only_item(&rendered);
     let name = rendered["metadata"]["name"]
         .as_str()
         .unwrap_or("")

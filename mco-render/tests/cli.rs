@@ -12,7 +12,7 @@ fn render_examples_yaml() {
 }
 
 #[test]
-fn render_one_pool_json_is_one_object() {
+fn render_one_pool_json_is_a_list_of_it() {
     let (code, out, err) = run(&[
         "render",
         "--pool",
@@ -22,7 +22,8 @@ fn render_one_pool_json_is_one_object() {
         "examples/cluster",
     ]);
     assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    // A `v1 List`, as for several pools: what `kubectl apply -f` reads.
+    let (v, _) = run_cli::only_item(&out);
     assert_eq!(v["kind"], "MachineConfig");
     assert!(v["metadata"]["name"]
         .as_str()

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 #[path = "support/run_cli.rs"]
 mod run_cli;
-use run_cli::run;
+use run_cli::{only_item, run};
 
 const FIXTURES: &str = "mco-render/tests/generate_fixtures/cluster";
 
@@ -14,7 +14,7 @@ const FIXTURES: &str = "mco-render/tests/generate_fixtures/cluster";
 fn render_includes_generated_machine_configs() {
     let (code, out, err) = run(&["render", "--pool", "worker", "-o", "json", FIXTURES]);
     assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("JSON");
+    let (v, out) = only_item(&out);
     let files: Vec<&str> = v
         .pointer("/spec/config/storage/files")
         .and_then(Value::as_array)
@@ -97,7 +97,7 @@ fn templates_are_the_base_of_generated_kubelet_configs() {
         FIXTURES,
     ]);
     assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("JSON");
+    let (v, _) = only_item(&out);
     let files = v
         .pointer("/spec/config/storage/files")
         .and_then(Value::as_array)

@@ -305,9 +305,15 @@ fn compare_cli(case: &Value, dir: &Path) -> Option<String> {
     // Other syncs the manifests trigger may fail (a Node with an unknown profile in a
     // feature-gate case: its own handler fails on a cluster too); the MachineConfigs of the
     // case's sync must still print.
-    let got: Vec<Value> = match serde_json::from_str(&stdout) {
-        Ok(v) => v,
-        Err(e) => return Some(format!("stdout is not a JSON array: {e}")),
+    let got: Vec<Value> = match serde_json::from_str::<Value>(&stdout) {
+        Ok(Value::Object(mut list)) if list.get("kind") == Some(&"List".into()) => {
+            match list.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => return Some("stdout is a List without items".into()),
+            }
+        }
+        Ok(_) => return Some("stdout is not a List".into()),
+        Err(e) => return Some(format!("stdout is not JSON: {e}")),
     };
     let name = |m: &Value| m["metadata"]["name"].as_str().unwrap_or("").to_string();
     let kind = case["kind"].as_str().unwrap_or("");

@@ -78,8 +78,14 @@ fn compare(case: &Value, dir: &Path) -> Option<String> {
             )),
         };
     }
-    let got: Vec<Value> = match serde_json::from_slice(&out.stdout) {
-        Ok(v) => v,
+    let got: Vec<Value> = match serde_json::from_slice::<Value>(&out.stdout) {
+        Ok(Value::Object(mut list)) if list.get("kind") == Some(&"List".into()) => {
+            match list.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => return Some("stdout is a List without items".into()),
+            }
+        }
+        Ok(_) => return Some("stdout is not a List".into()),
         Err(e) => {
             return Some(format!(
                 "stdout is not JSON ({e}): {}",

@@ -364,7 +364,7 @@ fn small_cluster() -> tempfile::TempDir {
 
 /// The generated MachineConfig's Ignition version and `kubelet.conf`.
 fn generated_kubelet(out: &str) -> (String, String) {
-    let mcs: Vec<Value> = serde_json::from_str(out).expect("a JSON array");
+    let mcs = run_cli::list_items(out);
     let mc = mcs
         .iter()
         .find(|m| m["metadata"]["name"] == "99-worker-generated-kubelet")

@@ -15,6 +15,13 @@ use serde_json::Value;
 fn rendered(args: &[&str]) -> Value {
     let (code, out, err) = run(args);
     assert_eq!(code, 0, "{args:?}: {err}");
+    run_cli::only_item(&out).0
+}
+
+/// The JSON `mco-render ARGS` prints (exit 0).
+fn printed(args: &[&str]) -> Value {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
@@ -132,7 +139,7 @@ fn report_on_a_dump_names_the_config_the_cluster_then_creates() {
         base.path().to_str().expect("utf-8"),
         head.path().to_str().expect("utf-8"),
     );
-    let report = rendered(&["report", b, h, "--pool", "worker", "-o", "json"]);
+    let report = printed(&["report", b, h, "--pool", "worker", "-o", "json"]);
     let worker = &report["pools"][0];
     assert_eq!(worker["pool"], "worker");
     let r416 = Release::parse("4.16").expect("known");
@@ -160,7 +167,7 @@ fn ignition_serves_what_the_release_serves() {
     let (code, _, err) = run(&args("3.5.0"));
     assert_eq!(code, 2);
     insta::assert_snapshot!(err);
-    let served = rendered(&args("3.4.0"));
+    let served = printed(&args("3.4.0"));
     assert_eq!(served["ignition"]["version"], "3.4.0");
 }
 

@@ -172,7 +172,10 @@ fn run_case(case: &Value, work: &Path, out: &Path, tally: &Tally) -> Option<Rend
             None
         }
         None => {
-            let got: Value = serde_json::from_slice(&result.stdout).unwrap_or(Value::Null);
+            // `-o json` prints a `v1 List`: its one item, the pool's rendered config.
+            let got: Value = serde_json::from_slice::<Value>(&result.stdout)
+                .map(|list| list["items"][0].clone())
+                .unwrap_or(Value::Null);
             let outcome = if !result.status.success() {
                 Err(format!(
                     "exit {:?}: {}",

@@ -54,6 +54,12 @@ fn write_stdout(text: &str) {
 mod build_request;
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/completions.rs"]
+mod completions;
+#[path = "cli/man.rs"]
+mod man;
+#[path = "cli/output.rs"]
+mod output;
 #[path = "cli/release.rs"]
 mod release;
 #[path = "cli/report.rs"]
@@ -82,6 +88,7 @@ enum Format {
 enum DiffFormat {
     Text,
     Json,
+    Yaml,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -99,7 +106,7 @@ enum Command {
         /// Only this pool.
         #[arg(long)]
         pool: Option<String>,
-        /// Output format.
+        /// Output format (JSON: one `v1 List`; --out-dir: one object per file).
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: Format,
         /// Write `<pool>.yaml` / `<pool>.json` here instead of printing, and remove the
@@ -125,7 +132,7 @@ enum Command {
         /// the manifests' ControllerConfig and include them.
         #[arg(long)]
         templates: Option<PathBuf>,
-        /// Files or folders of YAML/JSON manifests.
+        /// Files or folders of YAML/JSON manifests (`-`: standard input).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
@@ -135,14 +142,14 @@ enum Command {
         /// The folder of templates (`<role>/<name>/<overlay>/{files,units,extensions}/...`).
         #[arg(long)]
         templates: PathBuf,
-        /// Output format (JSON: one array).
+        /// Output format (JSON: one `v1 List`).
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: Format,
         /// Controller version stamped on the MachineConfigs.
         #[arg(long, default_value = mco_render::CONTROLLER_VERSION)]
         controller_version: String,
         /// Files or folders holding the ControllerConfig (and optionally the APIServer
-        /// `cluster`, whose TLS profile the templates see).
+        /// `cluster`, whose TLS profile the templates see); `-`: standard input.
         #[arg(required = true)]
         controller_config: Vec<PathBuf>,
     },
@@ -166,9 +173,15 @@ enum Command {
         #[arg(long)]
         release: Option<Release>,
         /// How findings are printed.
-        #[arg(long, value_enum, default_value = "text")]
+        #[arg(
+            short = 'o',
+            long = "output",
+            alias = "format",
+            value_enum,
+            default_value = "text"
+        )]
         format: validate::ValidateFormat,
-        /// Files or folders of YAML/JSON manifests.
+        /// Files or folders of YAML/JSON manifests (`-`: standard input).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
@@ -202,7 +215,8 @@ enum Command {
         #[arg(long)]
         release: Option<Release>,
         /// Files or folders of changed or added manifests (MachineConfigs, pools, Nodes,
-        /// RolloutPolicies), replacing the cluster's objects of the same kind and name.
+        /// RolloutPolicies), replacing the cluster's objects of the same kind and name (`-`:
+        /// standard input).
         changes: Vec<PathBuf>,
     },
     Report(report::ReportArgs),
@@ -223,15 +237,16 @@ enum Command {
         /// name (a cluster dump), else the newest.
         #[arg(long)]
         release: Option<Release>,
-        /// Files or folders of YAML/JSON manifests.
+        /// Files or folders of YAML/JSON manifests (`-`: standard input).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Show what changes on a node moving from OLD to NEW, and the plan: drain, reloads, reboot.
     Diff {
-        /// A rendered MachineConfig file, or a folder of manifests (then --pool renders it).
+        /// A rendered MachineConfig file, or a folder of manifests (then --pool renders it);
+        /// `-`: standard input.
         old: PathBuf,
-        /// A rendered MachineConfig file, or a folder of manifests.
+        /// A rendered MachineConfig file, or a folder of manifests; `-`: standard input.
         new: PathBuf,
         /// The pool to render when OLD/NEW are manifest folders.
         #[arg(long)]
@@ -255,7 +270,7 @@ enum Command {
     /// mirror sets, FeatureGate and Node in the manifests generate, as upstream's controllers
     /// write them.
     Generate {
-        /// Output format (JSON: one array).
+        /// Output format (JSON: one `v1 List`).
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: Format,
         /// Controller version stamped on generated MachineConfigs.
@@ -267,7 +282,8 @@ enum Command {
         release: Option<Release>,
         /// Files or folders of YAML/JSON manifests: the resources, pools, the role template
         /// MachineConfigs, and optionally the FeatureGate, APIServer and Node `cluster`, the
-        /// Image `cluster`, the ClusterVersion `version` and the mirror sets.
+        /// Image `cluster`, the ClusterVersion `version` and the mirror sets (`-`: standard
+        /// input).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
@@ -276,6 +292,8 @@ enum Command {
     /// The MachineOSBuild, ConfigMaps, Secrets and Job the build controller creates for a
     /// MachineOSConfig (on-cluster image layering), as a `List`.
     BuildRequest(build_request::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -402,6 +420,8 @@ fn main() -> ExitCode {
             code,
             lines: Vec::new(),
         }),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -595,26 +615,8 @@ fn cmd_render(
             check::write_out_dir(dir, &files, coverage)
         };
     }
-    match output {
-        Format::Json => {
-            let text = if rendered.len() == 1 {
-                to_json(&rendered[0].1.machine_config)?
-            } else {
-                let all: Vec<&MachineConfig> =
-                    rendered.iter().map(|(_, r)| &r.machine_config).collect();
-                to_json(&all)?
-            };
-            outln!("{text}");
-        }
-        Format::Yaml => {
-            for (i, (_, r)) in rendered.iter().enumerate() {
-                if i > 0 {
-                    outln!("---");
-                }
-                out!("{}", to_yaml(&r.machine_config)?);
-            }
-        }
-    }
+    let all: Vec<&MachineConfig> = rendered.iter().map(|(_, r)| &r.machine_config).collect();
+    out!("{}", output::objects_text(&all, output)?);
     Ok(())
 }
 
@@ -775,18 +777,18 @@ fn rendered_input(
         let [mc] = rendered.as_slice() else {
             return Err(Failure::input(format!(
                 "{}: expected one rendered MachineConfig, or manifests with a pool",
-                path.display()
+                load::stdin::display_name(path)
             )));
         };
         return input_from_mc(mc).map_err(|e| Failure {
             code: 1,
-            lines: vec![format!("{}: {e}", path.display())],
+            lines: vec![format!("{}: {e}", load::stdin::display_name(path))],
         });
     }
     if pool.is_none() && m.pools.len() > 1 {
         return Err(Failure::input(format!(
             "{}: several pools: choose one with --pool",
-            path.display()
+            load::stdin::display_name(path)
         )));
     }
     let rendered = render_all(&mut m, pool, &opts)?;
@@ -819,9 +821,9 @@ fn cmd_diff(
         .map_err(|e| Failure::input(e.to_string()))?;
     let plan = plan::compute(&old_in, &new_in, mc.as_ref());
     let report = plan::report::PlanReport::new(&plan, &old_in, &new_in);
-    match output {
-        DiffFormat::Json => outln!("{}", to_json(&report)?),
-        DiffFormat::Text => {
+    match output.data() {
+        Some(data) => out!("{}", output::data_text(&report, data)?),
+        None => {
             outln!("{} -> {}", old_in.name, new_in.name);
             out!("{}", report.details());
             if !report.reconcilable {
@@ -917,17 +919,7 @@ fn cmd_generate(
     }
     last.reverse();
     let generated = last;
-    match output {
-        Format::Json => outln!("{}", to_json(&generated)?),
-        Format::Yaml => {
-            for (i, mc) in generated.iter().enumerate() {
-                if i > 0 {
-                    outln!("---");
-                }
-                out!("{}", to_yaml(mc)?);
-            }
-        }
-    }
+    out!("{}", output::objects_text(&generated, output)?);
     if lines.is_empty() {
         Ok(())
     } else {
@@ -954,17 +946,7 @@ fn cmd_templates(
         code: 1,
         lines: vec![format!("error: {}: {e}", dir.display())],
     })?;
-    match output {
-        Format::Json => outln!("{}", to_json(&mcs)?),
-        Format::Yaml => {
-            for (i, mc) in mcs.iter().enumerate() {
-                if i > 0 {
-                    outln!("---");
-                }
-                out!("{}", to_yaml(mc)?);
-            }
-        }
-    }
+    out!("{}", output::objects_text(&mcs, output)?);
     Ok(())
 }
 
@@ -1149,9 +1131,9 @@ fn cmd_schedule(a: &ScheduleArgs<'_>) -> Result<(), Failure> {
             schedule: sched,
         });
     }
-    match a.output {
-        DiffFormat::Json => outln!("{}", to_json(&previews)?),
-        DiffFormat::Text => {
+    match a.output.data() {
+        Some(data) => out!("{}", output::data_text(&previews, data)?),
+        None => {
             let t = mco_render::controllers::rollout_policy::rfc3339;
             for p in &previews {
                 let Some(s) = &p.schedule else {

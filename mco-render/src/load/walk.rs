@@ -154,6 +154,11 @@ impl<'a> Walk<'a> {
         self.out
     }
 
+    /// Lists standard input (`-`) in its place among the paths: it is no file of the tree.
+    pub(super) fn add_stdin(&mut self, path: &Path) {
+        self.out.files.push(path.to_path_buf());
+    }
+
     /// Adds a path given by the user: a folder is walked, a file is listed whatever its
     /// name; anything else is [`LoadError::Missing`].
     pub(super) fn add_root(&mut self, path: &Path) -> Result<(), LoadError> {

@@ -24,3 +24,32 @@ pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The objects of the `v1 List` that `-o json` prints (render, generate, templates), failing
+/// the test when `out` is not one.
+pub fn list_items(out: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = match serde_json::from_str(out) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}: {out}"),
+    };
+    assert_eq!(
+        (&v["apiVersion"], &v["kind"]),
+        (&"v1".into(), &"List".into()),
+        "{out}"
+    );
+    match v.get("items").and_then(serde_json::Value::as_array) {
+        Some(items) => items.clone(),
+        None => panic!("a List without items: {out}"),
+    }
+}
+
+/// The one object of the `v1 List` that `-o json` prints, pretty-printed as it was printed
+/// on its own.
+pub fn only_item(out: &str) -> (serde_json::Value, String) {
+    let items = list_items(out);
+    let [item] = items.as_slice() else {
+        panic!("{} items, not one: {out}", items.len());
+    };
+    let text = serde_json::to_string_pretty(item).unwrap_or_default() + "\n";
+    (item.clone(), text)
+}

@@ -18,7 +18,7 @@ pub struct Args {
     /// Write the MachineConfig to this file instead of standard output.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
-    /// The Butane config (standard input when absent).
+    /// The Butane config (standard input when absent or `-`).
     input: Option<PathBuf>,
 }
 
@@ -29,7 +29,7 @@ fn fail(msg: String) -> u8 {
 
 /// Runs the command; `Err` holds the exit code after the messages were printed.
 pub fn run(a: &Args) -> Result<(), u8> {
-    let (name, data) = match &a.input {
+    let (name, data) = match a.input.as_deref().filter(|p| !load::stdin::is_stdin(p)) {
         Some(p) => {
             let shown = p.display().to_string();
             let data = std::fs::read(p)

@@ -14,6 +14,8 @@ pub(crate) enum ReportFormat {
     Json,
     /// A pull-request comment: a table of pools, a section per changed pool.
     Markdown,
+    /// The report as a value, in YAML.
+    Yaml,
 }
 
 /// Report what changes between two trees of manifests (base and head checkouts of a GitOps
@@ -130,6 +132,7 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<(), Failure> {
         ReportFormat::Text => out!("{}", report.text()),
         ReportFormat::Json => outln!("{}", to_json(&report)?),
         ReportFormat::Markdown => out!("{}", report.markdown()),
+        ReportFormat::Yaml => out!("{}", super::to_yaml(&report)?),
     }
     if report.has_errors() {
         return Err(Failure {

@@ -12,6 +12,8 @@ pub(crate) enum StatusFormat {
     Text,
     /// The same view as a value, for programs.
     Json,
+    /// The JSON view in YAML.
+    Yaml,
 }
 
 /// Show where each pool's rollout stands and why a pool is stuck, with what to do.
@@ -66,10 +68,14 @@ pub(crate) fn run(a: &Args) -> Result<(), Failure> {
     }
     let format = match a.output {
         StatusFormat::Text => render::Format::Text,
-        StatusFormat::Json => render::Format::Json,
+        StatusFormat::Json | StatusFormat::Yaml => render::Format::Json,
     };
-    let text = render::output_with(&view, format, &a.details.text_options())
-        .map_err(|e| Failure::input(format!("cannot write JSON: {e}")))?;
+    let text = if a.output == StatusFormat::Yaml {
+        super::to_yaml(&view)?
+    } else {
+        render::output_with(&view, format, &a.details.text_options())
+            .map_err(|e| Failure::input(format!("cannot write JSON: {e}")))?
+    };
     write_stdout(&text);
     if view.stuck {
         return Err(Failure {

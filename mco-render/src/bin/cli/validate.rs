@@ -2,7 +2,8 @@
 //! `--cluster-dir`, every object reviewed as the admission webhook does), printed for a
 //! terminal, as GitHub Actions annotations, or as JSON.
 
-use super::{load, to_json, write_stdout, Failure};
+use super::output::{data_text, Data};
+use super::{load, write_stdout, Failure};
 use mco_render::admission;
 use mco_render::manifests::Manifests;
 use serde::Serialize;
@@ -19,6 +20,8 @@ pub(crate) enum ValidateFormat {
     Github,
     /// One JSON object on stdout: the findings and the counts.
     Json,
+    /// The JSON report as YAML.
+    Yaml,
 }
 
 /// How bad a finding is.
@@ -194,14 +197,18 @@ pub(crate) fn print_findings(
                 return Err(failed());
             }
         }
-        ValidateFormat::Json => {
+        ValidateFormat::Json | ValidateFormat::Yaml => {
             let report = ValidateReport {
                 checked,
                 errors,
                 warnings,
                 findings,
             };
-            outln!("{}", to_json(&report)?);
+            let data = match format {
+                ValidateFormat::Yaml => Data::Yaml,
+                _ => Data::Json,
+            };
+            out!("{}", data_text(&report, data)?);
             if errors > 0 {
                 return Err(failed());
             }
