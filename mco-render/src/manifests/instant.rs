@@ -49,16 +49,11 @@ const PAST: &[&str] = &[
     "since",
 ];
 
-/// The fields under `spec` that record the past: a taint's `timeAdded`, a Lease's renewals.
-const PAST_IN_SPEC: &[&str] = &["timeAdded", "renewTime", "acquireTime"];
-
 /// The newest time `object` records as past (see the module's documentation), if any. A
 /// `List`'s items are not looked into: each is an object of its own.
 pub fn newest_time(object: &Value) -> Option<Timestamp> {
+    let fields = object.as_object()?;
     let mut newest = None;
-    let Some(fields) = object.as_object() else {
-        return None;
-    };
     for (key, v) in fields {
         match key.as_str() {
             "metadata" => {
@@ -74,7 +69,20 @@ pub fn newest_time(object: &Value) -> Option<Timestamp> {
                 }
             }
             "status" => walk(v, PAST, &mut newest),
-            "spec" => walk(v, PAST_IN_SPEC, &mut newest),
+            // A Node's taints, a Lease's renewals: the only times a spec records (a
+            // MachineConfig's spec, an Ignition config, is not walked).
+            "spec" => {
+                for t in v
+                    .get("taints")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    note(t.get("timeAdded"), &mut newest);
+                }
+                note(v.get("renewTime"), &mut newest);
+                note(v.get("acquireTime"), &mut newest);
+            }
             "series" => walk(v, PAST, &mut newest),
             k if PAST.contains(&k) => note(Some(v), &mut newest),
             _ => {}
@@ -205,7 +213,7 @@ mod tests {
     }
 
     #[test]
-    fn events_of_both_apis_and_managed_fields_count() {
+    fn events_of_both_apis_leases_and_managed_fields_count() {
         let v1 = json!({"kind": "Event", "metadata": {"name": "e"},
             "firstTimestamp": "2026-03-04T09:48:00Z", "lastTimestamp": "2026-03-04T09:59:00Z"});
         assert_eq!(newest_time(&v1), Some(at("2026-03-04T09:59:00Z")));
@@ -216,6 +224,10 @@ mod tests {
         let managed = json!({"kind": "MachineConfigPool", "metadata": {"name": "worker",
             "managedFields": [{"manager": "machine-config-controller", "time": "2026-03-04T09:57:00Z"}]}});
         assert_eq!(newest_time(&managed), Some(at("2026-03-04T09:57:00Z")));
+        // A node's Lease (kube-node-lease), renewed every 10 s.
+        let lease = json!({"kind": "Lease", "metadata": {"name": "worker-0"},
+            "spec": {"holderIdentity": "worker-0", "renewTime": "2026-03-04T09:59:58.123456Z"}});
+        assert_eq!(newest_time(&lease), Some(at("2026-03-04T09:59:58.123456Z")));
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! them); and the reasons the rollout does not move, each with what to do ([`stuck`]).
 //! [`render`] prints it; the JSON output is the same value through serde.
 //!
-//! The offline view reads a dump ([`Cluster::from_manifests`]); the live one (`kubectl mco
-//! status`) lists or watches the kinds [`sources`] names and builds the same [`Cluster`]
-//! ([`Cluster::insert`]), then calls the same function. [`frame`] is the live view's
+//! The offline view reads a dump ([`Cluster::from_manifests`]), refused when it is none
+//! ([`check_dump`]), and looks at it from the instant it was taken
+//! ([`crate::manifests::instant`]); the live one (`kubectl mco status`) lists or watches the
+//! kinds [`sources`] names and builds the same [`Cluster`] ([`Cluster::insert`]), then calls the
+//! same function at the clock. [`frame`] is the live view's
 //! `--watch` screen; [`actions`] decides what its one-step actions write.
 
 pub mod actions;
