@@ -11,8 +11,8 @@
 //! ([`check_dump`]), and looks at it from the instant it was taken
 //! ([`crate::manifests::instant`]); the live one (`kubectl mco status`) lists or watches the
 //! kinds [`sources`] names and builds the same [`Cluster`] ([`Cluster::insert`]), then calls the
-//! same function at the clock. [`frame`] is the live view's
-//! `--watch` screen; [`actions`] decides what its one-step actions write.
+//! same function at the clock. [`frame`] is the live view's `--watch` screen; [`actions`]
+//! decides what its one-step actions write.
 
 pub mod actions;
 pub mod assess;
