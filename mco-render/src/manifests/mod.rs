@@ -3,6 +3,7 @@
 //! module (feature `fs`) or of the caller.
 
 pub mod expand;
+pub mod instant;
 pub mod positions;
 
 pub use positions::{Position, Positions};
@@ -42,6 +43,10 @@ pub struct Manifests {
     /// Where each object's document starts, in reading order (a `List`'s items share the
     /// list's line). Empty for manifests built without [`Manifests::add_file`].
     pub locations: Vec<Location>,
+    /// The newest time the objects record as past ([`instant::newest_time`]): a cluster
+    /// dump's instant. `None` when they hold no time (a GitOps tree) or were built without
+    /// [`Manifests::add_file`].
+    pub newest_time: Option<jiff::Timestamp>,
 }
 
 /// Where an object's YAML or JSON document starts in its file.
@@ -243,6 +248,7 @@ impl Manifests {
                 line,
                 positions: Positions::default(),
             });
+            self.newest_time = self.newest_time.max(instant::newest_time(&v));
         }
         match kind.as_str() {
             "List"

@@ -7,10 +7,12 @@
 //! them); and the reasons the rollout does not move, each with what to do ([`stuck`]).
 //! [`render`] prints it; the JSON output is the same value through serde.
 //!
-//! The offline view reads a dump ([`Cluster::from_manifests`]); the live one (`kubectl mco
-//! status`) lists or watches the kinds [`sources`] names and builds the same [`Cluster`]
-//! ([`Cluster::insert`]), then calls the same function. [`frame`] is the live view's
-//! `--watch` screen; [`actions`] decides what its one-step actions write.
+//! The offline view reads a dump ([`Cluster::from_manifests`]), refused when it is none
+//! ([`check_dump`]), and looks at it from the instant it was taken
+//! ([`crate::manifests::instant`]); the live one (`kubectl mco status`) lists or watches the
+//! kinds [`sources`] names and builds the same [`Cluster`] ([`Cluster::insert`]), then calls the
+//! same function at the clock. [`frame`] is the live view's `--watch` screen; [`actions`]
+//! decides what its one-step actions write.
 
 pub mod actions;
 pub mod assess;
@@ -24,6 +26,7 @@ pub mod stuck;
 #[cfg(test)]
 mod tests;
 
+pub use crate::manifests::instant::NowFrom;
 pub use assess::{NodeAssessment, NodePhase, NodeStatus, Overview, PoolAssessment};
 pub use input::Cluster;
 pub use sources::{Source, Unread};
@@ -124,6 +127,10 @@ pub struct PoolStatus {
 pub struct ClusterStatus {
     /// The instant looked at (RFC 3339).
     pub now: String,
+    /// Where `now` comes from, for a dump's view (`--now`, the dump's newest time, the clock);
+    /// unset for the live view, which looks at the clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub now_from: Option<NowFrom>,
     /// The pools, in the dump's order.
     pub pools: Vec<PoolStatus>,
     /// Why pools do not move: stuck ones first.
@@ -365,6 +372,38 @@ fn assess_pool_status(
     (status, findings)
 }
 
+/// Manifests that are no cluster dump: they hold no pool's status, no Node and no
+/// MachineConfigNode. A tree of manifests (a GitOps repository) is one: it has no rollout to
+/// show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a cluster dump: {what}")]
+pub struct NotADump {
+    /// What the manifests hold instead (`its 3 MachineConfigPools have no status and it holds
+    /// no Node`).
+    pub what: String,
+}
+
+impl NotADump {
+    /// What a dump is, and what reads a tree of manifests.
+    pub const HINT: &'static str = "`status` reads a cluster's objects as `oc get -o yaml` prints them (the pools with their status, the Nodes); a tree of manifests has no rollout to show: `mco-render report BASE HEAD` tells what a change to it does";
+}
+
+/// Whether `c` is a cluster dump: it holds a pool's status, a Node or a MachineConfigNode.
+pub fn check_dump(c: &Cluster) -> Result<(), NotADump> {
+    if c.pools.iter().any(|p| p.status.is_some())
+        || !c.nodes.is_empty()
+        || !c.machine_config_nodes.is_empty()
+    {
+        return Ok(());
+    }
+    let what = match c.pools.len() {
+        0 => "it holds no MachineConfigPool and no Node".to_string(),
+        1 => "its MachineConfigPool has no status and it holds no Node".to_string(),
+        n => format!("its {n} MachineConfigPools have no status and it holds no Node"),
+    };
+    Err(NotADump { what })
+}
+
 /// Why `c` cannot be shown (for `pool`, when given): no pool at all, or none of that name.
 pub fn check_pools(c: &Cluster, pool: Option<&str>) -> Result<(), String> {
     if c.pools.is_empty() {
@@ -396,6 +435,7 @@ pub fn status(c: &Cluster, opts: &Options) -> ClusterStatus {
     let stuck = findings.iter().any(|f| f.severity == Severity::Stuck);
     ClusterStatus {
         now: rfc3339(opts.now),
+        now_from: None,
         pools,
         findings,
         stuck,

@@ -220,6 +220,10 @@ pub fn text(s: &ClusterStatus) -> String {
 /// The whole view as text, showing what `opts` asks.
 pub fn text_with(s: &ClusterStatus, opts: &TextOptions) -> String {
     let now: Timestamp = s.now.parse().unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut out = String::new();
+    if let Some(from) = s.now_from {
+        let _ = writeln!(out, "As of {} ({})\n", s.now, from.describe());
+    }
     let mut rows = vec![cells(&["POOL", "ASSESSMENT", "COMPLETION", "STATUS"])];
     for p in &s.pools {
         rows.push(if p.assessment == PoolAssessment::Empty {
@@ -238,7 +242,7 @@ pub fn text_with(s: &ClusterStatus, opts: &TextOptions) -> String {
             ]
         });
     }
-    let mut out = table(&rows);
+    out.push_str(&table(&rows));
     for p in &s.pools {
         pool_block(&mut out, p, now, opts);
     }

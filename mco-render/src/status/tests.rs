@@ -1103,3 +1103,59 @@ fn during_a_release_update_a_node_is_updated_only_on_the_new_release() {
         .iter()
         .all(|r| r.assessment == NodeAssessment::Completed));
 }
+
+#[test]
+fn every_example_is_a_dump_taken_at_its_newest_heartbeat_and_a_tree_is_not() {
+    let taken: Timestamp = "2026-03-04T10:00:00Z".parse().expect("test time");
+    for name in [
+        "healthy-rollout",
+        "drain-blocked",
+        "canary-paused",
+        "closed-window",
+        "build-running",
+        "degraded-node",
+    ] {
+        let (m, _) = example_objects(name);
+        assert_eq!(m.newest_time, Some(taken), "{name}");
+        assert_eq!(check_dump(&Cluster::from_manifests(m)), Ok(()), "{name}");
+    }
+    // A pool as a GitOps tree writes it: no status, and no Node.
+    let mut p = pool(NEW);
+    p.status = None;
+    assert_eq!(
+        check_dump(&cluster(p.clone(), Vec::new())).map_err(|e| e.to_string()),
+        Err("not a cluster dump: its MachineConfigPool has no status and it holds no Node".into())
+    );
+    assert_eq!(
+        check_dump(&Cluster::default()).map_err(|e| e.what),
+        Err("it holds no MachineConfigPool and no Node".into())
+    );
+    // A Node is enough to be a dump, and so is a pool's status.
+    assert_eq!(
+        check_dump(&cluster(p, vec![worker("worker-0", OLD, OLD, STATE_DONE)])),
+        Ok(())
+    );
+    assert_eq!(check_dump(&cluster(pool(NEW), Vec::new())), Ok(()));
+}
+
+#[test]
+fn a_dumps_view_says_its_instant_and_where_it_comes_from() {
+    let c = cluster(pool(NEW), vec![worker("worker-0", OLD, OLD, STATE_DONE)]);
+    let mut s = status(&c, &opts());
+    // The live view, at the clock, says nothing of it.
+    assert!(
+        render::text(&s).starts_with("POOL "),
+        "{}",
+        render::text(&s)
+    );
+    s.now_from = Some(NowFrom::Dump);
+    let t = render::text(&s);
+    assert!(
+        t.starts_with(&format!(
+            "As of {NOW} (the newest time in the dump)\n\nPOOL "
+        )),
+        "{t}"
+    );
+    let json = serde_json::to_value(&s).expect("json");
+    assert_eq!(json["nowFrom"], "dump");
+}

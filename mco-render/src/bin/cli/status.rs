@@ -2,7 +2,8 @@
 //! stuck, from a folder of `oc get ... -o yaml` (or `-o json`) outputs.
 
 use super::{write_stdout, Failure};
-use mco_render::status::{check_pools, render, status, Cluster, Options};
+use mco_render::manifests::instant::instant;
+use mco_render::status::{check_dump, check_pools, render, status, Cluster, NotADump, Options};
 use std::path::PathBuf;
 
 /// How the view is printed.
@@ -20,8 +21,11 @@ pub(crate) enum StatusFormat {
 ///
 /// Per pool its assessment, completion, the config moving from and to and that move's
 /// disruption; per node its assessment, phase, version, estimate and message; then what
-/// stops the rollout. Exit 1 while something is stuck, 0 when all is well or merely
-/// progressing or waiting, 2 when the dump cannot be read.
+/// stops the rollout. The dump is looked at from the instant it was taken: the newest time it
+/// holds (conditions, heartbeats, Events...), unless --now says another. Exit 1 while something
+/// is stuck, 0 when all is well or merely progressing or waiting, 2 when the dump cannot be
+/// read, 3 when the folder is not a cluster dump (no pool status, no Node: a tree of
+/// manifests).
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// A folder (or file) of the cluster's objects as `oc get -o yaml|json` prints them:
@@ -33,7 +37,8 @@ pub(crate) struct Args {
     /// Only this pool.
     #[arg(long)]
     pool: Option<String>,
-    /// The instant to look at the dump from (RFC 3339); default now.
+    /// The instant to look at the dump from (RFC 3339); default: the instant the dump was
+    /// taken, the newest time it holds (the clock when it holds none).
     #[arg(long)]
     now: Option<jiff::Timestamp>,
     /// Minutes one node takes to drain, update and reboot, for the estimates.
@@ -48,21 +53,33 @@ pub(crate) struct Args {
     details: render::Details,
 }
 
+/// The exit code when the folder is not a cluster dump.
+const NOT_A_DUMP: u8 = 3;
+
 pub(crate) fn run(a: &Args) -> Result<(), Failure> {
     let m = mco_render::load::read_manifests(std::slice::from_ref(&a.cluster_dir))
         .map_err(|e| Failure::input(e.to_string()))?;
+    // The binary may read the clock; the library never does.
+    let now = instant(a.now, m.newest_time, jiff::Timestamp::now);
     let cluster = Cluster::from_manifests(m);
+    check_dump(&cluster).map_err(|e| Failure {
+        code: NOT_A_DUMP,
+        lines: vec![
+            format!("{}: {e}", a.cluster_dir.display()),
+            format!("  {}", NotADump::HINT),
+        ],
+    })?;
     check_pools(&cluster, a.pool.as_deref())
         .map_err(|e| Failure::input(format!("{}: {e}", a.cluster_dir.display())))?;
-    let view = status(
+    let mut view = status(
         &cluster,
         &Options {
-            // The binary may read the clock; the library never does.
-            now: a.now.unwrap_or_else(jiff::Timestamp::now),
+            now: now.at,
             per_node: std::time::Duration::from_secs(a.node_minutes.saturating_mul(60)),
             pool: a.pool.clone(),
         },
     );
+    view.now_from = Some(now.from);
     for n in &view.notes {
         eprintln!("warning: {n}");
     }
