@@ -238,6 +238,7 @@ impl Stores {
                 .collect(),
             others: Vec::new(),
             locations: Vec::new(),
+            notices: Vec::new(),
         };
         // The custom resources and the policies are read by the generate and plan code
         // from the manifests' loosely typed objects.

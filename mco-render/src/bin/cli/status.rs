@@ -49,6 +49,7 @@ pub(crate) struct Args {
 pub(crate) fn run(a: &Args) -> Result<(), Failure> {
     let m = mco_render::load::read_manifests(std::slice::from_ref(&a.cluster_dir))
         .map_err(|e| Failure::input(e.to_string()))?;
+    super::reading::check(&m)?;
     let cluster = Cluster::from_manifests(m);
     check_pools(&cluster, a.pool.as_deref())
         .map_err(|e| Failure::input(format!("{}: {e}", a.cluster_dir.display())))?;
