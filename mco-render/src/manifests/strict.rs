@@ -271,24 +271,28 @@ fn wrong_type(path: &[Step], expected: &str, v: &Value) -> Problem {
     )
 }
 
-/// The schema's problems with `v` (an object of one of this project's kinds).
+/// The schema's problems with `v` (an object of one of this project's kinds), `status` included.
 pub fn check_schema(schema: &Value, v: &Value) -> Vec<Problem> {
     let mut out = Vec::new();
     walk(schema, v, &mut Vec::new(), &mut out);
     out
 }
 
-/// The first value of the wrong type in `v`, as `spec.kernelArguments: expected a list, got a
-/// string` with its JSON pointer, when `v` is of a kind with a schema: the path of a type
-/// error the object's typed decoding reports without one.
-pub fn type_error(v: &Value) -> Option<(String, String)> {
-    let api_version = v.get("apiVersion").and_then(Value::as_str)?;
-    let kind = v.get("kind").and_then(Value::as_str)?;
-    let schema = kinds::schema(api_version, kind)?;
-    check_schema(schema, v)
-        .into_iter()
-        .find(|(rule, _, _)| *rule == Rule::WrongType)
-        .map(|(_, pointer, message)| (pointer, message))
+/// The schema's problems with an object's fields but its `status`: what controllers write, and
+/// what a dump of a cluster running a newer release may hold fields of that this project does
+/// not know.
+fn check_authored(schema: &Value, map: &serde_json::Map<String, Value>) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut path = Vec::new();
+    for (key, value) in map.iter().filter(|(k, _)| *k != "status") {
+        path.push(Step::Key(key.clone()));
+        match schema.pointer(&format!("/properties/{key}")) {
+            Some(sub) => walk(sub, value, &mut path, &mut out),
+            None => out.push(unknown(&path)),
+        }
+        path.pop();
+    }
+    out
 }
 
 /// The 1-based line a file's decoding error is at: the JSON decoder's, the YAML decoder's
@@ -410,7 +414,7 @@ pub fn check_document(v: &Value, doc: usize) -> Vec<Problem> {
         KindCheck::NoMatch => vec![no_match(api_version, kind)],
         KindCheck::OtherGroup => Vec::new(),
         KindCheck::Known => match kinds::schema(api_version, kind) {
-            Some(schema) => check_schema(schema, v),
+            Some(schema) => check_authored(schema, map),
             None => Vec::new(),
         },
     }
