@@ -219,7 +219,10 @@ impl Manifests {
 
     /// The line of a notice's field (its document's line until the reader records fields).
     pub fn notice_line(&self, n: &Notice) -> usize {
-        self.field_line(&n.file, &n.kind, &n.name, &n.pointer)
+        self.locations
+            .iter()
+            .find(|l| l.file == n.file && l.line == n.line && l.kind == n.kind && l.name == n.name)
+            .and_then(|l| l.positions.line_of(&n.pointer))
             .unwrap_or(n.line)
     }
 

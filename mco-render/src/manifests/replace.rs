@@ -110,3 +110,62 @@ impl Manifests {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(files: &[(&str, &str)]) -> Manifests {
+        let mut m = Manifests::default();
+        for (file, text) in files {
+            if let Err(e) = m.add_file(file, text) {
+                panic!("{e}");
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn the_later_replaces_the_earlier_of_one_identity_only() {
+        let mc = |karg: &str| {
+            format!("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-x\nspec:\n  kernelArguments: [{karg}]\n")
+        };
+        let secret = |ns: &str| {
+            format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: pull\n  namespace: {ns}\n")
+        };
+        let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: cluster\n";
+        let config_node =
+            "apiVersion: config.openshift.io/v1\nkind: Node\nmetadata:\n  name: cluster\n";
+        let m = read(&[
+            ("a.yaml", &mc("a")),
+            ("b.yaml", &format!("{}---\n{}", mc("b"), secret("one"))),
+            (
+                "c.yaml",
+                &format!(
+                    "{}---\n{}---\n{node}---\n{config_node}",
+                    secret("two"),
+                    secret("one")
+                ),
+            ),
+        ]);
+        assert_eq!(m.machine_configs.len(), 1);
+        assert_eq!(m.machine_configs[0].0, "b.yaml");
+        assert_eq!(m.machine_configs[0].1.spec.kernel_arguments, ["b"]);
+        assert_eq!(m.others_of_kind("Secret").len(), 2);
+        assert_eq!((m.nodes.len(), m.others_of_kind("Node").len()), (1, 1));
+        let said: Vec<(&str, usize, &str)> = m
+            .notices
+            .iter()
+            .map(|n| (n.file.as_str(), n.line, n.message.as_str()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("b.yaml", 1, "also defined in a.yaml:1: kubectl apply -f applies both, this one last, so it replaces that one"),
+                ("c.yaml", 7, "also defined in b.yaml:8 (namespace \"one\"): kubectl apply -f applies both, this one last, so it replaces that one"),
+            ]
+        );
+        // The earlier's location went with it.
+        assert_eq!(m.line_of("a.yaml", "MachineConfig", "99-x"), None);
+    }
+}
