@@ -283,6 +283,7 @@ pub struct Cluster {
 /// Decodes manifest bytes (one JSON document or list) into the objects a render needs.
 pub fn decode(bytes: &[u8]) -> Result<Cluster, ManifestError> {
     let text = std::str::from_utf8(bytes).map_err(|e| ManifestError {
+        line: 1,
         file: "workload".into(),
         message: e.to_string(),
     })?;

@@ -42,6 +42,17 @@ pub enum LoadError {
     /// A manifest does not decode.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// A Butane config does not translate.
+    #[error("{path}: {message}")]
+    Butane {
+        /// The file.
+        path: String,
+        /// Everything Butane prints.
+        message: String,
+        /// Each of its errors: the 1-based line (1 when unknown) and the message, after the
+        /// Butane path when there is one.
+        errors: Vec<(usize, String)>,
+    },
     /// The file decodes but is not the object asked for.
     #[error("{path}: {message}")]
     Invalid {

@@ -239,6 +239,7 @@ impl Stores {
             others: Vec::new(),
             locations: Vec::new(),
             newest_time: None,
+            notices: Vec::new(),
         };
         // The custom resources and the policies are read by the generate and plan code
         // from the manifests' loosely typed objects.

@@ -60,6 +60,8 @@ mod completions;
 mod man;
 #[path = "cli/output.rs"]
 mod output;
+#[path = "cli/reading.rs"]
+mod reading;
 #[path = "cli/release.rs"]
 mod release;
 #[path = "cli/report.rs"]
@@ -74,6 +76,11 @@ mod validate;
 #[derive(Parser)]
 #[command(name = "mco-render", version, about, long_about = None)]
 struct Cli {
+    /// Warnings are errors: what kubectl apply or the API server would refuse or do otherwise
+    /// in the manifests read (a kind or version not served, an unknown field, a document that
+    /// is no object, an object defined in two files); for `butane`, Butane's warnings.
+    #[arg(short = 's', long, global = true)]
+    strict: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -313,6 +320,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    reading::set_strict(cli.strict);
     let result = match cli.command {
         Command::Render {
             pool,
@@ -416,7 +424,7 @@ fn main() -> ExitCode {
             changes: &changes,
         }),
         Command::BuildRequest(args) => build_request::run(&args),
-        Command::Butane(args) => butane::run(&args).map_err(|code| Failure {
+        Command::Butane(args) => butane::run(&args, cli.strict).map_err(|code| Failure {
             code,
             lines: Vec::new(),
         }),
@@ -434,6 +442,7 @@ fn main() -> ExitCode {
     }
 }
 
+/// Reads the manifests, printing what reading noticed (failing on it under `--strict`).
 fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
     let (m, skipped) =
         load::read_manifests_listed(paths).map_err(|e| Failure::input(e.to_string()))?;
@@ -441,6 +450,7 @@ fn load(paths: &[PathBuf]) -> Result<Manifests, Failure> {
     for s in skipped.iter().filter(|s| s.is_warning()) {
         eprintln!("warning: {s}");
     }
+    reading::check(&m)?;
     Ok(m)
 }
 
@@ -700,9 +710,16 @@ fn cmd_review(
         ..RenderOptions::default()
     };
     let cluster = ClusterView::new(dump, render);
-    let under = load(paths)?;
+    let under = match load::read_manifests(paths) {
+        Ok(m) => m,
+        Err(e) => {
+            let findings = validate::read_findings(e)?;
+            return validate::print_findings(&findings, 0, "objects reviewed", format);
+        }
+    };
     let objects = objects_under_review(&under);
-    if objects.is_empty() {
+    let read = validate::notice_findings(&under);
+    if objects.is_empty() && read.is_empty() {
         return Err(Failure::input(
             "no MachineConfig, KubeletConfig, ContainerRuntimeConfig or MachineConfigPool found",
         ));
@@ -712,7 +729,7 @@ fn cmd_review(
         // The windows of the pools' RolloutPolicies are judged from now, as the webhook does.
         now: Some(jiff::Timestamp::now()),
     };
-    let mut findings = Vec::new();
+    let mut findings = read;
     for object in &objects {
         let old = stored(&cluster, object);
         let op = if old.is_some() {

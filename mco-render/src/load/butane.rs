@@ -81,13 +81,39 @@ fn translate_file_with(path: &Path, files: &FileSet) -> Result<String, LoadError
     let shown = path.display().to_string();
     match butane::translate(&data, Some(files), Options::default()) {
         Ok(t) => Ok(t.machine_config.to_string()),
-        Err(f) => Err(LoadError::Invalid {
+        Err(f) => Err(LoadError::Butane {
             path: shown.clone(),
             message: f
                 .stderr(&shown, &String::from_utf8_lossy(&data))
                 .trim_end()
                 .to_string(),
+            errors: butane_errors(&f),
         }),
+    }
+}
+
+/// The errors of a failed translation, each at its line: Butane's located errors, else its
+/// message at line 1.
+fn butane_errors(f: &butane::Failure) -> Vec<(usize, String)> {
+    let errors: Vec<(usize, String)> = f
+        .report
+        .entries
+        .iter()
+        .filter(|e| e.severity == butane::report::Severity::Error)
+        .map(|e| {
+            let line = e.pos.map_or(1, |p| p.line.max(1));
+            let at = e.path.strip_prefix("$.").unwrap_or(&e.path);
+            if at.is_empty() || at == "$" {
+                (line, e.message.clone())
+            } else {
+                (line, format!("{at}: {}", e.message))
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        vec![(1, f.message.clone())]
+    } else {
+        errors
     }
 }
 

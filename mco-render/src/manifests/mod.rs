@@ -4,9 +4,13 @@
 
 pub mod expand;
 pub mod instant;
+pub mod kinds;
 pub mod positions;
+mod replace;
+pub mod strict;
 
 pub use positions::{Position, Positions};
+pub use strict::{Notice, Rule};
 
 use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::rollout_policy::RolloutPolicy;
@@ -47,6 +51,9 @@ pub struct Manifests {
     /// dump's instant. `None` when they hold no time (a GitOps tree) or were built without
     /// [`Manifests::add_file`].
     pub newest_time: Option<jiff::Timestamp>,
+    /// What `kubectl apply` or the API server would refuse or do otherwise in the documents
+    /// read ([`strict`]), in reading order.
+    pub notices: Vec<Notice>,
 }
 
 /// Where an object's YAML or JSON document starts in its file.
@@ -111,6 +118,9 @@ pub fn document_lines(text: &str) -> Vec<usize> {
 pub struct ManifestError {
     /// The file.
     pub file: String,
+    /// The 1-based line of what is wrong: the field's when known, else its document's (1 when
+    /// nothing better is known).
+    pub line: usize,
     /// What is wrong, with the document and object when known.
     pub message: String,
 }
@@ -187,6 +197,7 @@ impl Manifests {
     pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
         let docs = documents(text).map_err(|e| ManifestError {
             file: file.to_string(),
+            line: strict::decode_error_line(&e, text),
             message: e.to_string(),
         })?;
         let lines = document_lines(text);
@@ -209,6 +220,15 @@ impl Manifests {
             .iter()
             .find(|l| l.file == file && l.kind == kind && l.name == name)?;
         Some(l.positions.line_of(pointer).unwrap_or(l.line))
+    }
+
+    /// The line of a notice's field (its document's line until the reader records fields).
+    pub fn notice_line(&self, n: &Notice) -> usize {
+        self.locations
+            .iter()
+            .find(|l| l.file == n.file && l.line == n.line && l.kind == n.kind && l.name == n.name)
+            .and_then(|l| l.positions.line_of(&n.pointer))
+            .unwrap_or(n.line)
     }
 
     /// The line an object's document starts on in `file`.
@@ -236,11 +256,25 @@ impl Manifests {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let err = |e: serde_json::Error| ManifestError {
-            file: file.to_string(),
-            message: format!("document {doc}: {kind} {name:?}: {e}"),
-        };
+        let problems = strict::check_document(&v, doc);
+        // A type error names its field: the schema finds the path serde's message lacks.
+        let typed = problems
+            .iter()
+            .find(|(rule, _, _)| *rule == Rule::WrongType)
+            .map(|(_, pointer, message)| (pointer.clone(), message.clone()));
+        for (rule, pointer, message) in problems {
+            self.notices.push(Notice {
+                rule,
+                file: file.to_string(),
+                line,
+                kind: kind.clone(),
+                name: name.clone(),
+                pointer,
+                message,
+            });
+        }
         if !kind.ends_with("List") {
+            self.replace_earlier(file, line, &v);
             self.locations.push(Location {
                 kind: kind.clone(),
                 name: name.clone(),
@@ -250,6 +284,20 @@ impl Manifests {
             });
             self.newest_time = self.newest_time.max(instant::newest_time(&v));
         }
+        let err = |e: serde_json::Error| {
+            let (line, what) = match &typed {
+                Some((pointer, message)) => (
+                    self.field_line(file, &kind, &name, pointer).unwrap_or(line),
+                    message.clone(),
+                ),
+                None => (line, e.to_string()),
+            };
+            ManifestError {
+                file: file.to_string(),
+                line,
+                message: format!("document {doc}: {kind} {name:?}: {what}"),
+            }
+        };
         match kind.as_str() {
             "List"
             | "MachineConfigList"
@@ -281,6 +329,7 @@ impl Manifests {
                 if mc.metadata.name.is_empty() {
                     return Err(ManifestError {
                         file: file.into(),
+                        line,
                         message: format!("document {doc}: MachineConfig without metadata.name"),
                     });
                 }

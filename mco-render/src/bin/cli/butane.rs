@@ -9,9 +9,6 @@ use std::path::PathBuf;
 /// The `butane` command's arguments, named as Butane names them.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Fail on any warning.
-    #[arg(short = 's', long)]
-    strict: bool,
     /// Allow embedding local files from this directory.
     #[arg(short = 'd', long = "files-dir")]
     files_dir: Option<PathBuf>,
@@ -27,8 +24,9 @@ fn fail(msg: String) -> u8 {
     1
 }
 
-/// Runs the command; `Err` holds the exit code after the messages were printed.
-pub fn run(a: &Args) -> Result<(), u8> {
+/// Runs the command (`strict`: fail on any warning, the global `--strict`); `Err` holds the
+/// exit code after the messages were printed.
+pub fn run(a: &Args, strict: bool) -> Result<(), u8> {
     let (name, data) = match a.input.as_deref().filter(|p| !load::stdin::is_stdin(p)) {
         Some(p) => {
             let shown = p.display().to_string();
@@ -49,7 +47,7 @@ pub fn run(a: &Args) -> Result<(), u8> {
         None => None,
     };
     let source = String::from_utf8_lossy(&data);
-    let translated = butane::translate(&data, files.as_ref(), Options { strict: a.strict });
+    let translated = butane::translate(&data, files.as_ref(), Options { strict });
     let mc = match translated {
         Ok(t) => {
             eprint!("{}", t.report.render(&name, &source));

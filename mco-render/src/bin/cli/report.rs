@@ -105,6 +105,7 @@ pub(crate) fn cmd_report(a: &ReportArgs) -> Result<(), Failure> {
         Some(dir) => {
             let dump = mco_render::load::read_manifests(std::slice::from_ref(dir))
                 .map_err(|e| Failure::input(e.to_string()))?;
+            super::reading::check(&dump)?;
             node_counts(&dump)
         }
         None => BTreeMap::new(),

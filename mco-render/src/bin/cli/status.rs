@@ -59,6 +59,7 @@ const NOT_A_DUMP: u8 = 3;
 pub(crate) fn run(a: &Args) -> Result<(), Failure> {
     let m = mco_render::load::read_manifests(std::slice::from_ref(&a.cluster_dir))
         .map_err(|e| Failure::input(e.to_string()))?;
+    super::reading::check(&m)?;
     // The binary may read the clock; the library never does.
     let now = instant(a.now, m.newest_time, jiff::Timestamp::now);
     let cluster = Cluster::from_manifests(m);

@@ -3,8 +3,9 @@
 //! terminal, as GitHub Actions annotations, or as JSON.
 
 use super::output::{data_text, Data};
-use super::{load, write_stdout, Failure};
+use super::{write_stdout, Failure};
 use mco_render::admission;
+use mco_render::load::LoadError;
 use mco_render::manifests::Manifests;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -39,7 +40,8 @@ pub(crate) struct Finding {
     pub(crate) severity: Severity,
     /// The manifest file.
     pub(crate) file: String,
-    /// The line the object's document starts on.
+    /// The line of the field concerned when known, else the line the object's document
+    /// starts on.
     pub(crate) line: usize,
     /// The object's kind (`MachineConfig`, `KubeletConfig`, ...).
     pub(crate) kind: String,
@@ -75,32 +77,55 @@ fn escape_property(s: &str) -> String {
 }
 
 fn annotation(f: &Finding) -> String {
+    let title = format!("{} {}", f.kind, f.name);
+    let title = match title.trim() {
+        "" => String::new(),
+        t => format!(",title={}", escape_property(t)),
+    };
     format!(
-        "::{} file={},line={},title={}::{}",
+        "::{} file={},line={}{title}::{}",
         f.severity.as_str(),
         escape_property(&f.file),
         f.line,
-        escape_property(&format!("{} {}", f.kind, f.name)),
         escape_data(&f.message)
     )
 }
 
-/// Exit 0 without errors (warnings allowed), 1 with errors, 2 when nothing can be read.
+/// Exit 0 without errors (warnings allowed), 1 with errors (a manifest that does not decode
+/// among them), 2 when nothing can be read.
 pub(crate) fn cmd_validate(paths: &[PathBuf], format: ValidateFormat) -> Result<(), Failure> {
-    let m = load(paths)?;
-    if m.machine_configs.is_empty() {
+    let m = match mco_render::load::read_manifests_listed(paths) {
+        Ok((m, skipped)) => {
+            // Links are followed once; a cycle or a link that cannot be followed is said.
+            for s in skipped.iter().filter(|s| s.is_warning()) {
+                eprintln!("warning: {s}");
+            }
+            m
+        }
+        Err(e) => {
+            let findings = read_findings(e)?;
+            return print_findings(&findings, 0, "MachineConfigs checked", format);
+        }
+    };
+    let mut findings = notice_findings(&m);
+    if m.machine_configs.is_empty() && findings.is_empty() {
         return Err(Failure::input("no MachineConfig found in the manifests"));
     }
-    let mut findings = Vec::new();
     for (file, mc) in &m.machine_configs {
         let line = m.line_of(file, "MachineConfig", mc.name()).unwrap_or(1);
         let (errs, warns) = admission::check_machine_config(mc);
+        let lints = admission::lint::lint_machine_config(mc)
+            .into_iter()
+            .map(|l| l.message);
         let errs = errs.into_iter().map(|l| (Severity::Error, l));
-        let warns = warns.into_iter().map(|l| (Severity::Warning, l));
+        let warns = warns
+            .into_iter()
+            .chain(lints)
+            .map(|l| (Severity::Warning, l));
         findings.extend(errs.chain(warns).map(|(severity, message)| Finding {
             severity,
             file: file.clone(),
-            line,
+            line: message_line(&m, file, mc.name(), &message).unwrap_or(line),
             kind: "MachineConfig".into(),
             name: mc.name().to_string(),
             text: format!("{}: {file}: {message}", severity.as_str()),
@@ -113,6 +138,65 @@ pub(crate) fn cmd_validate(paths: &[PathBuf], format: ValidateFormat) -> Result<
         "MachineConfigs checked",
         format,
     )
+}
+
+/// The line of the field a MachineConfig's finding names (`<name>: spec.config...: what`).
+fn message_line(m: &Manifests, file: &str, name: &str, message: &str) -> Option<usize> {
+    let rest = message.strip_prefix(name)?.strip_prefix(": ")?;
+    let (path, _) = rest.split_once(": ")?;
+    if !path.starts_with("spec") || path.contains(' ') {
+        return None;
+    }
+    let pointer = mco_render::manifests::positions::pointer_of_path(path);
+    m.field_line(file, "MachineConfig", name, &pointer)
+}
+
+/// The severity of what reading noticed: a warning, an error under `--strict`.
+fn notice_severity() -> Severity {
+    if super::reading::strict() {
+        Severity::Error
+    } else {
+        Severity::Warning
+    }
+}
+
+/// What reading `m` noticed, as findings at the lines of their fields.
+pub(crate) fn notice_findings(m: &Manifests) -> Vec<Finding> {
+    let severity = notice_severity();
+    m.notices
+        .iter()
+        .map(|n| Finding {
+            severity,
+            file: n.file.clone(),
+            line: m.notice_line(n),
+            kind: n.kind.clone(),
+            name: n.name.clone(),
+            message: n.message.clone(),
+            text: format!("{}: {}", severity.as_str(), super::reading::describe(m, n)),
+        })
+        .collect()
+}
+
+/// A manifest that does not decode (a YAML or JSON error, a type error, a Butane config that
+/// does not translate) as error findings at its lines; any other read failure as it is.
+pub(crate) fn read_findings(e: LoadError) -> Result<Vec<Finding>, Failure> {
+    let finding = |file: &str, line: usize, message: String| Finding {
+        severity: Severity::Error,
+        file: file.to_string(),
+        line,
+        kind: String::new(),
+        name: String::new(),
+        text: format!("error: {file}:{line}: {message}"),
+        message,
+    };
+    match e {
+        LoadError::Manifest(e) => Ok(vec![finding(&e.file, e.line, e.message)]),
+        LoadError::Butane { path, errors, .. } => Ok(errors
+            .into_iter()
+            .map(|(line, message)| finding(&path, line, message))
+            .collect()),
+        other => Err(Failure::input(other.to_string())),
+    }
 }
 
 /// A finding of the admission review of `object` (one of `under`'s), at its document.
