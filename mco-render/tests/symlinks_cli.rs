@@ -141,7 +141,10 @@ fn a_linked_duplicate_counts_once() {
     // `validate` reports a file that does not read as an error finding (exit 1).
     let (code, _, stderr) = run_bounded(dir, &["validate", "m"]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.starts_with("error: m/30-worker-kargs.yaml:"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: m/30-worker-kargs.yaml:"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("31-copy"), "{stderr}");
 }
 
