@@ -22,7 +22,12 @@ use std::time::Duration;
 
 /// Where each pool's rollout stands, why it is stuck, and the steps that unstick it.
 #[derive(Parser, Debug)]
-#[command(name = "kubectl mco", bin_name = "kubectl mco", version)]
+#[command(
+    name = "kubectl mco",
+    bin_name = "kubectl mco",
+    version,
+    long_version = mco_render::about::long_version()
+)]
 pub struct Cli {
     /// The kubeconfig (default: KUBECONFIG, ~/.kube/config, or the in-cluster service
     /// account).
