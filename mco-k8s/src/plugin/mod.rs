@@ -8,9 +8,11 @@
 //! - `read`: the LISTs, tolerating kinds not served (404) or forbidden (403).
 //! - `watch`: the watches and the frames.
 //! - `act`: an action printed, confirmed and written.
+//! - `fail`: failures in kubectl's words (the server refused, not reached, a login refused).
 
 pub mod act;
 pub mod connect;
+pub mod fail;
 pub mod read;
 pub mod watch;
 
@@ -89,6 +91,20 @@ pub struct StatusArgs {
     /// With --watch: exit 0 once every pool is Completed and nothing is stuck or waiting.
     #[arg(long, requires = "watch")]
     pub exit_when_done: bool,
+    /// With --exit-when-done: give up after this long (`30s`, `10m`, `1h30m`), exit 3, and
+    /// say why (the cluster not read, or not every pool done). Default: wait as long as it
+    /// takes.
+    #[arg(long, value_name = "DURATION", requires = "exit_when_done", value_parser = go_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// A positive Go duration, as kubectl's `--timeout` takes it.
+fn go_duration(s: &str) -> Result<Duration, String> {
+    let ns = mco_render::gocompat::duration::parse_duration(s).map_err(|e| e.to_string())?;
+    match u64::try_from(ns) {
+        Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns)),
+        _ => Err(format!("{s:?} is not a positive duration")),
+    }
 }
 
 /// How `status` prints.
@@ -129,11 +145,11 @@ fn options(a: &StatusArgs) -> Options {
 }
 
 /// `status` once: exit 0, 1 while stuck, 2 when the cluster cannot be read.
-async fn status_once(client: &kube::Client, a: &StatusArgs) -> i32 {
-    let c = match read::list(client, &mco_render::status::Source::ALL).await {
+async fn status_once(to: &connect::Connected, a: &StatusArgs) -> i32 {
+    let c = match read::list(&to.client, &to.server, &mco_render::status::Source::ALL).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("{e}");
             return 2;
         }
     };
@@ -170,7 +186,7 @@ async fn status_once(client: &kube::Client, a: &StatusArgs) -> i32 {
 
 /// Runs the command; returns the exit status.
 pub async fn run(cli: Cli) -> i32 {
-    let client = match connect::client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await {
+    let to = match connect::client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -185,11 +201,13 @@ pub async fn run(cli: Cli) -> i32 {
                 exit_when_done: a.exit_when_done,
                 clear: std::io::stdout().is_terminal(),
                 text: a.details.text_options(),
+                timeout: a.timeout,
             };
             let fixed = a.now;
             let mut stdout = std::io::stdout();
             return watch::run(
-                &client,
+                &to.client,
+                &to.server,
                 &options(&a),
                 move || fixed.unwrap_or_else(jiff::Timestamp::now),
                 &w,
@@ -197,7 +215,7 @@ pub async fn run(cli: Cli) -> i32 {
             )
             .await;
         }
-        Command::Status(a) => return status_once(&client, &a).await,
+        Command::Status(a) => return status_once(&to, &a).await,
         Command::Resume(a) => (act::Verb::Resume(a.pool), a.yes),
         Command::Rollback(a) => (act::Verb::Rollback(a.pool), a.yes),
         Command::Retry(a) => (act::Verb::Retry(a.node), a.yes),
@@ -207,7 +225,7 @@ pub async fn run(cli: Cli) -> i32 {
     let mut input = stdin.lock();
     let mut stdout = std::io::stdout();
     act::run(
-        &client,
+        &to,
         &verb,
         jiff::Timestamp::now(),
         yes,
