@@ -8,10 +8,12 @@
 //! - `read`: the LISTs, tolerating kinds not served (404) or forbidden (403).
 //! - `watch`: the watches and the frames.
 //! - `act`: an action printed, confirmed and written.
+//! - `dump`: the dump the offline commands read, written from the cluster.
 //! - `fail`: failures in kubectl's words (the server refused, not reached, a login refused).
 
 pub mod act;
 pub mod connect;
+pub mod dump;
 pub mod fail;
 pub mod read;
 pub mod watch;
@@ -61,6 +63,17 @@ pub enum Command {
     /// Have a degraded node's daemon skip its on-disk check, as
     /// /run/machine-config-daemon-force does (the agent.mco.dev/force annotation).
     Force(NodeArgs),
+    /// Write the dump `mco-render status --cluster-dir DIR` reads: per kind status reads, the
+    /// List `kubectl get -o yaml` prints, in DIR/<resource>.yaml. Exit 2 when the cluster
+    /// cannot be read.
+    Dump(DumpArgs),
+}
+
+/// `dump`.
+#[derive(clap::Args, Debug)]
+pub struct DumpArgs {
+    /// The folder to write (made if missing; files of the same names are replaced).
+    pub dir: PathBuf,
 }
 
 /// `status`.
@@ -216,6 +229,7 @@ pub async fn run(cli: Cli) -> i32 {
             .await;
         }
         Command::Status(a) => return status_once(&to, &a).await,
+        Command::Dump(a) => return dump::run(&to, &a.dir, &mut std::io::stdout()).await,
         Command::Resume(a) => (act::Verb::Resume(a.pool), a.yes),
         Command::Rollback(a) => (act::Verb::Rollback(a.pool), a.yes),
         Command::Retry(a) => (act::Verb::Retry(a.node), a.yes),

@@ -741,3 +741,69 @@ async fn a_timeout_ends_a_watch_whose_pools_are_not_done() {
     assert_eq!(code, 2);
     assert!(err.contains("--exit-when-done"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dump_writes_what_the_offline_status_reads() {
+    for name in ["drain-blocked", "canary-paused"] {
+        let server = seeded(name).await;
+        let dir = tempfile::tempdir().unwrap();
+        let kc = kubeconfig(dir.path(), &server);
+        let dump_dir = dir.path().join("dump");
+        let (code, out, err) = plugin(&kc, &["dump", dump_dir.to_str().unwrap()], "").await;
+        assert_eq!(code, 0, "{name}: {err}");
+        // A file per kind served, as docs/src/cluster-dump.md's commands write them; the kind
+        // the test server does not serve is named, with what a view misses without it.
+        let mut files: Vec<String> = std::fs::read_dir(&dump_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut want: Vec<String> = Source::ALL
+            .iter()
+            .filter(|s| **s != Source::MachineConfigurations)
+            .map(|s| format!("{}.yaml", s.served().plural))
+            .collect();
+        want.sort();
+        assert_eq!(files, want, "{name}");
+        assert_eq!(out.lines().count(), want.len(), "{out}");
+        assert!(
+            out.contains(&format!(
+                "{} (",
+                dump_dir.join("machineconfigpools.yaml").display()
+            )),
+            "{out}"
+        );
+        assert_eq!(
+            err,
+            "warning: MachineConfigurations (machineconfigurations.operator.openshift.io) not served by the API server: disruptions are computed with the built-in node disruption policies\n"
+        );
+        // Each file is the List kubectl prints, and the offline status of the dump is the
+        // live one.
+        let pools: Value = serde_yaml_ng::from_str(
+            &std::fs::read_to_string(dump_dir.join("machineconfigpools.yaml")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (pools["apiVersion"].as_str(), pools["kind"].as_str()),
+            (Some("v1"), Some("List"))
+        );
+        assert_eq!(pools["items"][0]["kind"], "MachineConfigPool");
+        let (want_code, want) = offline(&dump_dir, None);
+        let (code, live, _) = plugin(&kc, &["status", "--now", NOW], "").await;
+        assert_eq!((code, live), (want_code, want), "{name}");
+        // Reading needs no more than the role for people who read rollouts.
+        assert_eq!(writes(&server), BTreeMap::new(), "{name}");
+        granted_by(&server, "mco-status-reader");
+    }
+    // On a server that cannot be reached: kubectl's words, no folder.
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    let kc = kubeconfig_for(dir.path(), &format!("https://127.0.0.1:{port}"));
+    let dump_dir = dir.path().join("dump");
+    let (code, err, _) = failing(&kc, &["dump", dump_dir.to_str().unwrap()], port).await;
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "The connection to the server 127.0.0.1:<port> was refused - did you specify the right host or port?\n")
+    );
+    assert!(!dump_dir.exists());
+}
