@@ -402,3 +402,34 @@ fn certs_from_writes_the_ca_files_and_names_a_bad_file() {
         "{err}"
     );
 }
+
+#[test]
+fn version_names_the_releases_the_default_and_butane() {
+    let (ok, out) = run(&["--version"]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        out,
+        format!(
+            "machine-config-daemon {}\n",
+            mco_render::about::long_version()
+        )
+    );
+    assert!(
+        out.contains("releases reproduced: 4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20, 4.21, 4.22 (default 4.22)\n")
+            && out.contains("Butane matched: v0.29.0-3-gcb34e120"),
+        "{out}"
+    );
+}
+
+#[test]
+fn help_says_what_the_daemon_is_and_its_modes() {
+    let (ok, out) = run(&["--help"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with("The machine-config-daemon: applies a rendered MachineConfig"),
+        "{out}"
+    );
+    for mode in ["`cluster` is the node agent", "`once-from`", "`try`"] {
+        assert!(out.contains(mode), "{mode}: {out}");
+    }
+}

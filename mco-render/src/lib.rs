@@ -12,6 +12,7 @@
 //!   plan (upstream's daemon update path).
 //! - [`serve`]: what the machine-config-server hands a booting machine.
 //! - [`controllers`]: every controller's decisions as pure functions returning writes.
+//! - [`about`]: what a build reproduces (releases, Butane, upstream commit), for `--version`.
 //! - [`admission`]: what an object would do to the cluster before it is stored: the
 //!   validating webhook's and `mco-render validate --cluster-dir`'s findings.
 //! - [`check`]: rendered configs as the files `render --out-dir` writes, and how a folder's
@@ -26,6 +27,7 @@
 //! `mco-render = { default-features = false }` embeds the pure core alone: no file system, no
 //! command-line parser.
 
+pub mod about;
 pub mod admission;
 pub mod api;
 pub mod butane;

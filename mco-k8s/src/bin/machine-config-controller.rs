@@ -7,8 +7,23 @@ use mco_k8s::leader::{run_elected, LeaderArgs};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The machine-config-controller: renders each MachineConfigPool's MachineConfigs into its
+/// rendered config and rolls the pool's nodes onto it, a few at a time, as upstream's does.
+///
+/// While this replica holds the controller's Lease (--leader-elect, on by default), it runs
+/// the render controller, the node controller (rollouts, under a RolloutPolicy when a pool has
+/// one), drains, the KubeletConfig and ContainerRuntimeConfig controllers, the cluster-wide
+/// config MachineConfigs, on-cluster image builds, garbage collection of unused rendered
+/// configs and, with --templates, the template controller. Every replica serves the validating
+/// admission webhook (--webhook-listen) and, with --metrics-listen, Prometheus metrics.
+/// It renders as the release --release-image-version names (4.14 to 4.22; the newest by
+/// default).
 #[derive(Parser)]
-#[command(name = "machine-config-controller", version, about, long_about = None)]
+#[command(
+    name = "machine-config-controller",
+    version,
+    long_version = mco_render::about::long_version()
+)]
 struct Cli {
     /// The kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the in-cluster service
     /// account).

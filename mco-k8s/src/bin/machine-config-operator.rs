@@ -13,9 +13,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The machine-config-operator: deploys the machine-config-controller, -server and -daemon from
+/// its manifests, builds the ControllerConfig, and reports in the `machine-config`
+/// ClusterOperator.
+///
+/// While this replica holds the `machine-config` Lease (--leader-elect, on by default), it
+/// applies the manifests (built in, or --manifests DIR) with --image for the workloads, keeps
+/// the ControllerConfig, one MachineConfigNode per Node and the layering Secrets, and reports
+/// --release-version as the version deployed.
 #[derive(Parser)]
-// `--version` is the version deployed, so clap's own version flag is left out.
-#[command(name = "machine-config-operator", about, long_about = None)]
+#[command(
+    name = "machine-config-operator",
+    version,
+    long_version = mco_render::about::long_version()
+)]
 struct Cli {
     /// The kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the in-cluster service
     /// account).
@@ -27,9 +38,10 @@ struct Cli {
     /// The image the workloads run (replaces the manifests' `mco-rs:latest`).
     #[arg(long, default_value = mco_render::controllers::operator::IMAGE_PLACEHOLDER)]
     image: String,
-    /// The version deployed and reported in the ClusterOperator.
+    /// The release version deployed: reported in the ClusterOperator, stamped on the
+    /// ControllerConfig and the workloads (upstream's RELEASE_VERSION).
     #[arg(long, default_value = env!("CARGO_PKG_VERSION"))]
-    version: String,
+    release_version: String,
     /// Seconds between full resyncs.
     #[arg(long, default_value_t = 60)]
     resync_seconds: u64,
@@ -76,7 +88,7 @@ async fn main() -> ExitCode {
     let opts = Options {
         manifests,
         image: cli.image,
-        version: cli.version,
+        version: cli.release_version,
         resync: Duration::from_secs(cli.resync_seconds.max(1)),
         debounce: Duration::from_millis(cli.debounce_ms),
     };

@@ -12,10 +12,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Serve rendered Ignition configs for the pools in a folder of manifests (re-rendering when
-/// the folder changes) or in the cluster (watching pools and rendered MachineConfigs).
+/// The machine-config-server: serves each pool's rendered Ignition config to the machines that
+/// boot into it (GET /config/<pool>), as upstream's does.
+///
+/// Two modes: --dir DIR serves the pools of a folder of manifests, rendered here and rendered
+/// again when the folder changes (with --templates, as `mco-render render --templates`);
+/// --cluster serves the cluster's pools, watching them and their rendered MachineConfigs.
+/// It listens on a TLS port (--secure-port, with --cert and --key, reloaded when they change)
+/// and a plain HTTP one (--insecure-port); with --bootstrap-token the configs carry the
+/// kubelet's bootstrap kubeconfig.
 #[derive(Parser)]
-#[command(name = "machine-config-server", version, about, long_about = None)]
+#[command(
+    name = "machine-config-server",
+    version,
+    long_version = mco_render::about::long_version()
+)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["dir", "cluster"])))]
 struct Cli {
     /// With --cluster: the kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the

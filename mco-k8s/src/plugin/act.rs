@@ -2,9 +2,10 @@
 //! object, its patch as the kubectl command, what it does), ask unless told `--yes`, then send
 //! each merge patch. The decision is [`mco_render::status::actions`]'.
 
+use super::connect::Connected;
+use super::fail;
 use super::read::{api, list};
 use kube::api::{Patch, PatchParams};
-use kube::Client;
 use mco_render::status::actions::{self, ActionError, Decision, Object};
 use mco_render::status::{Cluster, Source};
 use std::io::{BufRead, Write};
@@ -85,17 +86,18 @@ fn yes(answer: &str) -> bool {
 /// Decides `verb` on the cluster as it is, prints it, asks on `input` unless `assume_yes`,
 /// and writes. Returns the exit status.
 pub async fn run(
-    client: &Client,
+    to: &Connected,
     verb: &Verb,
     now: jiff::Timestamp,
     assume_yes: bool,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> i32 {
-    let c = match list(client, verb.reads()).await {
+    let client = &to.client;
+    let c = match list(client, &to.server, verb.reads()).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("{e}");
             return FAILED;
         }
     };
@@ -144,21 +146,13 @@ pub async fn run(
                 let _ = writeln!(out, "{target} patched");
             }
             Err(e) => {
-                eprintln!("error: patching {target}: {}", api_error(&e));
+                // kubectl's words; the server's message names the object.
+                eprintln!("{}", fail::message(&to.server, &e));
                 return FAILED;
             }
         }
     }
     DONE
-}
-
-/// What the API server said, as kubectl prints it (`Error from server (Forbidden): ...`);
-/// other errors as they are.
-fn api_error(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({})", s.message, s.reason),
-        e => e.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -12,11 +12,20 @@ pub fn agent() -> String {
     user_agent("kubectl-mco", None)
 }
 
+/// A client, and the API server it talks to as kubectl names it in messages
+/// ([`super::fail::server_name`]).
+pub struct Connected {
+    /// The client.
+    pub client: Client,
+    /// The server's host and port.
+    pub server: String,
+}
+
 /// A client for `kubeconfig` (or the usual places) and `context` (or the current one).
 pub async fn client(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
-) -> Result<Client, ConnectError> {
+) -> Result<Connected, ConnectError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
@@ -45,5 +54,9 @@ pub async fn client(
     let value =
         http::HeaderValue::from_str(&ua).map_err(|_| ConnectError::UserAgent(ua.clone()))?;
     config.headers.push((http::header::USER_AGENT, value));
-    Ok(crate::kubeclient::client_from(config)?)
+    let server = super::fail::server_name(&config.cluster_url);
+    Ok(Connected {
+        client: crate::kubeclient::client_from(config)?,
+        server,
+    })
 }

@@ -8,9 +8,13 @@
 //! - `read`: the LISTs, tolerating kinds not served (404) or forbidden (403).
 //! - `watch`: the watches and the frames.
 //! - `act`: an action printed, confirmed and written.
+//! - `dump`: the dump the offline commands read, written from the cluster.
+//! - `fail`: failures in kubectl's words (the server refused, not reached, a login refused).
 
 pub mod act;
 pub mod connect;
+pub mod dump;
+pub mod fail;
 pub mod read;
 pub mod watch;
 
@@ -22,7 +26,12 @@ use std::time::Duration;
 
 /// Where each pool's rollout stands, why it is stuck, and the steps that unstick it.
 #[derive(Parser, Debug)]
-#[command(name = "kubectl mco", bin_name = "kubectl mco", version)]
+#[command(
+    name = "kubectl mco",
+    bin_name = "kubectl mco",
+    version,
+    long_version = mco_render::about::long_version()
+)]
 pub struct Cli {
     /// The kubeconfig (default: KUBECONFIG, ~/.kube/config, or the in-cluster service
     /// account).
@@ -54,6 +63,17 @@ pub enum Command {
     /// Have a degraded node's daemon skip its on-disk check, as
     /// /run/machine-config-daemon-force does (the agent.mco.dev/force annotation).
     Force(NodeArgs),
+    /// Write the dump `mco-render status --cluster-dir DIR` reads: per kind status reads, the
+    /// List `kubectl get -o yaml` prints, in DIR/<resource>.yaml. Exit 2 when the cluster
+    /// cannot be read.
+    Dump(DumpArgs),
+}
+
+/// `dump`.
+#[derive(clap::Args, Debug)]
+pub struct DumpArgs {
+    /// The folder to write (made if missing; files of the same names are replaced).
+    pub dir: PathBuf,
 }
 
 /// `status`.
@@ -84,6 +104,20 @@ pub struct StatusArgs {
     /// With --watch: exit 0 once every pool is Completed and nothing is stuck or waiting.
     #[arg(long, requires = "watch")]
     pub exit_when_done: bool,
+    /// With --exit-when-done: give up after this long (`30s`, `10m`, `1h30m`), exit 3, and
+    /// say why (the cluster not read, or not every pool done). Default: wait as long as it
+    /// takes.
+    #[arg(long, value_name = "DURATION", requires = "exit_when_done", value_parser = go_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// A positive Go duration, as kubectl's `--timeout` takes it.
+fn go_duration(s: &str) -> Result<Duration, String> {
+    let ns = mco_render::gocompat::duration::parse_duration(s).map_err(|e| e.to_string())?;
+    match u64::try_from(ns) {
+        Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns)),
+        _ => Err(format!("{s:?} is not a positive duration")),
+    }
 }
 
 /// How `status` prints.
@@ -124,11 +158,11 @@ fn options(a: &StatusArgs) -> Options {
 }
 
 /// `status` once: exit 0, 1 while stuck, 2 when the cluster cannot be read.
-async fn status_once(client: &kube::Client, a: &StatusArgs) -> i32 {
-    let c = match read::list(client, &mco_render::status::Source::ALL).await {
+async fn status_once(to: &connect::Connected, a: &StatusArgs) -> i32 {
+    let c = match read::list(&to.client, &to.server, &mco_render::status::Source::ALL).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("{e}");
             return 2;
         }
     };
@@ -165,7 +199,7 @@ async fn status_once(client: &kube::Client, a: &StatusArgs) -> i32 {
 
 /// Runs the command; returns the exit status.
 pub async fn run(cli: Cli) -> i32 {
-    let client = match connect::client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await {
+    let to = match connect::client(cli.kubeconfig.as_deref(), cli.context.as_deref()).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -180,11 +214,13 @@ pub async fn run(cli: Cli) -> i32 {
                 exit_when_done: a.exit_when_done,
                 clear: std::io::stdout().is_terminal(),
                 text: a.details.text_options(),
+                timeout: a.timeout,
             };
             let fixed = a.now;
             let mut stdout = std::io::stdout();
             return watch::run(
-                &client,
+                &to.client,
+                &to.server,
                 &options(&a),
                 move || fixed.unwrap_or_else(jiff::Timestamp::now),
                 &w,
@@ -192,7 +228,8 @@ pub async fn run(cli: Cli) -> i32 {
             )
             .await;
         }
-        Command::Status(a) => return status_once(&client, &a).await,
+        Command::Status(a) => return status_once(&to, &a).await,
+        Command::Dump(a) => return dump::run(&to, &a.dir, &mut std::io::stdout()).await,
         Command::Resume(a) => (act::Verb::Resume(a.pool), a.yes),
         Command::Rollback(a) => (act::Verb::Rollback(a.pool), a.yes),
         Command::Retry(a) => (act::Verb::Retry(a.node), a.yes),
@@ -202,7 +239,7 @@ pub async fn run(cli: Cli) -> i32 {
     let mut input = stdin.lock();
     let mut stdout = std::io::stdout();
     act::run(
-        &client,
+        &to,
         &verb,
         jiff::Timestamp::now(),
         yes,

@@ -2,6 +2,7 @@
 //! server does not serve (404) or the caller may not list (403) is noted and left out; the
 //! view is drawn without it. Without pools, Nodes or MachineConfigs there is no view.
 
+use super::fail::{self, Failure};
 use futures::future::join_all;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client};
@@ -29,12 +30,13 @@ pub fn api(client: &Client, s: Source) -> Api<DynamicObject> {
     }
 }
 
-/// What an API error means for a kind: not served, forbidden, or another failure.
-pub fn classify(e: &kube::Error) -> Unread {
+/// What an API error means for a kind: not served, forbidden, or another failure (in
+/// kubectl's words, [`fail::message`], met talking to `server`).
+pub fn classify(server: &str, e: &kube::Error) -> Unread {
     match e {
         kube::Error::Api(s) if s.code == 404 => Unread::NotServed,
         kube::Error::Api(s) if s.code == 403 => Unread::Forbidden,
-        e => Unread::Failed(e.to_string()),
+        e => Unread::Failed(fail::message(server, e)),
     }
 }
 
@@ -76,17 +78,28 @@ pub fn assemble(kinds: Vec<(Source, Result<Vec<Value>, Unread>)>) -> Result<Clus
     Ok(c)
 }
 
-/// Lists `kinds`, all at once.
-pub async fn list(client: &Client, kinds: &[Source]) -> Result<Cluster, Unreadable> {
+/// Lists `kinds` on `server`, all at once. A failure to reach the server, or a login it
+/// refuses, ends the reading in kubectl's words ([`fail::connection`]): no kind was read.
+pub async fn list(client: &Client, server: &str, kinds: &[Source]) -> Result<Cluster, Failure> {
     let lists = kinds.iter().map(|&s| async move {
         let r = api(client, s)
             .list(&ListParams::default())
             .await
-            .map(|l| values(&l.items))
-            .map_err(|e| classify(&e));
+            .map(|l| values(&l.items));
         (s, r)
     });
-    assemble(join_all(lists).await)
+    let listed = join_all(lists).await;
+    if let Some(line) = listed
+        .iter()
+        .find_map(|(_, r)| r.as_ref().err().and_then(|e| fail::connection(server, e)))
+    {
+        return Err(Failure(line));
+    }
+    let kinds = listed
+        .into_iter()
+        .map(|(s, r)| (s, r.map_err(|e| classify(server, &e))))
+        .collect();
+    Ok(assemble(kinds)?)
 }
 
 #[cfg(test)]
@@ -101,9 +114,13 @@ mod tests {
 
     #[test]
     fn errors_read_as_not_served_forbidden_or_failed() {
-        assert_eq!(classify(&status(404)), Unread::NotServed);
-        assert_eq!(classify(&status(403)), Unread::Forbidden);
-        assert!(matches!(classify(&status(500)), Unread::Failed(_)));
+        let s = "127.0.0.1:6443";
+        assert_eq!(classify(s, &status(404)), Unread::NotServed);
+        assert_eq!(classify(s, &status(403)), Unread::Forbidden);
+        assert_eq!(
+            classify(s, &status(500)),
+            Unread::Failed("Error from server (x): no".into())
+        );
     }
 
     #[test]

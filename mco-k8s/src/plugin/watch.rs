@@ -57,12 +57,13 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What a watch error means before the kind listed.
-fn classify_watch(e: &watcher::Error) -> Unread {
+/// What a watch error means before the kind listed (in kubectl's words, met talking to
+/// `server`).
+fn classify_watch(server: &str, e: &watcher::Error) -> Unread {
     match e {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => classify(e),
+        | watcher::Error::WatchFailed(e) => classify(server, e),
         watcher::Error::WatchError(s) if s.code == 404 => Unread::NotServed,
         watcher::Error::WatchError(s) if s.code == 403 => Unread::Forbidden,
         e => Unread::Failed(e.to_string()),
@@ -70,7 +71,7 @@ fn classify_watch(e: &watcher::Error) -> Unread {
 }
 
 /// Starts watching `source`, notifying `changed` after each change to its store.
-fn start(client: &Client, source: Source, changed: Arc<Notify>) -> Kind {
+fn start(client: &Client, server: &str, source: Source, changed: Arc<Notify>) -> Kind {
     let writer: Writer<DynamicObject> = Writer::new(api_resource(source));
     let store = writer.as_reader();
     let state = Arc::new(Mutex::new(State::Listing(None)));
@@ -79,6 +80,7 @@ fn start(client: &Client, source: Source, changed: Arc<Notify>) -> Kind {
         watcher::watcher(api(client, source), watcher::Config::default()).default_backoff(),
     );
     let st = state.clone();
+    let server = server.to_string();
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {
@@ -94,7 +96,7 @@ fn start(client: &Client, source: Source, changed: Arc<Notify>) -> Kind {
                     if let State::Ready(refused) = &mut *s {
                         // A dropped watch: the backoff retries it; the store stays as it was.
                         // Refused for good, the frame says the kind is shown as last seen.
-                        let why = classify_watch(&e);
+                        let why = classify_watch(&server, &e);
                         if !matches!(why, Unread::Failed(_)) && refused.as_ref() != Some(&why) {
                             *refused = Some(why);
                             drop(s);
@@ -102,7 +104,7 @@ fn start(client: &Client, source: Source, changed: Arc<Notify>) -> Kind {
                         }
                         continue;
                     }
-                    match classify_watch(&e) {
+                    match classify_watch(&server, &e) {
                         Unread::Failed(why) => *s = State::Listing(Some(why)),
                         why => {
                             *s = State::Unread(why);
@@ -162,6 +164,25 @@ fn snapshot(kinds: &[Kind]) -> Result<Cluster, Unreadable> {
     Ok(c)
 }
 
+/// Why the required kinds are not listed yet: each error once, after the kinds that met it
+/// (`MachineConfigPools, Nodes: The connection to the server ... was refused ...`).
+fn waiting_line(kinds: &[Kind]) -> String {
+    let mut by_error: Vec<(String, Vec<&str>)> = Vec::new();
+    for k in kinds.iter().filter(|k| k.source.required()) {
+        if let State::Listing(Some(e)) = &*lock(&k.state) {
+            match by_error.iter_mut().find(|(seen, _)| seen == e) {
+                Some((_, labels)) => labels.push(k.source.label()),
+                None => by_error.push((e.clone(), vec![k.source.label()])),
+            }
+        }
+    }
+    by_error
+        .iter()
+        .map(|(e, labels)| format!("{}: {e}", labels.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// How the watch runs.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -173,6 +194,17 @@ pub struct WatchOptions {
     pub clear: bool,
     /// How much of each pool the frames show.
     pub text: mco_render::status::render::TextOptions,
+    /// With `exit_when_done`: give up after this long ([`TIMED_OUT`]), whether the cluster
+    /// could not be read or its pools are not done.
+    pub timeout: Option<Duration>,
+}
+
+/// The exit status when `--timeout` passed first.
+pub const TIMED_OUT: i32 = 3;
+
+/// `--timeout`'s value as it was given (Go's `time.Duration` text, as kubectl takes it).
+fn go_text(d: Duration) -> String {
+    mco_render::gocompat::duration::format_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Where the frames go.
@@ -193,11 +225,13 @@ impl<W: std::io::Write> Screen for W {
     }
 }
 
-/// Watches the cluster and draws a frame per change until stopped; returns the exit status
-/// (0 when `exit_when_done` saw every pool done, 2 when a required kind cannot be read, the
-/// pool asked for is not there at first, or the screen closed).
+/// Watches the cluster (`client`, talking to `server`) and draws a frame per change until
+/// stopped; returns the exit status (0 when `exit_when_done` saw every pool done, 2 when a
+/// required kind cannot be read, the pool asked for is not there at first, or the screen
+/// closed, [`TIMED_OUT`] when `timeout` passed first).
 pub async fn run(
     client: &Client,
+    server: &str,
     opts: &Options,
     now: impl Fn() -> jiff::Timestamp,
     w: &WatchOptions,
@@ -206,8 +240,16 @@ pub async fn run(
     let changed = Arc::new(Notify::new());
     let kinds: Vec<Kind> = Source::ALL
         .iter()
-        .map(|&s| start(client, s, changed.clone()))
+        .map(|&s| start(client, server, s, changed.clone()))
         .collect();
+    let deadline = w.timeout.map(|t| Instant::now() + t);
+    // Never, without a timeout.
+    let until_deadline = || async move {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
     // The first frame: once every kind listed or failed for good (the required ones
     // however long that takes, the others for a while).
     let started = Instant::now();
@@ -215,15 +257,7 @@ pub async fn run(
     while !(settled(&kinds, true)
         && (settled(&kinds, false) || started.elapsed() >= FIRST_FRAME_WAIT))
     {
-        let waiting: Vec<String> = kinds
-            .iter()
-            .filter(|k| k.source.required())
-            .filter_map(|k| match &*lock(&k.state) {
-                State::Listing(Some(e)) => Some(format!("{}: {e}", k.source.label())),
-                _ => None,
-            })
-            .collect();
-        let line = waiting.join("; ");
+        let line = waiting_line(&kinds);
         if !line.is_empty() && line != told {
             eprintln!("waiting: {line}");
             told = line;
@@ -231,6 +265,14 @@ pub async fn run(
         tokio::select! {
             _ = changed.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = until_deadline() => {
+                let t = go_text(w.timeout.unwrap_or_default());
+                match told.as_str() {
+                    "" => eprintln!("error: timed out after {t}: the cluster was not read"),
+                    why => eprintln!("error: timed out after {t}: the cluster was not read: {why}"),
+                }
+                return TIMED_OUT;
+            }
         }
     }
     let mut last: Option<Instant> = None;
@@ -272,6 +314,11 @@ pub async fn run(
         tokio::select! {
             _ = changed.notified() => {}
             _ = tokio::time::sleep(CLOCK) => {}
+            _ = until_deadline() => {
+                let t = go_text(w.timeout.unwrap_or_default());
+                eprintln!("error: timed out after {t}: not every pool is done");
+                return TIMED_OUT;
+            }
         }
     }
 }

@@ -611,3 +611,199 @@ async fn watch_of_a_pool_that_is_not_there_stops() {
     assert_eq!((code, out.as_str()), (2, ""));
     assert_eq!(err, "error: no MachineConfigPool named \"infra\"\n");
 }
+
+/// A kubeconfig in `dir` naming the server at `url`.
+fn kubeconfig_for(dir: &Path, url: &str) -> PathBuf {
+    let path = dir.join("kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {url}\n\
+         users:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
+         current-context: c\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A port of 127.0.0.1 nothing listens on (it was bound, then let go).
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A server that answers every request `401 Unauthorized` with the API server's Status.
+async fn refusing_logins() -> (u16, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+                let answer = format!(
+                    "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (port, task)
+}
+
+/// `kubectl mco ARGS` against the server of `kc`, its exit status and standard error with
+/// `port` written `<port>`, and how long it took.
+async fn failing(kc: &Path, args: &[&str], port: u16) -> (i32, String, Duration) {
+    let started = std::time::Instant::now();
+    let (code, out, err) = plugin(kc, args, "").await;
+    assert_eq!(out, "", "{args:?}");
+    (
+        code,
+        err.replace(&format!(":{port}"), ":<port>"),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_failures_name_the_server_and_the_cause_as_kubectl_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    let kc = kubeconfig_for(dir.path(), &format!("https://127.0.0.1:{port}"));
+    let mut seen = String::new();
+    // The server refuses the connection: status, the actions, the watch.
+    let (code, err, _) = failing(&kc, &["status"], port).await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "The connection to the server 127.0.0.1:<port> was refused - did you specify the right host or port?\n"
+    );
+    seen += &format!("$ kubectl mco status\n{err}(exit {code})\n\n");
+    let (code, err, _) = failing(&kc, &["resume", "worker", "--yes"], port).await;
+    assert_eq!(code, 2);
+    seen += &format!("$ kubectl mco resume worker --yes\n{err}(exit {code})\n\n");
+    // Waiting for the pools to be done on a server never reached ends at --timeout, with
+    // its own exit status, saying why.
+    let args = ["status", "--watch", "--exit-when-done", "--timeout", "2s"];
+    let (code, err, took) = failing(&kc, &args, port).await;
+    assert_eq!(code, 3, "{err}");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    assert!(took >= Duration::from_secs(2), "took {took:?}");
+    seen += &format!("$ kubectl mco {}\n{err}(exit {code})\n\n", args.join(" "));
+    // A server that refuses the login.
+    let (port, server) = refusing_logins().await;
+    let kc = kubeconfig_for(dir.path(), &format!("http://127.0.0.1:{port}"));
+    let (code, err, _) = failing(&kc, &["status"], port).await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: You must be logged in to the server (Unauthorized)\n"
+    );
+    seen += &format!("$ kubectl mco status  # 401\n{err}(exit {code})\n\n");
+    let (code, err, _) = failing(&kc, &["force", "worker-0", "--yes"], port).await;
+    assert_eq!(code, 2);
+    seen += &format!("$ kubectl mco force worker-0 --yes  # 401\n{err}(exit {code})\n");
+    server.abort();
+    insta::assert_snapshot!(seen);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_ends_a_watch_whose_pools_are_not_done() {
+    let server = seeded("drain-blocked").await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kubeconfig(dir.path(), &server);
+    let args = [
+        "status",
+        "--watch",
+        "--exit-when-done",
+        "--timeout",
+        "1500ms",
+        "--now",
+        NOW,
+    ];
+    let started = std::time::Instant::now();
+    let (code, out, err) = plugin(&kc, &args, "").await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.matches(HEADER).count(), 1, "{out}");
+    assert!(
+        err.ends_with("error: timed out after 1.5s: not every pool is done\n"),
+        "{err}"
+    );
+    // A timeout without waiting for the pools to be done means nothing.
+    let (code, _, err) = plugin(&kc, &["status", "--watch", "--timeout", "1s"], "").await;
+    assert_eq!(code, 2);
+    assert!(err.contains("--exit-when-done"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dump_writes_what_the_offline_status_reads() {
+    for name in ["drain-blocked", "canary-paused"] {
+        let server = seeded(name).await;
+        let dir = tempfile::tempdir().unwrap();
+        let kc = kubeconfig(dir.path(), &server);
+        let dump_dir = dir.path().join("dump");
+        let (code, out, err) = plugin(&kc, &["dump", dump_dir.to_str().unwrap()], "").await;
+        assert_eq!(code, 0, "{name}: {err}");
+        // A file per kind served, as docs/src/cluster-dump.md's commands write them; the kind
+        // the test server does not serve is named, with what a view misses without it.
+        let mut files: Vec<String> = std::fs::read_dir(&dump_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut want: Vec<String> = Source::ALL
+            .iter()
+            .filter(|s| **s != Source::MachineConfigurations)
+            .map(|s| format!("{}.yaml", s.served().plural))
+            .collect();
+        want.sort();
+        assert_eq!(files, want, "{name}");
+        assert_eq!(out.lines().count(), want.len(), "{out}");
+        assert!(
+            out.contains(&format!(
+                "{} (",
+                dump_dir.join("machineconfigpools.yaml").display()
+            )),
+            "{out}"
+        );
+        assert_eq!(
+            err,
+            "warning: MachineConfigurations (machineconfigurations.operator.openshift.io) not served by the API server: disruptions are computed with the built-in node disruption policies\n"
+        );
+        // Each file is the List kubectl prints, and the offline status of the dump is the
+        // live one.
+        let pools: Value = serde_yaml_ng::from_str(
+            &std::fs::read_to_string(dump_dir.join("machineconfigpools.yaml")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (pools["apiVersion"].as_str(), pools["kind"].as_str()),
+            (Some("v1"), Some("List"))
+        );
+        assert_eq!(pools["items"][0]["kind"], "MachineConfigPool");
+        let (want_code, want) = offline(&dump_dir, None);
+        let (code, live, _) = plugin(&kc, &["status", "--now", NOW], "").await;
+        assert_eq!((code, live), (want_code, want), "{name}");
+        // Reading needs no more than the role for people who read rollouts.
+        assert_eq!(writes(&server), BTreeMap::new(), "{name}");
+        granted_by(&server, "mco-status-reader");
+    }
+    // On a server that cannot be reached: kubectl's words, no folder.
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    let kc = kubeconfig_for(dir.path(), &format!("https://127.0.0.1:{port}"));
+    let dump_dir = dir.path().join("dump");
+    let (code, err, _) = failing(&kc, &["dump", dump_dir.to_str().unwrap()], port).await;
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "The connection to the server 127.0.0.1:<port> was refused - did you specify the right host or port?\n")
+    );
+    assert!(!dump_dir.exists());
+}

@@ -897,7 +897,7 @@ async fn the_binary_deploys_through_a_kubeconfig() {
         .args([
             "--image",
             IMAGE,
-            "--version",
+            "--release-version",
             "7.0.0",
             "--resync-seconds",
             "1",

@@ -13,10 +13,19 @@ use mco_node::state::read_current;
 use mco_node::{drift, journal, DesiredConfig, HostRoot, NodeState};
 use mco_render::plan::MachineConfiguration;
 
+/// The machine-config-daemon: applies a rendered MachineConfig (or a bare Ignition config) to
+/// a host root, as upstream's does on each node.
+///
+/// `cluster` is the node agent: it follows its Node's desiredConfig annotation, drains through
+/// the controller, writes files and units, updates the OS and reboots, and keeps the node's
+/// CA files and pinned images. The other commands work on a host root without a cluster:
+/// `once-from` (a config file, once), `try` (with a health check that reverts it),
+/// `recover`, `drift`, `certs-from` and `firstboot-complete-machineconfig`.
 #[derive(Parser)]
 #[command(
     name = "machine-config-daemon",
-    about = "Applies rendered configs to a host root"
+    version,
+    long_version = mco_render::about::long_version()
 )]
 struct Cli {
     #[command(subcommand)]

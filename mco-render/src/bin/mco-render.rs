@@ -74,7 +74,7 @@ mod validate;
 /// Render MachineConfigPools exactly as the Machine Config Operator does, before anything
 /// reaches a cluster.
 #[derive(Parser)]
-#[command(name = "mco-render", version, about, long_about = None)]
+#[command(name = "mco-render", version, long_version = mco_render::about::long_version(), about, long_about = None)]
 struct Cli {
     /// Warnings are errors: what kubectl apply or the API server would refuse or do otherwise
     /// in the manifests read (a kind or version not served, an unknown field, a document that
