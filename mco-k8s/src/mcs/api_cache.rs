@@ -8,7 +8,7 @@ use crate::objects::{self, Model, Stored};
 use futures::StreamExt;
 use kube::api::ApiResource;
 use kube::runtime::reflector::{self, store::Writer, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::{ControllerConfig, ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use std::collections::BTreeMap;
@@ -49,9 +49,11 @@ fn watch<M: Model>(
     let reader = writer.as_reader();
     let kind = ar.kind.clone();
     let task = tokio::spawn(async move {
-        let mut events = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
-            .boxed();
+        // A 410 lists again at once; other failures wait (`reflect::relist`).
+        let watches = crate::reflect::relist::relisting(Default::default(), move || {
+            watcher(api.clone(), watcher::Config::default())
+        });
+        let mut events = reflector::reflector(writer, watches).boxed();
         while let Some(ev) = events.next().await {
             match ev {
                 Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
