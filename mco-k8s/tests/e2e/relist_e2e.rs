@@ -261,18 +261,28 @@ async fn a_restart_mid_drain_lists_again_at_once_and_drains_each_node_once() {
         let n = evictions.iter().filter(|(_, p)| *p == pod).count();
         assert_eq!(n, 1, "{pod}: {evictions:?}");
     }
-    // The controller patched each node for the config once per step: the target, the
-    // cordon, the drain recorded, the uncordon and the uncordon recorded.
-    let patches: BTreeMap<String, usize> = log
-        .iter()
-        .filter(|r| r.at >= changed)
-        .filter(|r| r.agent == "machine-config-controller" && r.what == "PATCH nodes")
-        .filter_map(|r| r.name.clone())
-        .fold(BTreeMap::new(), |mut m, n| {
-            *m.entry(n).or_default() += 1;
-            m
+    // The controller wrote each step once per node (a pass on a Node read before its own
+    // writes repeats them, changing nothing the watch would show): one cordon, the drain
+    // recorded once, the uncordon recorded once.
+    let writes = |node: &str, step: &dyn Fn(&serde_json::Value) -> bool| {
+        log.iter()
+            .filter(|r| r.at >= changed && r.agent == "machine-config-controller")
+            .filter(|r| r.what == "PATCH nodes" && r.name.as_deref() == Some(node))
+            .filter_map(|r| serde_json::from_str::<serde_json::Value>(&r.body).ok())
+            .filter(|b| step(b))
+            .count()
+    };
+    for w in WORKERS {
+        let cordons = writes(w, &|b| b["spec"]["unschedulable"] == true);
+        let drained = writes(w, &|b| {
+            b["metadata"]["annotations"][LAST_APPLIED_DRAIN] == drain.as_str()
         });
-    eprintln!("controller's node patches: {patches:?}");
+        let uncordoned = writes(w, &|b| {
+            b["metadata"]["annotations"][LAST_APPLIED_DRAIN] == uncordon.as_str()
+        });
+        eprintln!("{w}: the controller cordoned {cordons}, recorded the drain {drained}, the uncordon {uncordoned} times");
+        assert_eq!((cordons, drained, uncordoned), (1, 1, 1), "{w}");
+    }
     drop(mcs);
     for t in tasks {
         t.abort();

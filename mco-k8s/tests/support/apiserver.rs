@@ -2239,6 +2239,8 @@ pub struct Logged {
     pub what: String,
     /// The object it named (see [`Store::requests_named`]).
     pub name: Option<String>,
+    /// Its body (empty for reads).
+    pub body: String,
 }
 
 /// Counts a watch as open while it lives.
@@ -2392,6 +2394,7 @@ async fn serve(
             agent: agent.clone(),
             what: what.clone(),
             name: name.clone(),
+            body: String::from_utf8_lossy(&body).into_owned(),
         });
         inner
             .agent_names
