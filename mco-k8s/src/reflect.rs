@@ -12,8 +12,10 @@
 //! or the API server restarted with a new watch cache) lists again at once, other failures
 //! wait a delay that starts again as soon as the server answers. While a watch re-lists, its
 //! store is known to be stale: [`Watched::wait_until_ready`] (and [`Listed::wait`]) wait for
-//! the new list, so a pass that reads the store first makes no decision from it. An API the server does not serve (404: its CRD is not installed) has an empty,
-//! ready store, as a LIST of it would have nothing; a registry's watch looks again when the
+//! the new list, so a pass that reads the store first makes no decision from it.
+//!
+//! An API the server does not serve (404: its CRD is not installed) has an empty, ready
+//! store, as a LIST of it would have nothing; a registry's watch looks again when the
 //! CustomResourceDefinition of its kind appears (the registry watches CRDs' metadata, once),
 //! and polls with [`Backoff::ABSENT_API`] only while that watch is not working. kube-runtime's
 //! stock backoff resets on every event, and its watcher emits an `Init` event before each

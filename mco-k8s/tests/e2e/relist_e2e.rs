@@ -25,9 +25,10 @@ use tokio::task::JoinHandle;
 
 const WORKERS: [&str; 2] = ["worker-0", "worker-1"];
 
-/// How long after its `410` a process may take to list again, at most, on a loaded machine:
-/// generous (the lists come within milliseconds when the machine is idle).
-const RELIST_BOUND: Duration = Duration::from_secs(5);
+/// How long after its `410` a process may take to list again, at most: generous (tens to a
+/// few hundred milliseconds on two loaded cores), yet shorter than the delay that had grown
+/// during the 3 s outage when a `410` waited it (4 s and more).
+const RELIST_BOUND: Duration = Duration::from_secs(3);
 
 /// The agent of `name` as `machine-config-daemon` runs it in a cluster: the update loop, the
 /// certificate writer and the pinned image manager together.

@@ -309,18 +309,15 @@ impl<H: Host> Agent<H> {
     /// Hands the Node on (`None`: being listed again) when its resourceVersion changed.
     fn feed(&self, node: Option<Option<&KubeNode>>) {
         let Some(tx) = &self.node_feed else { return };
-        let objects: Option<NodeObjects> = match node {
-            None => None,
-            Some(n) => Some(
-                n.and_then(|n| {
-                    let v = serde_json::to_value(n).ok()?;
-                    let o: DynamicObject = serde_json::from_value(v).ok()?;
-                    Some((o.metadata.name.clone().unwrap_or_default(), o))
-                })
-                .into_iter()
-                .collect(),
-            ),
-        };
+        let objects: Option<NodeObjects> = node.map(|n| {
+            n.and_then(|n| {
+                let v = serde_json::to_value(n).ok()?;
+                let o: DynamicObject = serde_json::from_value(v).ok()?;
+                Some((o.metadata.name.clone().unwrap_or_default(), o))
+            })
+            .into_iter()
+            .collect()
+        });
         tx.send_if_modified(|held| {
             let version = |m: &Option<NodeObjects>| {
                 m.as_ref().map(|m| {
