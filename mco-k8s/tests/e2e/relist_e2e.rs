@@ -243,7 +243,11 @@ async fn a_restart_mid_drain_lists_again_at_once_and_drains_each_node_once() {
         .map(|e| e.at - back)
         .min()
         .unwrap_or_default();
-    eprintln!("first 410 {first_410:.1?} after the API server came back");
+    eprintln!(
+        "first 410 {first_410:.1?} after the API server came back; {} reads refused 403 in its first {:?}",
+        server.store.faults.forbidden_reads(),
+        support::faults::FORBIDDEN_AFTER_RESTART
+    );
 
     // Each node cordoned once, drained once (its lastAppliedDrain: the drain, then the
     // uncordon), its pod evicted once.

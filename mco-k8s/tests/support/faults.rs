@@ -69,6 +69,7 @@ pub struct Faults {
     /// Until when LISTs and WATCHes are refused `403` (after a restart).
     forbidden_until: Mutex<Option<std::time::Instant>>,
     expired_log: Mutex<Vec<Expired>>,
+    forbidden: AtomicU64,
 }
 
 /// A watch answered `410 Expired` (its ERROR event sent).
@@ -93,6 +94,7 @@ impl Default for Faults {
             cut: broadcast::channel(16).0,
             forbidden_until: Mutex::new(None),
             expired_log: Mutex::new(Vec::new()),
+            forbidden: AtomicU64::new(0),
         }
     }
 }
@@ -174,6 +176,12 @@ impl Faults {
         self.expired.load(Ordering::SeqCst)
     }
 
+    /// How many reads were refused `403` after a restart so far (not counted in
+    /// [`Faults::refused`], which counts the refusals asked for).
+    pub fn forbidden_reads(&self) -> u64 {
+        self.forbidden.load(Ordering::SeqCst)
+    }
+
     /// How many requests were refused so far.
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::SeqCst)
@@ -196,7 +204,7 @@ impl Faults {
         if (verb == "LIST" || verb == "WATCH")
             && forbidden.is_some_and(|t| std::time::Instant::now() < t)
         {
-            self.refused.fetch_add(1, Ordering::SeqCst);
+            self.forbidden.fetch_add(1, Ordering::SeqCst);
             return Some(Refusal::Forbidden);
         }
         let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
