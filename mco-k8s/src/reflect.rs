@@ -8,15 +8,21 @@
 //! each gets the store and a change subscription ([`Watched::subscribe`], [`Watched::wake`]).
 //! The watch stops when its last handle and subscription are dropped.
 //!
-//! Errors back off on their own schedule ([`Backoff`]): a dropped watch is retried within
-//! seconds. An API the server does not serve (404: its CRD is not installed) has an empty,
-//! ready store, as a LIST of it would have nothing; a registry's watch looks again when the
+//! Errors back off on their own schedule ([`relist`]): a `410 Expired` (history compacted,
+//! or the API server restarted with a new watch cache) lists again at once, other failures
+//! wait a delay that starts again as soon as the server answers. While a watch re-lists, its
+//! store is known to be stale: [`Watched::wait_until_ready`] (and [`Listed::wait`]) wait for
+//! the new list, so a pass that reads the store first makes no decision from it.
+//!
+//! An API the server does not serve (404: its CRD is not installed) has an empty, ready
+//! store, as a LIST of it would have nothing; a registry's watch looks again when the
 //! CustomResourceDefinition of its kind appears (the registry watches CRDs' metadata, once),
 //! and polls with [`Backoff::ABSENT_API`] only while that watch is not working. kube-runtime's
 //! stock backoff resets on every event, and its watcher emits an `Init` event before each
 //! retry, which turned an absent API into a request a second.
 
 pub mod registry;
+pub mod relist;
 
 use futures::{Stream, StreamExt};
 pub use kube::runtime::reflector::ObjectRef;
@@ -145,6 +151,41 @@ where
     }
 }
 
+/// Whether a watch's store holds its kind as listed: not before the first list is done, nor
+/// while it lists again (after a `410`, the store is known to be stale).
+#[derive(Clone)]
+pub struct Listed(tokio::sync::watch::Receiver<bool>);
+
+impl Listed {
+    /// Waits until the store is listed. Fails when the watch stopped.
+    pub async fn wait(&self) -> Result<(), WatchStopped> {
+        let mut listed = self.0.clone();
+        listed
+            .wait_for(|l| *l)
+            .await
+            .map(|_| ())
+            .map_err(|_| WatchStopped)
+    }
+
+    /// Whether the store is listed now.
+    pub fn now(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits until every store of `all` is listed. Fails when a watch stopped.
+    pub async fn all(all: &[Listed]) -> Result<(), WatchStopped> {
+        // Again while a store began to list again as another was waited for.
+        loop {
+            for l in all {
+                l.wait().await?;
+            }
+            if all.iter().all(Listed::now) {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// The watch stopped before its store listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the watch stopped before it listed")]
@@ -202,6 +243,12 @@ where
             .await
             .map(|_| ())
             .map_err(|_| WatchStopped)
+    }
+
+    /// Whether the store holds the kind as last listed, to wait on beside other watches'
+    /// ([`Listed::wait`]).
+    pub fn listed(&self) -> Listed {
+        Listed(self.shared.listed.clone())
     }
 
     /// Looks at an API the server did not serve again now (a no-op while it is served but
@@ -307,9 +354,10 @@ fn is_absent(e: &watcher::Error) -> bool {
     }
 }
 
-/// Starts the task keeping a store from `stream`, calling the subscribers after each change.
-fn spawn_watch<K, S>(
-    stream: S,
+/// Starts the task keeping a store from the watches `make` starts ([`relist::relisting`]),
+/// calling the subscribers after each change.
+fn spawn_watch<K, S, M>(
+    make: M,
     dyntype: K::DynamicType,
     what: &'static str,
     recheck: Recheck,
@@ -320,6 +368,7 @@ where
     K: Resource + Clone + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    M: FnMut() -> S + Send + 'static,
 {
     let mut writer = reflector::store::Writer::<K>::new(dyntype);
     let store = writer.as_reader();
@@ -332,6 +381,9 @@ where
     let subs = subscribers.clone();
     let again = recheck.clone();
     let (listed_tx, listed) = tokio::sync::watch::channel(false);
+    let set_listed = move |now: bool| {
+        listed_tx.send_if_modified(|l| std::mem::replace(l, now) != now);
+    };
     let notify = move |change: Change<'_, K>, subs: &Mutex<Subscribers<K>>| {
         let mut s = lock(subs);
         if matches!(change, Change::Relisted) {
@@ -347,8 +399,11 @@ where
         }
     };
     let task = tokio::spawn(async move {
-        let mut stream = stream.boxed();
-        let mut attempt = 0u32;
+        let mut stream = relist::relisting(
+            mco_render::controllers::backoff::WatchRetry::default(),
+            make,
+        )
+        .boxed();
         let mut absences = 0u32;
         let mut reported_absent = false;
         while let Some(event) = stream.next().await {
@@ -362,10 +417,14 @@ where
                         watcher::Event::Apply(o) => Change::Applied(o),
                         watcher::Event::Delete(o) => Change::Deleted(o),
                         watcher::Event::InitDone => Change::Relisted,
-                        // The restart marker and the listed objects come before InitDone.
-                        watcher::Event::Init | watcher::Event::InitApply(_) => continue,
+                        // A (re-)list begins: the store is stale until it is done.
+                        watcher::Event::Init => {
+                            set_listed(false);
+                            continue;
+                        }
+                        // The listed objects come before InitDone.
+                        watcher::Event::InitApply(_) => continue,
                     };
-                    attempt = 0;
                     absences = 0;
                     if reported_absent {
                         tracing::info!("{what}: now served");
@@ -374,7 +433,7 @@ where
                     let relisted = matches!(change, Change::Relisted);
                     notify(change, &subs);
                     if relisted {
-                        listed_tx.send_replace(true);
+                        set_listed(true);
                     }
                 }
                 Err(e) if is_absent(&e) => {
@@ -385,19 +444,20 @@ where
                         writer.apply_watcher_event(&watcher::Event::Init);
                         writer.apply_watcher_event(&watcher::Event::InitDone);
                         notify(Change::Relisted, &subs);
-                        listed_tx.send_replace(true);
                         tracing::info!("{what}: not served by the API server; looking again when its CRD appears");
                         reported_absent = true;
                     }
+                    // Empty and ready, whether first seen absent or again.
+                    set_listed(true);
                     again.wait(absences).await;
                     absences = absences.saturating_add(1);
                 }
-                Err(e) => {
-                    let delay = Backoff::TRANSIENT.delay(attempt);
-                    attempt = attempt.saturating_add(1);
-                    tracing::warn!("{what}: watch failed ({e}); retrying in {delay:?}");
-                    tokio::time::sleep(delay).await;
-                }
+                Err(e) => match relist::failure(&e) {
+                    Some(mco_render::controllers::backoff::WatchFailure::Expired) => {
+                        tracing::info!("{what}: {e}; listing again");
+                    }
+                    _ => tracing::warn!("{what}: watch failed ({e}); retrying"),
+                },
             }
         }
     });
@@ -425,7 +485,7 @@ where
     K::DynamicType: Clone + Eq + Hash + Send + Sync,
 {
     spawn_watch(
-        watcher(api, config),
+        move || watcher(api.clone(), config.clone()),
         dyntype,
         what,
         Recheck::default(),

@@ -13,11 +13,11 @@ use super::pool_sync::SyncError;
 use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
 use kube::api::{EvictParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use mco_render::api::node::{DRAIN_FAILURE, LAST_APPLIED_DRAIN};
+use mco_render::api::node::{DESIRED_DRAIN, DRAIN_FAILURE, LAST_APPLIED_DRAIN};
 use mco_render::api::Node;
 use mco_render::controllers::drain::{
-    drain_action, drain_failure_annotation, drain_step, DrainAction, DrainRetry, DrainStep, Pod,
-    PodRef,
+    drain_action_unless_recorded, drain_failure_annotation, drain_step, DrainAction, DrainRetry,
+    DrainStep, Pod, PodRef,
 };
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +45,9 @@ struct Ongoing {
     refusals: u32,
     /// When the drain is due for its next attempt.
     next: Instant,
+    /// Whether this drain cordoned the node (its patch answered): a retry from a Node read
+    /// before that write's echo does not cordon again.
+    cordoned: bool,
 }
 
 impl Ongoing {
@@ -55,6 +58,7 @@ impl Ongoing {
             evicted: BTreeSet::new(),
             refusals: 0,
             next: now,
+            cordoned: false,
         }
     }
 }
@@ -175,10 +179,13 @@ impl DrainApi {
 
 /// Drains nodes on request, remembering each node's drain in progress: when its current
 /// request started (a new request starts its own clock), what it evicted, and when to look
-/// at it again.
+/// at it again; and the request it last recorded as applied on each node, until the watched
+/// Node shows it, so that a pass on a Node read before that write does not carry the request
+/// out again.
 pub struct Drainer {
     api: DrainApi,
     ongoing: BTreeMap<String, Ongoing>,
+    recorded: BTreeMap<String, String>,
     timeout: Duration,
     retry: DrainRetry,
     events: crate::events::Events,
@@ -206,6 +213,7 @@ impl Drainer {
                 client,
             },
             ongoing: BTreeMap::new(),
+            recorded: BTreeMap::new(),
             timeout,
             retry,
         }
@@ -237,8 +245,9 @@ impl Drainer {
         }
         // Should anything below fail, the next pass is not before the first retry.
         d.next = now + self.retry.first;
-        if !n.spec.unschedulable {
+        if !n.spec.unschedulable && !d.cordoned {
             self.api.set_unschedulable(n.name(), true).await?;
+            d.cordoned = true;
         }
         let step = self.api.attempt(n.name(), d).await?;
         if step == DrainStep::Done {
@@ -249,6 +258,7 @@ impl Drainer {
             }
             self.api.mark_applied(n.name(), &request).await?;
             tracing::info!(node = n.name(), "drained ({request})");
+            self.recorded.insert(n.name().to_string(), request);
             return Ok(());
         }
         d.refusals = match step {
@@ -285,20 +295,31 @@ impl Drainer {
     /// Forgets the drains of nodes that no longer exist.
     pub fn retain_nodes(&mut self, exists: impl Fn(&str) -> bool) {
         self.ongoing.retain(|name, _| exists(name));
+        self.recorded.retain(|name, _| exists(name));
     }
 
     /// Handles the pending request of each of `nodes` (drains whose retry is not due yet
     /// wait).
     pub async fn sync(&mut self, nodes: &[&Node]) -> Result<(), SyncError> {
         for n in nodes.iter().copied() {
-            match drain_action(n) {
+            let name = n.name();
+            // The Node shows what was recorded, or asks for something else (a Node newer than
+            // the write): the record has done its work.
+            if self.recorded.get(name).is_some_and(|r| {
+                n.annotation(LAST_APPLIED_DRAIN) == Some(r.as_str())
+                    || n.annotation(DESIRED_DRAIN) != Some(r.as_str())
+            }) {
+                self.recorded.remove(name);
+            }
+            match drain_action_unless_recorded(n, self.recorded.get(name).map(String::as_str)) {
                 DrainAction::None => {
-                    self.ongoing.remove(n.name());
+                    self.ongoing.remove(name);
                 }
                 DrainAction::Uncordon { request } => {
-                    self.ongoing.remove(n.name());
-                    self.api.set_unschedulable(n.name(), false).await?;
-                    self.api.mark_applied(n.name(), &request).await?;
+                    self.ongoing.remove(name);
+                    self.api.set_unschedulable(name, false).await?;
+                    self.api.mark_applied(name, &request).await?;
+                    self.recorded.insert(name.to_string(), request);
                 }
                 DrainAction::Drain { request } => self.drain(n, request).await?,
             }

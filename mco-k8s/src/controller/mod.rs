@@ -114,6 +114,10 @@ struct Context {
     cluster: tokio::sync::Mutex<Cluster>,
     failures: Mutex<BTreeMap<String, u32>>,
     resync: Duration,
+    /// Whether each watched kind's store holds it as listed: a pass waits while one lists
+    /// again (after a `410`), so that no drain, rollout step or pool status is decided from
+    /// a store known to be stale.
+    listed: Vec<crate::reflect::Listed>,
 }
 
 impl Context {
@@ -566,6 +570,20 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncErro
         cluster: tokio::sync::Mutex::new(Cluster::new(client, opts.clone())),
         failures: Mutex::new(BTreeMap::new()),
         resync: opts.resync,
+        listed: vec![
+            pools.listed(),
+            mcs.listed(),
+            ccs.listed(),
+            nodes.listed(),
+            policies.listed(),
+            mcns.listed(),
+            moscs.listed(),
+            mosbs.listed(),
+            jobs.listed(),
+            pinned.listed(),
+            secrets.listed(),
+            config_maps.listed(),
+        ],
     });
     let queue = rx.map(Ok::<_, std::convert::Infallible>);
     let applier = kube::runtime::applier(
@@ -602,6 +620,10 @@ pub async fn run_leading(registry: &Registry, opts: Options) -> Result<(), Strin
 /// One pool's reconcile, from the caches.
 async fn reconcile(pool: Arc<PoolObject>, ctx: Arc<Context>) -> Result<Action, SyncError> {
     let name = pool.metadata.name.clone().unwrap_or_default();
+    if crate::reflect::Listed::all(&ctx.listed).await.is_err() {
+        // A watch stopped: the controller is stopping.
+        return Ok(Action::await_change());
+    }
     let mut view = ctx.view();
     let mut cluster = ctx.cluster.lock().await;
     cluster.sync_pool(&mut view, &name).await?;

@@ -8,10 +8,12 @@ use crate::objects::{self, Model, Stored};
 use futures::StreamExt;
 use kube::api::ApiResource;
 use kube::runtime::reflector::{self, store::Writer, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::{ControllerConfig, ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -28,6 +30,8 @@ pub struct ClusterCache {
     mc_resource: ApiResource,
     cc_resource: ApiResource,
     tasks: Vec<JoinHandle<()>>,
+    /// Whether each cache is listing (again): its store is stale until the list is in.
+    listing: Vec<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for ClusterCache {
@@ -42,6 +46,7 @@ impl std::fmt::Debug for ClusterCache {
 fn watch<M: Model>(
     client: &Client,
     changed: mpsc::Sender<()>,
+    listing: Arc<AtomicBool>,
 ) -> (Store<Stored<M>>, JoinHandle<()>) {
     let ar = M::KIND.api_resource();
     let api: Api<Stored<M>> = objects::api::<M>(client);
@@ -49,13 +54,19 @@ fn watch<M: Model>(
     let reader = writer.as_reader();
     let kind = ar.kind.clone();
     let task = tokio::spawn(async move {
-        let mut events = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
-            .boxed();
+        // A 410 lists again at once; other failures wait (`reflect::relist`).
+        let watches = crate::reflect::relist::relisting(Default::default(), move || {
+            watcher(api.clone(), watcher::Config::default())
+        });
+        let mut events = reflector::reflector(writer, watches).boxed();
         while let Some(ev) = events.next().await {
             match ev {
-                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
-                Ok(_) => {
+                Ok(watcher::Event::Init) => listing.store(true, Ordering::Release),
+                Ok(watcher::Event::InitApply(_)) => {}
+                Ok(e) => {
+                    if matches!(e, watcher::Event::InitDone) {
+                        listing.store(false, Ordering::Release);
+                    }
                     // A full channel already holds a pending rebuild.
                     let _ = changed.try_send(());
                 }
@@ -109,9 +120,12 @@ impl ClusterCache {
     pub fn start(client: &Client, changed: mpsc::Sender<()>) -> Self {
         let mc_resource = MachineConfig::KIND.api_resource();
         let cc_resource = ControllerConfig::KIND.api_resource();
-        let (pools, t1) = watch::<MachineConfigPool>(client, changed.clone());
-        let (machine_configs, t2) = watch::<MachineConfig>(client, changed.clone());
-        let (controller_configs, t3) = watch::<ControllerConfig>(client, changed);
+        let listing: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::default()).collect();
+        let (pools, t1) = watch::<MachineConfigPool>(client, changed.clone(), listing[0].clone());
+        let (machine_configs, t2) =
+            watch::<MachineConfig>(client, changed.clone(), listing[1].clone());
+        let (controller_configs, t3) =
+            watch::<ControllerConfig>(client, changed, listing[2].clone());
         ClusterCache {
             pools,
             machine_configs,
@@ -119,7 +133,14 @@ impl ClusterCache {
             mc_resource,
             cc_resource,
             tasks: vec![t1, t2, t3],
+            listing,
         }
+    }
+
+    /// Whether no cache is listing again (after a `410`): a snapshot taken now is not known
+    /// to be stale. The end of a list sends a change, so a rebuild put off follows.
+    pub fn fresh(&self) -> bool {
+        self.listing.iter().all(|l| !l.load(Ordering::Acquire))
     }
 
     /// Waits until every cache holds its first complete listing.

@@ -394,7 +394,8 @@ async fn reload_loop(
         let (dir, templates, fp) = match &mut live {
             Live::Dir { dir, templates, fp } => (dir.clone(), templates.clone(), fp),
             Live::Cluster { cache, changed, cc } => {
-                if objects_changed || kubeconfig_changed {
+                // Not from caches known to be stale: the re-list's end is a change of its own.
+                if (objects_changed && cache.fresh()) || kubeconfig_changed {
                     // Let a burst of changes settle into one rebuild.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     while changed.try_recv().is_ok() {}

@@ -216,7 +216,14 @@ impl Registry {
             let inner: Arc<dyn Any + Send + Sync> = self.inner.clone();
             inner
         });
-        spawn_watch(watcher(api, config), dyntype, what, recheck, None, keep)
+        spawn_watch(
+            move || watcher(api.clone(), config.clone()),
+            dyntype,
+            what,
+            recheck,
+            None,
+            keep,
+        )
     }
 
     /// The registry's watch of the CRDs' metadata, started on first use (by a loop that
@@ -232,8 +239,9 @@ impl Registry {
         let ar = crd_resource();
         let api = Api::<CrdMeta>::all_with(self.client().clone(), &ar);
         // Not through `watch`: the CRD watch holds no handle on the registry.
+        let crd_api = api.clone();
         let watched = spawn_watch(
-            watcher(api.clone(), watcher::Config::default()),
+            move || watcher(crd_api.clone(), watcher::Config::default()),
             ar,
             "CustomResourceDefinitions",
             Recheck::default(),

@@ -31,6 +31,7 @@ mod machine_config_server;
 mod manifest_commands;
 mod operator_e2e;
 mod pinned_images_e2e;
+mod relist_e2e;
 mod rollout_policy_e2e;
 mod server_abuse;
 mod system_e2e;

@@ -462,11 +462,11 @@ fn ignite(root: &HostRoot, served: &[u8]) {
     }
 }
 
-const WORKER: &str = "node-role.kubernetes.io/worker";
+pub(crate) const WORKER: &str = "node-role.kubernetes.io/worker";
 
 /// Node `name` with the role label `role`, booted on `config` and Done on it, and its host
 /// root.
-async fn booted_node(
+pub(crate) async fn booted_node(
     server: &ApiServer,
     name: &str,
     role: &str,
@@ -505,7 +505,7 @@ fn start_agent(
 }
 
 /// The controller, quick to react, with its metrics.
-fn start_controller(server: &ApiServer) -> (JoinHandle<()>, Arc<ControllerMetrics>) {
+pub(crate) fn start_controller(server: &ApiServer) -> (JoinHandle<()>, Arc<ControllerMetrics>) {
     let client = server.client_as("machine-config-controller");
     let opts = Options {
         debounce: Duration::from_millis(20),
@@ -521,7 +521,11 @@ fn start_controller(server: &ApiServer) -> (JoinHandle<()>, Arc<ControllerMetric
 
 /// Adds the worker MachineConfig `mc`; returns the rendered config the pool then targets
 /// (not `old`).
-async fn new_worker_config(server: &ApiServer, old: &str, mc: serde_json::Value) -> String {
+pub(crate) async fn new_worker_config(
+    server: &ApiServer,
+    old: &str,
+    mc: serde_json::Value,
+) -> String {
     let mcs: Api<DynamicObject> =
         Api::all_with(server.client(), &crd::MACHINE_CONFIG.api_resource());
     let mc: DynamicObject = serde_json::from_value(mc).unwrap();

@@ -71,7 +71,8 @@
 //!   [`Store::install`] serves the kind again and stores its CRD, Established.
 //!
 //! Faults on command ([`super::faults`]): a restart ([`Store::restart`]: connections cut,
-//! watches ended, the objects kept), compaction ([`Store::compact`]: a watch resumed from an
+//! watches ended, the objects kept; back with a new watch cache, and reads refused `403` for
+//! an instant), compaction ([`Store::compact`]: a watch resumed from an
 //! older version gets a `410 Expired` ERROR event), and refusals of chosen requests (429 with
 //! `Retry-After`, 500, 503, a cut connection).
 //!
@@ -639,6 +640,11 @@ impl ApiError {
                 "ServiceUnavailable",
                 "the server is currently unable to handle the request",
             ),
+            Refusal::Forbidden => ApiError::new(
+                403,
+                "Forbidden",
+                "forbidden: the authorizer has not loaded the cluster's roles yet",
+            ),
             Refusal::Reset | Refusal::ResetAfterDoing => ApiError {
                 reset: true,
                 ..ApiError::new(0, "", "")
@@ -867,6 +873,8 @@ struct Inner {
     agent_requests: BTreeMap<(String, String), u64>,
     /// The object names each client's requests named (see [`Store::requests_named`]).
     agent_names: BTreeMap<(String, String), BTreeSet<Option<String>>>,
+    /// Every request, in order (see [`Store::request_log`]).
+    request_log: Vec<Logged>,
     kubelet: Kubelet,
     terminating: BTreeMap<Key, Termination>,
     /// The garbage collector's state ([`garbage`]).
@@ -1090,13 +1098,17 @@ impl Store {
     /// Takes the server away for `down` (connections cut, watches ended, the objects kept),
     /// as a kube-apiserver restart does, then serves again on the same address. As the real
     /// one, it comes back with a new watch cache, which starts at the current version: a
-    /// watch resumed from an older one gets `410 Expired` and must list again (the cacher's
-    /// "too old resource version").
+    /// watch resumed from an older one is answered 200 and ended by an ERROR event carrying
+    /// a `410 Expired` Status (the cacher's "too old resource version"), and must list again.
+    /// For the first instant back its RBAC authorizer has no roles yet: LISTs and WATCHes are
+    /// refused `403` for [`super::faults::FORBIDDEN_AFTER_RESTART`].
     pub async fn restart(&self, down: Duration) {
         self.faults.set_down(true);
         tokio::time::sleep(down).await;
         let rv = self.lock().rv;
         self.faults.compact_to(rv);
+        self.faults
+            .forbid_reads_for(super::faults::FORBIDDEN_AFTER_RESTART);
         self.faults.set_down(false);
     }
 
@@ -1240,6 +1252,11 @@ impl Store {
     /// [`Store::request_counts`] counts).
     pub fn request_counts_by_agent(&self) -> BTreeMap<(String, String), u64> {
         self.lock().agent_requests.clone()
+    }
+
+    /// Every request so far, in the order they came (refused ones too).
+    pub fn request_log(&self) -> Vec<Logged> {
+        self.lock().request_log.clone()
     }
 
     /// The requests served so far (by all clients, or by the one with User-Agent `agent`),
@@ -2117,6 +2134,7 @@ fn watch(
     t: &Target,
     q: &BTreeMap<String, String>,
     sel: Selectors,
+    agent: &str,
 ) -> Result<Response<Body>, ApiError> {
     let from: u64 = match q.get("resourceVersion").map(String::as_str) {
         None | Some("") | Some("0") => 0,
@@ -2145,7 +2163,7 @@ fn watch(
     let compacted = store.faults.compacted();
     let expired = from != 0 && from < compacted;
     if expired {
-        store.faults.count_expired();
+        store.faults.count_expired(agent, t.def.plural);
     }
     let (replay, mut live, mut last_rv) = store.watch_from(def.plural, from);
     let mut cut = store.faults.on_end_watches();
@@ -2208,6 +2226,21 @@ fn watch(
         hyper::header::HeaderValue::from_static("application/json"),
     );
     Ok(r)
+}
+
+/// A request as [`Store::request_log`] records it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// When it came.
+    pub at: std::time::Instant,
+    /// The client's User-Agent (empty when none was sent).
+    pub agent: String,
+    /// `METHOD resource[/subresource]`, as [`Store::request_counts`] keys it.
+    pub what: String,
+    /// The object it named (see [`Store::requests_named`]).
+    pub name: Option<String>,
+    /// Its body (empty for reads).
+    pub body: String,
 }
 
 /// Counts a watch as open while it lives.
@@ -2356,6 +2389,13 @@ async fn serve(
                 .map(|(_, _, v)| v)
         });
         *inner.requests.entry(what.clone()).or_default() += 1;
+        inner.request_log.push(Logged {
+            at: std::time::Instant::now(),
+            agent: agent.clone(),
+            what: what.clone(),
+            name: name.clone(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
         inner
             .agent_names
             .entry((agent.clone(), what.clone()))
@@ -2386,7 +2426,7 @@ async fn serve(
                 fields: parse_selector(q.get("fieldSelector").map_or("", |s| s), false)?,
             };
             if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
-                return watch(store, &t, &q, sel);
+                return watch(store, &t, &q, sel, &agent);
             }
             let limit = match q.get("limit").map(|l| l.parse::<i64>()) {
                 None => 0,

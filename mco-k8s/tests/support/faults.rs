@@ -2,7 +2,9 @@
 //! connections cut, every watch ended, the objects kept as etcd keeps them), compaction (a
 //! watch resumed from a version older than the compacted one gets `410 Gone` as its first
 //! event, `too old resource version`), and refusals of chosen requests: `429` with
-//! `Retry-After`, `500`, `503`, or the connection cut before an answer.
+//! `Retry-After`, `500`, `503`, `403`, or the connection cut before an answer. Right after a
+//! restart, reads are refused `403` for an instant ([`FORBIDDEN_AFTER_RESTART`]), as
+//! kube-apiserver's RBAC authorizer refuses them until its caches of the roles are filled.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -19,6 +21,8 @@ pub enum Refusal {
     Internal,
     /// `503 ServiceUnavailable`.
     Unavailable,
+    /// `403 Forbidden`, as the RBAC authorizer answers before it has the roles.
+    Forbidden,
     /// The connection is cut with no answer (a reset; the request may or may not have been
     /// carried out: here it was not).
     Reset,
@@ -62,6 +66,21 @@ pub struct Faults {
     refused: AtomicU64,
     expired: AtomicU64,
     cut: broadcast::Sender<()>,
+    /// Until when LISTs and WATCHes are refused `403` (after a restart).
+    forbidden_until: Mutex<Option<std::time::Instant>>,
+    expired_log: Mutex<Vec<Expired>>,
+    forbidden: AtomicU64,
+}
+
+/// A watch answered `410 Expired` (its ERROR event sent).
+#[derive(Debug, Clone)]
+pub struct Expired {
+    /// When.
+    pub at: std::time::Instant,
+    /// The client's User-Agent.
+    pub agent: String,
+    /// The resource watched.
+    pub plural: String,
 }
 
 impl Default for Faults {
@@ -73,6 +92,9 @@ impl Default for Faults {
             refused: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             cut: broadcast::channel(16).0,
+            forbidden_until: Mutex::new(None),
+            expired_log: Mutex::new(Vec::new()),
+            forbidden: AtomicU64::new(0),
         }
     }
 }
@@ -128,9 +150,25 @@ impl Faults {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
-    /// Counts a watch answered `410 Expired`.
-    pub fn count_expired(&self) {
+    /// Counts a watch of `plural` by the client `agent` answered `410 Expired`.
+    pub fn count_expired(&self, agent: &str, plural: &str) {
         self.expired.fetch_add(1, Ordering::SeqCst);
+        self.expired_log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Expired {
+                at: std::time::Instant::now(),
+                agent: agent.to_string(),
+                plural: plural.to_string(),
+            });
+    }
+
+    /// Every watch answered `410 Expired` so far, in order.
+    pub fn expired_log(&self) -> Vec<Expired> {
+        self.expired_log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// How many watches were answered `410 Expired` so far.
@@ -138,13 +176,37 @@ impl Faults {
         self.expired.load(Ordering::SeqCst)
     }
 
+    /// How many reads were refused `403` after a restart so far (not counted in
+    /// [`Faults::refused`], which counts the refusals asked for).
+    pub fn forbidden_reads(&self) -> u64 {
+        self.forbidden.load(Ordering::SeqCst)
+    }
+
     /// How many requests were refused so far.
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::SeqCst)
     }
 
+    /// Refuses every LIST and WATCH `403` for `d` from now.
+    pub fn forbid_reads_for(&self, d: Duration) {
+        *self
+            .forbidden_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now() + d);
+    }
+
     /// The refusal for a request, if one applies (counted and used up).
     pub fn take(&self, verb: &str, plural: &str, agent: &str) -> Option<Refusal> {
+        let forbidden = *self
+            .forbidden_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if (verb == "LIST" || verb == "WATCH")
+            && forbidden.is_some_and(|t| std::time::Instant::now() < t)
+        {
+            self.forbidden.fetch_add(1, Ordering::SeqCst);
+            return Some(Refusal::Forbidden);
+        }
         let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
         let rule = rules
             .iter_mut()
@@ -160,3 +222,7 @@ impl Faults {
 /// How long a restart of a real kube-apiserver keeps it away, give or take: the tests use a
 /// few seconds.
 pub const RESTART: Duration = Duration::from_secs(3);
+
+/// How long reads are refused `403` after a restart: the instant kube-apiserver's RBAC
+/// authorizer takes to fill its caches of the roles.
+pub const FORBIDDEN_AFTER_RESTART: Duration = Duration::from_millis(100);

@@ -1,6 +1,7 @@
 //! Cluster mode's loops together, as `machine-config-daemon cluster` runs them: the update
 //! loop ([`Agent`]), the certificate writer and, where host commands really run, the pinned
-//! image manager, all with the same [`super::watches::WatchOptions`].
+//! image manager, all with the same [`super::watches::WatchOptions`]. The Node is watched
+//! once, by the update loop, which hands it on to the pinned image manager.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,6 +33,7 @@ pub async fn run<H: Host, P: Host + Send + 'static>(
     opts: AgentOptions,
 ) -> Result<(), AgentError> {
     let mut loops = Loops(Vec::new());
+    let mut agent = Agent::new(client.clone(), root.clone(), host, opts.clone());
     // The CA files follow the ControllerConfig on their own, without an update.
     loops.0.push(tokio::spawn(super::cert_writer::run_with(
         client.clone(),
@@ -44,12 +46,17 @@ pub async fn run<H: Host, P: Host + Send + 'static>(
             watch: opts.watch,
             ..PinnedOptions::new(&opts.node_name)
         };
-        loops.0.push(tokio::spawn(super::pinned_images::run(
-            client.clone(),
-            root.clone(),
-            h,
-            pinned_opts,
-        )));
+        // On the update loop's watch of the Node: the agent watches its Node once.
+        let node = agent.share_node();
+        loops
+            .0
+            .push(tokio::spawn(super::pinned_images::run_with_node(
+                client,
+                root,
+                h,
+                pinned_opts,
+                node,
+            )));
     }
-    Agent::new(client, root, host, opts).run().await
+    agent.run().await
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use mco_render::api::node::{DRAIN_FAILURE, FORCE};
 use mco_render::api::MachineConfig;
@@ -16,7 +16,7 @@ use mco_render::plan::MachineConfiguration;
 
 use serde_json::json;
 
-use super::watches::{follow, is_absent_api, until_served, Crd, Seen, WatchOptions};
+use super::watches::{follow, is_absent_api, relisting, until_served, Crd, Seen, WatchOptions};
 use super::{
     after_apply, decide, drain_timeout_reason, uncordon_timeout_reason, Step, DRAIN, UNCORDON,
 };
@@ -224,7 +224,13 @@ pub struct Agent<H: Host> {
     mcn_served: std::sync::Arc<tokio::sync::Notify>,
     /// The client (for the watches of CRDs).
     client: Client,
+    /// Where the watched Node is handed on to the agent's other loops ([`Agent::share_node`]).
+    node_feed: Option<tokio::sync::watch::Sender<Option<NodeObjects>>>,
 }
+
+/// The Node as the agent's watch holds it, by name (empty: deleted), for the pinned image
+/// manager; `None` until listed and while the watch lists again.
+pub type NodeObjects = BTreeMap<String, DynamicObject>;
 
 /// Converts a Kubernetes object to this project's model through JSON.
 fn convert<T: serde::de::DeserializeOwned, S: serde::Serialize>(
@@ -288,7 +294,44 @@ impl<H: Host> Agent<H> {
             mcn_absences: 0,
             unsent: Default::default(),
             mcn_served: std::sync::Arc::default(),
+            node_feed: None,
         }
+    }
+
+    /// The Node as this agent's watch sees it, for the agent's other loops, so that one
+    /// process watches its Node once.
+    pub fn share_node(&mut self) -> tokio::sync::watch::Receiver<Option<NodeObjects>> {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        self.node_feed = Some(tx);
+        rx
+    }
+
+    /// Hands the Node on (`None`: being listed again) when its resourceVersion changed.
+    fn feed(&self, node: Option<Option<&KubeNode>>) {
+        let Some(tx) = &self.node_feed else { return };
+        let objects: Option<NodeObjects> = node.map(|n| {
+            n.and_then(|n| {
+                let v = serde_json::to_value(n).ok()?;
+                let o: DynamicObject = serde_json::from_value(v).ok()?;
+                Some((o.metadata.name.clone().unwrap_or_default(), o))
+            })
+            .into_iter()
+            .collect()
+        });
+        tx.send_if_modified(|held| {
+            let version = |m: &Option<NodeObjects>| {
+                m.as_ref().map(|m| {
+                    m.values()
+                        .map(|o| o.metadata.resource_version.clone())
+                        .collect::<Vec<_>>()
+                })
+            };
+            if version(held) == version(&objects) {
+                return false;
+            }
+            *held = objects;
+            true
+        });
     }
 
     /// The host the agent acts through.
@@ -972,7 +1015,12 @@ impl<H: Host> Agent<H> {
     /// [`AgentOptions::resync`], until the watch ends or the host reboots.
     pub async fn run(mut self) -> Result<(), AgentError> {
         let cfg = self.opts.watch.named(&self.opts.node_name);
-        let mut events = watcher(self.nodes.clone(), cfg).default_backoff().boxed();
+        // A 410 lists again at once; other failures wait (`watches::relist`).
+        let nodes = self.nodes.clone();
+        let mut events = relisting(self.opts.watch.retry(), move || {
+            watcher(nodes.clone(), cfg.clone())
+        })
+        .boxed();
         let mut policies = watch_policies(
             self.machine_configurations.clone(),
             Crd::of(&self.client, &machine_configuration_resource()),
@@ -1001,17 +1049,34 @@ impl<H: Host> Agent<H> {
                             Some(_) => echo = None,
                             None => {}
                         }
+                        self.feed(Some(Some(&n)));
                         latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
                         seen = rv;
+                    }
+                    Some(Ok(watcher::Event::Init)) => {
+                        // A (re-)list begins: the node last seen is stale (a 410, or a watch
+                        // that failed), and nothing is decided from it until the list is in.
+                        latest = None;
+                        self.feed(None);
+                        continue;
                     }
                     Some(Ok(watcher::Event::InitApply(n))) => {
                         // A re-list shows the node as it is now.
                         echo = None;
                         seen = n.metadata.resource_version.clone();
+                        self.feed(Some(Some(&n)));
                         latest = Some(convert(&format!("Node {}", self.opts.node_name), &n)?);
                     }
-                    Some(Ok(watcher::Event::Delete(_))) => latest = None,
-                    Some(Ok(_)) => continue,
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        if latest.is_none() {
+                            self.feed(Some(None));
+                        }
+                        continue;
+                    }
+                    Some(Ok(watcher::Event::Delete(_))) => {
+                        self.feed(Some(None));
+                        latest = None;
+                    }
                     Some(Err(e)) => {
                         tracing::warn!("watch error: {e}");
                         continue;

@@ -439,6 +439,20 @@ pub async fn run<H: Host + Send + 'static>(
     opts: PinnedOptions,
 ) {
     let nodes: Api<DynamicObject> = Api::all_with(client.clone(), &node_resource());
+    let w = opts.watch;
+    let node_rx = watch_all(nodes, None, w.named(&opts.node_name), w, "Node");
+    run_with_node(client, root, host, opts, node_rx).await;
+}
+
+/// [`run`] on the Node the agent's own watch hands on (`Agent::share_node`): one process
+/// watches its Node once.
+pub async fn run_with_node<H: Host + Send + 'static>(
+    client: Client,
+    root: HostRoot,
+    host: Arc<Mutex<H>>,
+    opts: PinnedOptions,
+    mut node_rx: watch::Receiver<Option<BTreeMap<String, DynamicObject>>>,
+) {
     let pools_api: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &mco_resource("MachineConfigPool", "machineconfigpools"),
@@ -449,7 +463,6 @@ pub async fn run<H: Host + Send + 'static>(
         &mco_resource("MachineConfigNode", "machineconfignodes"),
     );
     let w = opts.watch;
-    let mut node_rx = watch_all(nodes, None, w.named(&opts.node_name), w, "Node");
     let mut pools_rx = watch_all(
         pools_api,
         Crd::of(

@@ -3,7 +3,10 @@
 //! - Each WATCH long-polls for minutes ([`WatchOptions::timeout_secs`], spread per node between
 //!   5 and 10 minutes as client-go's reflectors spread theirs); its reconnect is a WATCH from
 //!   the last resourceVersion, not a LIST.
-//! - A failed watch is retried with [`WatchOptions::transient`] delays.
+//! - A `410 Expired` (the server restarted with a new watch cache, or compacted its history
+//!   past the watch's resourceVersion) lists again at once; other failures are retried with
+//!   [`WatchOptions::transient`] delays, shorter ones while the server does not answer, all
+//!   starting again as soon as it answers ([`relist`], [`WatchOptions::retry`]).
 //! - An API the server does not serve reads as having no objects ([`Seen::Absent`]).
 //!   kube-apiserver answers a LIST or WATCH of a custom resource whose CRD is not installed
 //!   (its group unknown, or known without that resource) from its last handler, Go's
@@ -25,7 +28,10 @@ use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
-use mco_render::controllers::backoff::Backoff;
+use mco_render::controllers::backoff::{Backoff, WatchRetry};
+
+pub mod relist;
+pub use relist::relisting;
 use serde::de::DeserializeOwned;
 
 /// The delays before an absent API is looked at again when its CRD cannot be watched: a
@@ -41,7 +47,8 @@ pub const ABSENT_API: Backoff = Backoff {
 pub struct WatchOptions {
     /// Seconds each WATCH request asks the server to hold it open (`timeoutSeconds`).
     pub timeout_secs: u32,
-    /// Delays after a failed LIST or WATCH.
+    /// Delays after a LIST or WATCH the server refused; while it does not answer, the same
+    /// capped at [`WatchRetry::UNREACHABLE`]'s longest.
     pub transient: Backoff,
     /// Delays before an absent API is looked at again, when its CRD cannot be watched.
     pub absent: Backoff,
@@ -59,6 +66,15 @@ impl WatchOptions {
             transient: Backoff::TRANSIENT,
             absent: ABSENT_API,
         }
+    }
+
+    /// The retry schedule of a watch under these options.
+    pub fn retry(&self) -> WatchRetry {
+        let outage = Backoff {
+            initial: self.transient.initial,
+            max: self.transient.max.min(WatchRetry::UNREACHABLE.max),
+        };
+        WatchRetry::new(self.transient, outage)
     }
 
     /// A watcher configuration with these options' WATCH timeout.
@@ -188,8 +204,8 @@ pub enum Seen<K> {
 }
 
 /// Follows the objects of `api` under `cfg`, handing each event to `on` until it returns
-/// false or the watch ends: errors are retried after `opts.transient`'s delays, and an absent
-/// API is reported ([`Seen::Absent`]) and waited for ([`until_served`]), then listed afresh.
+/// false or the watch ends: a `410` lists again at once, other errors are retried after
+/// [`WatchOptions::retry`]'s delays, and an absent API is reported ([`Seen::Absent`]) and waited for ([`until_served`]), then listed afresh.
 pub async fn follow<K, F>(
     api: Api<K>,
     crd: Option<Crd>,
@@ -201,15 +217,14 @@ pub async fn follow<K, F>(
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
     F: FnMut(Seen<K>) -> bool,
 {
-    let mut failures = 0u32;
     let mut absences = 0u32;
     loop {
-        let mut stream = watcher(api.clone(), cfg.clone()).boxed();
+        let (api, cfg) = (api.clone(), cfg.clone());
+        let mut stream = relisting(opts.retry(), move || watcher(api.clone(), cfg.clone())).boxed();
         loop {
             match stream.next().await {
                 None => return,
                 Some(Ok(ev)) => {
-                    failures = 0;
                     if matches!(ev, watcher::Event::InitDone) {
                         absences = 0;
                     }
@@ -227,12 +242,8 @@ pub async fn follow<K, F>(
                     // A fresh watcher: it lists again.
                     break;
                 }
-                Some(Err(e)) => {
-                    let delay = opts.transient.delay(failures);
-                    failures = failures.saturating_add(1);
-                    tracing::debug!("{what} watch: {e}; retrying in {delay:?}");
-                    tokio::time::sleep(delay).await;
-                }
+                // Retried by `relisting`, after its delay.
+                Some(Err(e)) => tracing::debug!("{what} watch: {e}; retrying"),
             }
         }
     }

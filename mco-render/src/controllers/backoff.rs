@@ -49,6 +49,106 @@ impl Backoff {
     }
 }
 
+/// Why a watch (a LIST, or a WATCH's start or stream) failed, as [`WatchRetry`] tells the
+/// failures apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchFailure {
+    /// The server answered that the resourceVersion the watch resumed from is gone (`410
+    /// Expired`, as an ERROR event inside the stream or as the WATCH's answer): the store is
+    /// stale and only a new LIST brings it back.
+    Expired,
+    /// The server answered with another error (`403` while its authorizer starts, `429`,
+    /// `5xx`): it is up, and the same request may pass later.
+    Refused,
+    /// No answer: the server is away, or the connection was cut.
+    Unreachable,
+}
+
+/// What a watch does after a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchNext {
+    /// List again now, with a fresh watch (client-go's reflector does the same after a 410).
+    ListNow,
+    /// Try again after this delay (the watch resumes where it was, or lists if it was
+    /// listing).
+    After(Duration),
+}
+
+/// A watch's retry schedule. Each kind of failure has its own count: a delay that grew while
+/// the server was away does not hold back the retry after the server answers, and the first
+/// `410` lists again at once (only `410`s in a row, the LIST after each answered with another
+/// `410`, wait). Every event that came from the server resets it ([`WatchRetry::answered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchRetry {
+    /// The delays after refusals (and after `410`s in a row).
+    pub refusal: Backoff,
+    /// The delays while the server does not answer.
+    pub outage: Backoff,
+    expired: u32,
+    refused: u32,
+    unreachable: u32,
+}
+
+impl Default for WatchRetry {
+    /// [`Backoff::TRANSIENT`] after refusals, [`WatchRetry::UNREACHABLE`] in an outage.
+    fn default() -> Self {
+        WatchRetry::new(Backoff::TRANSIENT, WatchRetry::UNREACHABLE)
+    }
+}
+
+impl WatchRetry {
+    /// A schedule of `refusal` delays after refusals and `outage` delays while the server
+    /// does not answer.
+    pub fn new(refusal: Backoff, outage: Backoff) -> Self {
+        WatchRetry {
+            refusal,
+            outage,
+            expired: 0,
+            refused: 0,
+            unreachable: 0,
+        }
+    }
+
+    /// While the server does not answer: 1 s doubling to 8 s, so a watch finds the server
+    /// within seconds of its return (a refused connection costs it nothing).
+    pub const UNREACHABLE: Backoff = Backoff {
+        initial: Duration::from_secs(1),
+        max: Duration::from_secs(8),
+    };
+
+    /// The server answered (an object, a listed page, the end of a list): every count
+    /// starts again.
+    pub fn answered(&mut self) {
+        *self = WatchRetry::new(self.refusal, self.outage);
+    }
+
+    /// What to do after `failure`.
+    pub fn next(&mut self, failure: WatchFailure) -> WatchNext {
+        let bump = |n: &mut u32| {
+            let was = *n;
+            *n = n.saturating_add(1);
+            was
+        };
+        match failure {
+            WatchFailure::Expired => {
+                // The server answered: the outage's delays are over.
+                self.unreachable = 0;
+                match bump(&mut self.expired) {
+                    0 => WatchNext::ListNow,
+                    n => WatchNext::After(self.refusal.delay(n - 1)),
+                }
+            }
+            WatchFailure::Refused => {
+                self.unreachable = 0;
+                WatchNext::After(self.refusal.delay(bump(&mut self.refused)))
+            }
+            WatchFailure::Unreachable => {
+                WatchNext::After(self.outage.delay(bump(&mut self.unreachable)))
+            }
+        }
+    }
+}
+
 /// How often an Event is tried in all before it is dropped (client-go's recorder's
 /// `maxTriesPerEvent`).
 pub const EVENT_TRIES: u32 = 12;
@@ -131,5 +231,58 @@ mod tests {
         assert_eq!(b.delay(0), Duration::from_secs(10));
         assert_eq!(b.delay(5), Duration::from_secs(300));
         assert_eq!(b.delay(40), Duration::from_secs(300));
+    }
+    #[test]
+    fn a_410_lists_at_once_whatever_the_outage_before() {
+        let mut r = WatchRetry::default();
+        let waits: Vec<WatchNext> = (0..6).map(|_| r.next(WatchFailure::Unreachable)).collect();
+        let secs = |n: WatchNext| match n {
+            WatchNext::After(d) => d.as_secs(),
+            WatchNext::ListNow => 0,
+        };
+        assert_eq!(
+            waits.into_iter().map(secs).collect::<Vec<_>>(),
+            [1, 2, 4, 8, 8, 8]
+        );
+        assert_eq!(r.next(WatchFailure::Expired), WatchNext::ListNow);
+        // The server answered: a cut after it starts the outage schedule again.
+        assert_eq!(
+            r.next(WatchFailure::Unreachable),
+            WatchNext::After(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_refusal_after_an_outage_waits_its_own_delay_and_answers_reset_everything() {
+        let mut r = WatchRetry::default();
+        for _ in 0..5 {
+            r.next(WatchFailure::Unreachable);
+        }
+        assert_eq!(
+            r.next(WatchFailure::Refused),
+            WatchNext::After(Duration::from_secs(1))
+        );
+        assert_eq!(
+            r.next(WatchFailure::Refused),
+            WatchNext::After(Duration::from_secs(2))
+        );
+        r.answered();
+        assert_eq!(r, WatchRetry::default());
+    }
+
+    #[test]
+    fn only_410s_in_a_row_wait() {
+        let mut r = WatchRetry::default();
+        assert_eq!(r.next(WatchFailure::Expired), WatchNext::ListNow);
+        assert_eq!(
+            r.next(WatchFailure::Expired),
+            WatchNext::After(Duration::from_secs(1))
+        );
+        assert_eq!(
+            r.next(WatchFailure::Expired),
+            WatchNext::After(Duration::from_secs(2))
+        );
+        r.answered();
+        assert_eq!(r.next(WatchFailure::Expired), WatchNext::ListNow);
     }
 }

@@ -49,6 +49,21 @@ pub fn drain_action(node: &Node) -> DrainAction {
     }
 }
 
+/// The node's pending drain request, unless it is `recorded`: the request this controller
+/// last recorded as applied on the node (its `lastAppliedDrain` patch answered). A Node read
+/// before that write's echo (its watch cut, or re-listing) still shows the request pending;
+/// carrying it out again would cordon and evict a second time for the same config.
+pub fn drain_action_unless_recorded(node: &Node, recorded: Option<&str>) -> DrainAction {
+    match drain_action(node) {
+        DrainAction::Drain { request } | DrainAction::Uncordon { request }
+            if recorded == Some(request.as_str()) =>
+        {
+            DrainAction::None
+        }
+        action => action,
+    }
+}
+
 /// A pod, reduced to what a drain needs.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Pod {
@@ -309,6 +324,39 @@ pub fn blocked_drain_report(node: &Node) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::api::node::testing::node;
+
+    #[test]
+    fn a_request_recorded_as_applied_is_not_carried_out_again_from_a_stale_node() {
+        let mut n = node("a", &[]);
+        n.metadata
+            .annotations
+            .insert(DESIRED_DRAIN.into(), "drain-r2".into());
+        // The store has not seen the lastAppliedDrain write yet.
+        assert_eq!(
+            drain_action_unless_recorded(&n, Some("drain-r2")),
+            DrainAction::None
+        );
+        // An older record does not hide the new request.
+        assert_eq!(
+            drain_action_unless_recorded(&n, Some("uncordon-r1")),
+            DrainAction::Drain {
+                request: "drain-r2".into()
+            }
+        );
+        n.metadata
+            .annotations
+            .insert(DESIRED_DRAIN.into(), "uncordon-r2".into());
+        assert_eq!(
+            drain_action_unless_recorded(&n, Some("drain-r2")),
+            DrainAction::Uncordon {
+                request: "uncordon-r2".into()
+            }
+        );
+        assert_eq!(
+            drain_action_unless_recorded(&n, Some("uncordon-r2")),
+            DrainAction::None
+        );
+    }
 
     #[test]
     fn requests() {
