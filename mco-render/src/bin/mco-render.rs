@@ -54,6 +54,8 @@ fn write_stdout(text: &str) {
 mod build_request;
 #[path = "cli/check.rs"]
 mod check;
+#[path = "cli/decode.rs"]
+mod decode;
 #[path = "cli/release.rs"]
 mod release;
 #[path = "cli/report.rs"]
@@ -275,6 +277,9 @@ enum Command {
     /// The MachineOSBuild, ConfigMaps, Secrets and Job the build controller creates for a
     /// MachineOSConfig (on-cluster image layering), as a `List`.
     BuildRequest(build_request::Args),
+    /// Print the documents of manifest files as kubectl reads them (YAML 1.1, as
+    /// sigs.k8s.io/yaml decodes it: `0644` is 420, `yes` is true), as a `v1` `List`.
+    Decode(decode::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -397,6 +402,7 @@ fn main() -> ExitCode {
             changes: &changes,
         }),
         Command::BuildRequest(args) => build_request::run(&args),
+        Command::Decode(args) => decode::run(&args),
         Command::Butane(args) => butane::run(&args).map_err(|code| Failure {
             code,
             lines: Vec::new(),

@@ -10,6 +10,7 @@ pub use positions::{Position, Positions};
 use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::rollout_policy::RolloutPolicy;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool, MachineOSConfig, Node};
+use crate::gocompat::kube_yaml;
 use crate::release::{Release, UnknownRelease};
 use serde_json::Value;
 
@@ -62,42 +63,15 @@ pub struct Location {
 }
 
 /// The 1-based line each non-empty document of a manifest file's text starts on, as
-/// [`documents`] returns them: line 1 for JSON (one document, or an array's items), the first
-/// content line of each `---`-separated YAML document.
+/// [`documents`] returns them: the line of each JSON value (none for a JSON array), the first
+/// content line of each YAML document. Empty when the text does not decode.
 pub fn document_lines(text: &str) -> Vec<usize> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    if text.trim_start().starts_with('[') {
         return Vec::new();
     }
-    let mut starts = Vec::new();
-    let mut content: Option<usize> = None;
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        let separator = line
-            .strip_prefix("---")
-            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace));
-        if let Some(rest) = separator {
-            starts.extend(content.take());
-            let rest = rest.trim();
-            if !rest.is_empty() && !rest.starts_with('#') {
-                content = Some(n);
-            }
-            continue;
-        }
-        if line == "..." {
-            starts.extend(content.take());
-            continue;
-        }
-        let t = line.trim_start();
-        // A `%YAML` or `%TAG` directive before the first document is no content.
-        let directive = line.starts_with('%') && starts.is_empty();
-        let blank = t.is_empty() || t.starts_with('#');
-        if content.is_none() && !blank && !directive {
-            content = Some(n);
-        }
-    }
-    starts.extend(content);
-    starts
+    kube_yaml::decode_documents(text)
+        .map(|docs| docs.iter().map(|d| d.line).collect())
+        .unwrap_or_default()
 }
 
 /// A manifest that could not be decoded.
@@ -138,59 +112,126 @@ pub enum DecodeError {
     Yaml(#[from] YamlError),
 }
 
-/// The documents of a YAML stream (`---`-separated), each with its 1-based number; empty
-/// documents are left out. The one multi-document YAML reader of the crate.
+/// The documents of a YAML stream (`---`-separated, as kubectl cuts it), each with its 1-based
+/// number; empty documents are left out. YAML 1.1 as kubectl reads it
+/// ([`crate::gocompat::kube_yaml`]).
 pub fn yaml_documents(text: &str) -> impl Iterator<Item = Result<(usize, Value), YamlError>> + '_ {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .enumerate()
-        .filter_map(
-            |(i, doc)| match <Value as serde::Deserialize>::deserialize(doc) {
-                Ok(Value::Null) => None,
-                Ok(v) => Some(Ok((i + 1, v))),
-                Err(e) => Some(Err(YamlError {
-                    doc: i + 1,
-                    message: e.to_string(),
-                })),
-            },
-        )
+    let decoded = kube_yaml::decode_documents(text);
+    let (docs, error) = match decoded {
+        Ok(docs) => (docs, None),
+        Err(e) => (Vec::new(), Some(yaml_error(e))),
+    };
+    docs.into_iter()
+        .map(|d| Ok((d.number, d.value)))
+        .chain(error.map(Err))
 }
 
-/// Decodes a manifest file's text into its documents: JSON when it starts with `{` or `[` (an
-/// array's items are one document each), YAML with any number of documents otherwise. Empty
-/// documents are left out.
-pub fn documents(text: &str) -> Result<Vec<Value>, DecodeError> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+fn yaml_error(e: kube_yaml::DecodeError) -> YamlError {
+    YamlError {
+        doc: e.document,
+        message: format!("line {}: {}", e.line, e.message),
+    }
+}
+
+/// A manifest file's documents with their lines and the positions of their values: a JSON
+/// array's items (one document each, line 1), else the documents kubectl reads (JSON values,
+/// or YAML documents read as YAML 1.1 the way kubectl reads them). The decoder every reader
+/// of manifest files uses.
+pub fn located_documents(text: &str) -> Result<Vec<kube_yaml::Document>, DecodeError> {
+    if text.trim_start().starts_with('[') {
         let v: Value = serde_json::from_str(text).map_err(|e| DecodeError::Json {
             line: e.line(),
             column: e.column(),
             message: e.to_string(),
         })?;
-        Ok(match v {
+        let items = match v {
             Value::Array(items) => items,
             other => vec![other],
-        })
-    } else {
-        yaml_documents(text)
-            .map(|d| d.map(|(_, v)| v).map_err(DecodeError::from))
-            .collect()
+        };
+        return Ok(items
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| kube_yaml::Document {
+                number: i + 1,
+                line: 1,
+                value,
+                positions: Positions::default(),
+            })
+            .collect());
     }
+    kube_yaml::decode_documents(text).map_err(|e| {
+        if e.message.starts_with("json: ") {
+            DecodeError::Json {
+                line: e.line,
+                column: 0,
+                message: e.message,
+            }
+        } else {
+            DecodeError::Yaml(yaml_error(e))
+        }
+    })
+}
+
+/// Decodes a manifest file's text into its documents ([`located_documents`]'s values): JSON
+/// when it starts with `{` or `[` (an array's items are one document each), YAML with any
+/// number of documents otherwise. Empty documents are left out.
+pub fn documents(text: &str) -> Result<Vec<Value>, DecodeError> {
+    Ok(located_documents(text)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
+}
+
+/// For a `List` document, the indexes of its items that are objects of their own (not lists):
+/// those [`Manifests::add_file`] records a location for, in order.
+fn list_items(v: &Value) -> Option<Vec<usize>> {
+    let kind = v.get("kind").and_then(Value::as_str)?;
+    if !kind.ends_with("List") {
+        return None;
+    }
+    let items = v.get("items").and_then(Value::as_array)?;
+    Some(
+        items
+            .iter()
+            .enumerate()
+            .filter(|(_, item)| {
+                !item
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .ends_with("List")
+            })
+            .map(|(i, _)| i)
+            .collect(),
+    )
 }
 
 impl Manifests {
-    /// Decodes one file's contents and adds its objects.
+    /// Decodes one file's contents and adds its objects, each with where its fields stand.
     pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
-        let docs = documents(text).map_err(|e| ManifestError {
+        let docs = located_documents(text).map_err(|e| ManifestError {
             file: file.to_string(),
             message: e.to_string(),
         })?;
-        let lines = document_lines(text);
-        // A document the line scan miscounts (a scalar document, a `---` inside a literal
-        // block) leaves every line unknown rather than wrong.
-        let lines = (lines.len() == docs.len()).then_some(lines);
-        for (i, doc) in docs.into_iter().enumerate() {
-            let line = lines.as_ref().and_then(|l| l.get(i).copied()).unwrap_or(1);
-            self.add_object(file, i + 1, line, doc)?;
+        for doc in docs {
+            let before = self.locations.len();
+            let items = list_items(&doc.value);
+            self.add_object(file, doc.number, doc.line, doc.value)?;
+            let added = &mut self.locations[before..];
+            match items {
+                // A `List`'s items: each its own positions, under `/items/<i>`.
+                Some(items) if items.len() == added.len() => {
+                    for (loc, i) in added.iter_mut().zip(items) {
+                        loc.positions = doc.positions.under(&format!("/items/{i}"));
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    for loc in added {
+                        loc.positions = doc.positions.clone();
+                    }
+                }
+            }
         }
         Ok(())
     }
