@@ -96,12 +96,10 @@ fn implicit(tag: &str, s: &str) -> (&'static str, Scalar) {
         return w;
     }
     match hint {
-        b'.' => {
-            if go_parse_float_ok(b) {
-                let plain: Vec<u8> = b.iter().copied().filter(|&c| c != b'_').collect();
-                if let Some(f) = parse_f64(&plain) {
-                    return (FLOAT_TAG, Scalar::Float(f));
-                }
+        b'.' if go_parse_float_ok(b) => {
+            let plain: Vec<u8> = b.iter().copied().filter(|&c| c != b'_').collect();
+            if let Some(f) = parse_f64(&plain) {
+                return (FLOAT_TAG, Scalar::Float(f));
             }
         }
         b'D' | b'S' => {
