@@ -3,7 +3,7 @@
 //! node can hold an alias to itself), aliases bound to the latest node of their anchor, and
 //! parse errors worded as that library words them (`line N: problem`, the line counted its way).
 
-use libyaml_safer::{ErrorKind, EventData, Parser};
+use libyaml_safer::{ErrorKind, EventData, Mark, Parser, ScalarStyle};
 
 /// Deeper nesting than this is refused, as the scanner upstream refuses it.
 const MAX_DEPTH: usize = 10_000;
@@ -39,6 +39,10 @@ pub(crate) struct Node {
 pub(crate) struct Tree {
     pub nodes: Vec<Node>,
     pub root: Option<usize>,
+    /// The deepest nesting of collections in the text.
+    pub max_depth: usize,
+    /// Whether the text holds an alias (its value may nest deeper than the text).
+    pub has_alias: bool,
 }
 
 /// A YAML error: the library's message (without the `yaml: ` prefix) and, when it names one,
@@ -116,6 +120,44 @@ fn check_version(text: &str) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// yaml.v2's port of libyaml predates the `\\/` escape (YAML 1.2): a double-quoted scalar
+/// holding it is refused as that library refuses it (a scanner error at the backslash).
+fn check_escapes(text: &str, start: &Mark, end: &Mark) -> Result<(), ParseError> {
+    let Some(source) = text.get(start.index as usize..end.index as usize) else {
+        return Ok(());
+    };
+    let mut line = start.line as usize;
+    let mut chars = source.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => line += 1,
+            '\\' => match chars.next() {
+                Some('/') => {
+                    let problem = "found unknown escape character";
+                    // The problem's line (from the second line on), else the scalar's.
+                    let named = if line != 0 {
+                        line + 1
+                    } else {
+                        start.line as usize
+                    };
+                    return Err(if named == 0 {
+                        ParseError::plain(problem)
+                    } else {
+                        ParseError {
+                            message: format!("line {named}: {problem}"),
+                            line: Some(named),
+                        }
+                    });
+                }
+                Some('\n') => line += 1,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// A collection being built.
 enum Open {
     Sequence(usize, Vec<usize>),
@@ -125,10 +167,76 @@ enum Open {
 /// The first document of `text` as a node tree.
 pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
     check_version(text)?;
+    let mut current = std::borrow::Cow::Borrowed(text);
+    let mut substituted = false;
+    for _ in 0..MAX_COLON_RETRIES {
+        match compose_once(&current) {
+            Ok(mut tree) => {
+                if substituted {
+                    restore_colons(&mut tree);
+                }
+                return Ok(tree);
+            }
+            Err(Failure {
+                colon_at: Some(at), ..
+            }) if current.get(at..).is_some_and(|rest| rest.starts_with(':'))
+                && !text.contains(COLON_STAND_IN) =>
+            {
+                let mut t = current.into_owned();
+                t.replace_range(at..at + 1, &COLON_STAND_IN.to_string());
+                current = std::borrow::Cow::Owned(t);
+                substituted = true;
+            }
+            Err(f) => return Err(f.error),
+        }
+    }
+    compose_once(&current).map_err(|f| f.error)
+}
+
+/// A plain scalar inside a flow collection with a `:` right before a flow indicator
+/// (`{source: data:,x}`): yaml.v2 keeps the `:` in the scalar and ends it at the indicator,
+/// libyaml refuses the `:`. The `:` is read as this stand-in, then put back.
+const COLON_STAND_IN: char = '\u{E000}';
+const MAX_COLON_RETRIES: usize = 64;
+
+fn restore_colons(tree: &mut Tree) {
+    for node in &mut tree.nodes {
+        if let NodeKind::Scalar { value, .. } = &mut node.kind {
+            if value.contains(COLON_STAND_IN) {
+                *value = value.replace(COLON_STAND_IN, ":");
+            }
+        }
+    }
+}
+
+/// A parse failure, and where the `:` libyaml refuses inside a flow scalar stands.
+struct Failure {
+    error: ParseError,
+    colon_at: Option<usize>,
+}
+
+impl From<ParseError> for Failure {
+    fn from(error: ParseError) -> Self {
+        Failure {
+            error,
+            colon_at: None,
+        }
+    }
+}
+
+fn compose_once(text: &str) -> Result<Tree, Failure> {
     let mut input = text.as_bytes();
     let mut parser = Parser::new();
     parser.set_input_string(&mut input);
-    let mut next = move || parser.parse().map_err(|e| parse_error(&e));
+    let mut next = move || {
+        parser.parse().map_err(|e| Failure {
+            error: parse_error(&e),
+            colon_at: (e.problem() == "found unexpected ':'"
+                && e.context() == Some("while scanning a plain scalar"))
+            .then(|| e.problem_mark().map(|m| m.index as usize))
+            .flatten(),
+        })
+    };
     let mut tree = Tree::default();
     // Stream start, then a document start or the stream's end.
     next()?;
@@ -151,8 +259,12 @@ pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
                 tag,
                 value,
                 plain_implicit,
+                style,
                 ..
             } => {
+                if style == ScalarStyle::DoubleQuoted {
+                    check_escapes(text, &event.start_mark, &event.end_mark)?;
+                }
                 let id = tree.nodes.len();
                 tree.nodes.push(node(NodeKind::Scalar {
                     value,
@@ -166,10 +278,11 @@ pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
             }
             EventData::Alias { anchor } => {
                 let Some(&target) = anchors.get(&anchor) else {
-                    return Err(ParseError::plain(format!(
-                        "unknown anchor '{anchor}' referenced"
-                    )));
+                    return Err(
+                        ParseError::plain(format!("unknown anchor '{anchor}' referenced")).into(),
+                    );
                 };
+                tree.has_alias = true;
                 let id = tree.nodes.len();
                 tree.nodes.push(node(NodeKind::Alias {
                     name: anchor,
@@ -185,10 +298,17 @@ pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
                     _ => None,
                 };
                 if stack.len() >= MAX_DEPTH {
-                    return Err(ParseError {
-                        message: format!("line {}: exceeded max depth of {MAX_DEPTH}", line + 1),
-                        line: Some(line + 1),
-                    });
+                    // A scanner error: its line is named from the second line on.
+                    let problem = format!("exceeded max depth of {MAX_DEPTH}");
+                    return Err(if line == 0 {
+                        ParseError::plain(problem)
+                    } else {
+                        ParseError {
+                            message: format!("line {}: {problem}", line + 1),
+                            line: Some(line + 1),
+                        }
+                    }
+                    .into());
                 }
                 let id = tree.nodes.len();
                 tree.nodes.push(node(if mapping {
@@ -199,6 +319,7 @@ pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
                 if let Some(a) = anchor {
                     anchors.insert(a, id);
                 }
+                tree.max_depth = tree.max_depth.max(stack.len() + 1);
                 stack.push(if mapping {
                     Open::Mapping(id, Vec::new())
                 } else {
@@ -216,13 +337,14 @@ pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
                     tree.nodes[id].kind = NodeKind::Mapping(pairs);
                     Some(id)
                 }
-                None => return Err(ParseError::plain("unexpected end of a collection")),
+                None => return Err(ParseError::plain("unexpected end of a collection").into()),
             },
             EventData::DocumentEnd { .. } => break,
             _ => {
                 return Err(ParseError::plain(
                     "attempted to go past the end of stream; corrupted value?",
-                ))
+                )
+                .into())
             }
         };
         if let Some(id) = done {

@@ -9,6 +9,11 @@ use super::compose::{Node, NodeKind, ParseError, Tree};
 use super::resolve::{resolve, Scalar, BINARY_TAG, MERGE_TAG};
 use crate::gocompat::quote::go_quote;
 
+/// Values nested deeper than this are refused. Upstream's limit is the JSON decoder's 10000
+/// levels; this reader keeps the recursion of its decoding and of every later reader of the
+/// value (typed decoding, printing) within a thread's stack. No manifest comes near it.
+pub(crate) const MAX_VALUE_DEPTH: usize = 1000;
+
 /// Where a value was written: the 0-based line and column of the document text (a mapping
 /// value: of its key).
 pub(crate) type At = (usize, usize);
@@ -99,6 +104,8 @@ struct Decoder<'t> {
     decode_count: usize,
     alias_count: usize,
     alias_depth: usize,
+    /// How deep the value being decoded is.
+    depth: usize,
     /// Aliases being expanded.
     open_aliases: Vec<usize>,
 }
@@ -118,6 +125,7 @@ pub(crate) fn decode(tree: &Tree) -> Result<Option<(GoValue, At)>, ParseError> {
         decode_count: 1,
         alias_count: 0,
         alias_depth: 0,
+        depth: 0,
         open_aliases: Vec::new(),
     };
     let v = d.unmarshal(root)?;
@@ -155,18 +163,28 @@ impl Decoder<'_> {
                 tag,
                 implicit,
             } => scalar(value, tag.as_deref(), *implicit),
+            NodeKind::Sequence(_) | NodeKind::Mapping(_) if self.depth >= MAX_VALUE_DEPTH => {
+                Err(fail(format!(
+                    "line {}: nesting deeper than {MAX_VALUE_DEPTH} levels (kubectl reads up to 10000)",
+                    node.line + 1
+                )))
+            }
             NodeKind::Sequence(items) => {
+                self.depth += 1;
                 let mut out = Vec::with_capacity(items.len());
                 for &item in items {
                     let n = &self.nodes[item];
                     let at = (n.line, n.column);
                     out.push((self.unmarshal(item)?, at));
                 }
+                self.depth -= 1;
                 Ok(GoValue::Seq(out))
             }
             NodeKind::Mapping(_) => {
+                self.depth += 1;
                 let mut out = Vec::new();
                 self.mapping_into(id, &mut out)?;
+                self.depth -= 1;
                 Ok(GoValue::Map(out))
             }
         }

@@ -115,15 +115,21 @@ fn yaml_documents(
             message: format!("error converting YAML to JSON: {prefix}{}", e.message),
         };
         let tree = compose::compose(&chunk.text).map_err(|e| fail(e, "yaml: "))?;
-        let Some((v, at)) = decode::decode(&tree).map_err(|e| fail(e, "yaml: "))? else {
-            continue;
-        };
-        let mut positions = Positions::default();
         let origin = convert::Origin {
             first_line: chunk.first_line,
         };
-        let value = convert::to_json(&v, at, origin, &mut positions)
-            .map_err(|m| fail(compose::ParseError::plain(m), ""))?;
+        let Some((value, at, positions)) = on_deep_stack(&tree, |tree| {
+            let Some((v, at)) = decode::decode(tree).map_err(|e| fail(e, "yaml: "))? else {
+                return Ok(None);
+            };
+            let mut positions = Positions::default();
+            let value = convert::to_json(&v, at, origin, &mut positions)
+                .map_err(|m| fail(compose::ParseError::plain(m), ""))?;
+            Ok(Some((value, at, positions)))
+        })?
+        else {
+            continue;
+        };
         if value.is_null() {
             continue;
         }
@@ -142,6 +148,42 @@ fn yaml_documents(
         }),
         None => Ok(()),
     }
+}
+
+/// Nesting up to which a document is decoded on the caller's stack.
+const SHALLOW: usize = 64;
+/// The stack of the thread that decodes deeper documents (the decoder recurses once per
+/// level, up to [`decode::MAX_VALUE_DEPTH`]).
+const DEEP_STACK: usize = 64 << 20;
+
+/// Runs `f` on the tree: on this thread for a shallow document without aliases, else on a
+/// thread with a stack for [`decode::MAX_VALUE_DEPTH`] levels.
+fn on_deep_stack<T: Send>(
+    tree: &compose::Tree,
+    f: impl FnOnce(&compose::Tree) -> Result<T, DecodeError> + Send,
+) -> Result<T, DecodeError> {
+    if tree.max_depth <= SHALLOW && !tree.has_alias {
+        return f(tree);
+    }
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(s, || f(tree));
+        match spawned {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(DecodeError {
+                    document: 0,
+                    line: 0,
+                    message: "the YAML decoder failed".into(),
+                })
+            }),
+            Err(e) => Err(DecodeError {
+                document: 0,
+                line: 0,
+                message: format!("cannot start the YAML decoder: {e}"),
+            }),
+        }
+    })
 }
 
 /// The values of [`decode_documents`] alone.

@@ -96,6 +96,33 @@ fn documents_and_positions() {
 }
 
 #[test]
+fn deep_nesting_is_refused_not_a_crash() {
+    let depth = decode::MAX_VALUE_DEPTH - 1;
+    let ok = format!("a: {}{}\n", "[".repeat(depth), "]".repeat(depth));
+    assert!(decode_documents(&ok).is_ok());
+    let deep = format!("a: {}{}\n", "[".repeat(5000), "]".repeat(5000));
+    assert!(
+        err(&deep).contains("nesting deeper than 1000 levels"),
+        "{}",
+        err(&deep)
+    );
+    let deeper = format!("a: {}{}\n", "[".repeat(10001), "]".repeat(10001));
+    assert_eq!(
+        err(&deeper),
+        "error converting YAML to JSON: yaml: exceeded max depth of 10000"
+    );
+    // Aliases nest too.
+    let alias = format!(
+        "a: &a {}{}\nb: {}*a{}\n",
+        "[".repeat(600),
+        "]".repeat(600),
+        "[".repeat(600),
+        "]".repeat(600)
+    );
+    assert!(err(&alias).contains("nesting deeper"));
+}
+
+#[test]
 fn json_streams() {
     assert_eq!(
         decode_values("{\"a\": 1}\n{\"b\": 2}\n").ok(),
