@@ -45,8 +45,8 @@ pub(crate) struct Tree {
     pub has_alias: bool,
 }
 
-/// A YAML error: the library's message (without the `yaml: ` prefix) and, when it names one,
-/// the 1-based line of the document text it names.
+/// A YAML error: the library's message (without the `yaml: ` prefix, with the line number
+/// the library prints, if any) and the 1-based line of the document text it is at, when known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ParseError {
     pub message: String,
@@ -58,6 +58,14 @@ impl ParseError {
         ParseError {
             message: message.into(),
             line: None,
+        }
+    }
+
+    /// An error at the 0-based line `line0` of the document.
+    pub(crate) fn at(message: impl Into<String>, line0: usize) -> Self {
+        ParseError {
+            message: message.into(),
+            line: Some(line0 + 1),
         }
     }
 }
@@ -82,13 +90,17 @@ fn parse_error(e: &libyaml_safer::Error) -> ParseError {
     } else {
         problem
     };
-    if line != 0 {
-        ParseError {
-            message: format!("line {line}: {problem}"),
-            line: Some(line),
-        }
+    let message = if line != 0 {
+        format!("line {line}: {problem}")
     } else {
-        ParseError::plain(problem)
+        problem.to_string()
+    };
+    ParseError {
+        message,
+        line: e
+            .problem_mark()
+            .or_else(|| e.context_mark())
+            .map(|m| m.line as usize + 1),
     }
 }
 
@@ -106,14 +118,12 @@ fn check_version(text: &str) -> Result<(), ParseError> {
         let version = version.split('#').next().unwrap_or("").trim();
         if version != "1.1" && version.split('.').count() == 2 {
             let problem = "found incompatible YAML document";
-            return Err(if i == 0 {
-                ParseError::plain(problem)
+            let message = if i == 0 {
+                problem.to_string()
             } else {
-                ParseError {
-                    message: format!("line {i}: {problem}"),
-                    line: Some(i),
-                }
-            });
+                format!("line {i}: {problem}")
+            };
+            return Err(ParseError::at(message, i));
         }
         return Ok(());
     }
@@ -140,14 +150,12 @@ fn check_escapes(text: &str, start: &Mark, end: &Mark) -> Result<(), ParseError>
                     } else {
                         start.line as usize
                     };
-                    return Err(if named == 0 {
-                        ParseError::plain(problem)
+                    let message = if named == 0 {
+                        problem.to_string()
                     } else {
-                        ParseError {
-                            message: format!("line {named}: {problem}"),
-                            line: Some(named),
-                        }
-                    });
+                        format!("line {named}: {problem}")
+                    };
+                    return Err(ParseError::at(message, line));
                 }
                 Some('\n') => line += 1,
                 _ => {}
@@ -278,9 +286,11 @@ fn compose_once(text: &str) -> Result<Tree, Failure> {
             }
             EventData::Alias { anchor } => {
                 let Some(&target) = anchors.get(&anchor) else {
-                    return Err(
-                        ParseError::plain(format!("unknown anchor '{anchor}' referenced")).into(),
-                    );
+                    return Err(ParseError::at(
+                        format!("unknown anchor '{anchor}' referenced"),
+                        line,
+                    )
+                    .into());
                 };
                 tree.has_alias = true;
                 let id = tree.nodes.len();
@@ -300,15 +310,12 @@ fn compose_once(text: &str) -> Result<Tree, Failure> {
                 if stack.len() >= MAX_DEPTH {
                     // A scanner error: its line is named from the second line on.
                     let problem = format!("exceeded max depth of {MAX_DEPTH}");
-                    return Err(if line == 0 {
-                        ParseError::plain(problem)
+                    let message = if line == 0 {
+                        problem
                     } else {
-                        ParseError {
-                            message: format!("line {}: {problem}", line + 1),
-                            line: Some(line + 1),
-                        }
-                    }
-                    .into());
+                        format!("line {}: {problem}", line + 1)
+                    };
+                    return Err(ParseError::at(message, line).into());
                 }
                 let id = tree.nodes.len();
                 tree.nodes.push(node(if mapping {

@@ -99,6 +99,47 @@ fn allowed_alias_ratio(decode_count: usize) -> f64 {
     }
 }
 
+/// A Go map being filled: its entries in the order first set, string keys indexed.
+#[derive(Default)]
+struct MapBuilder {
+    entries: Vec<(GoValue, GoValue, At)>,
+    strings: std::collections::HashMap<String, usize>,
+}
+
+impl MapBuilder {
+    /// `map[key] = value`: a key equal to one set before replaces its value.
+    fn set(&mut self, key: GoValue, value: GoValue, at: At) {
+        let found = match &key {
+            GoValue::Scalar(Scalar::Str(s)) => self.strings.get(s).copied(),
+            GoValue::Bytes(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| self.strings.get(s).copied())
+                .or_else(|| self.entries.iter().position(|(k, _, _)| k.same_key(&key))),
+            _ => self.entries.iter().position(|(k, _, _)| k.same_key(&key)),
+        };
+        match found.and_then(|i| self.entries.get_mut(i)) {
+            Some(entry) => {
+                entry.1 = value;
+                entry.2 = at;
+            }
+            None => {
+                match &key {
+                    GoValue::Scalar(Scalar::Str(s)) => {
+                        self.strings.insert(s.clone(), self.entries.len());
+                    }
+                    GoValue::Bytes(b) => {
+                        if let Ok(s) = std::str::from_utf8(b) {
+                            self.strings.insert(s.to_string(), self.entries.len());
+                        }
+                    }
+                    _ => {}
+                }
+                self.entries.push((key, value, at));
+            }
+        }
+    }
+}
+
 struct Decoder<'t> {
     nodes: &'t [Node],
     decode_count: usize,
@@ -149,7 +190,13 @@ impl Decoder<'_> {
         Ok(())
     }
 
+    /// [`Self::unmarshal_node`], an error without a line placed at the node.
     fn unmarshal(&mut self, id: usize) -> Result<GoValue, ParseError> {
+        let line0 = self.nodes[id].line;
+        self.unmarshal_node(id).map_err(|e| placed(e, line0))
+    }
+
+    fn unmarshal_node(&mut self, id: usize) -> Result<GoValue, ParseError> {
         self.step()?;
         let node = &self.nodes[id];
         match &node.kind {
@@ -182,10 +229,10 @@ impl Decoder<'_> {
             }
             NodeKind::Mapping(_) => {
                 self.depth += 1;
-                let mut out = Vec::new();
+                let mut out = MapBuilder::default();
                 self.mapping_into(id, &mut out)?;
                 self.depth -= 1;
-                Ok(GoValue::Map(out))
+                Ok(GoValue::Map(out.entries))
             }
         }
     }
@@ -209,11 +256,7 @@ impl Decoder<'_> {
 
     /// Decodes a mapping node (or an alias of one) into `out`, as the library decodes into an
     /// existing map.
-    fn unmarshal_into(
-        &mut self,
-        id: usize,
-        out: &mut Vec<(GoValue, GoValue, At)>,
-    ) -> Result<(), ParseError> {
+    fn unmarshal_into(&mut self, id: usize, out: &mut MapBuilder) -> Result<(), ParseError> {
         self.step()?;
         match &self.nodes[id].kind {
             NodeKind::Alias { name, target } => {
@@ -226,11 +269,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn mapping_into(
-        &mut self,
-        id: usize,
-        out: &mut Vec<(GoValue, GoValue, At)>,
-    ) -> Result<(), ParseError> {
+    fn mapping_into(&mut self, id: usize, out: &mut MapBuilder) -> Result<(), ParseError> {
         let NodeKind::Mapping(pairs) = &self.nodes[id].kind else {
             return Err(want_map());
         };
@@ -241,18 +280,15 @@ impl Decoder<'_> {
             }
             let key = self.unmarshal(k)?;
             if matches!(key, GoValue::Seq(_) | GoValue::Map(_)) {
-                return Err(fail(format!("invalid map key: {}", go_syntax(&key))));
+                return Err(ParseError::at(
+                    format!("invalid map key: {}", go_syntax(&key)),
+                    self.nodes[k].line,
+                ));
             }
             let value = self.unmarshal(v)?;
             let kn = &self.nodes[k];
             let at = (kn.line, kn.column);
-            match out.iter_mut().find(|(ek, _, _)| ek.same_key(&key)) {
-                Some(entry) => {
-                    entry.1 = value;
-                    entry.2 = at;
-                }
-                None => out.push((key, value, at)),
-            }
+            out.set(key, value, at);
         }
         Ok(())
     }
@@ -267,11 +303,12 @@ impl Decoder<'_> {
         }
     }
 
-    fn merge(
-        &mut self,
-        id: usize,
-        out: &mut Vec<(GoValue, GoValue, At)>,
-    ) -> Result<(), ParseError> {
+    fn merge(&mut self, id: usize, out: &mut MapBuilder) -> Result<(), ParseError> {
+        let line0 = self.nodes[id].line;
+        self.merge_node(id, out).map_err(|e| placed(e, line0))
+    }
+
+    fn merge_node(&mut self, id: usize, out: &mut MapBuilder) -> Result<(), ParseError> {
         match &self.nodes[id].kind {
             NodeKind::Mapping(_) | NodeKind::Alias { .. } if self.is_mapping(id) => {
                 self.unmarshal_into(id, out)
@@ -289,6 +326,14 @@ impl Decoder<'_> {
             }
             _ => Err(want_map()),
         }
+    }
+}
+
+/// `e`, at the 0-based line `line0` when it names no line.
+fn placed(e: ParseError, line0: usize) -> ParseError {
+    match e.line {
+        Some(_) => e,
+        None => ParseError::at(e.message, line0),
     }
 }
 

@@ -73,11 +73,28 @@ fn errors_are_kubectls() {
         e,
         Some(DecodeError {
             document: 2,
-            line: 4,
+            line: 5,
             message: "error converting YAML to JSON: yaml: line 2: did not find expected key"
                 .into()
         })
     );
+}
+
+#[test]
+fn errors_point_at_their_line_in_the_file() {
+    let line = |text: &str| decode_documents(text).err().map(|e| e.line);
+    // A parser error: yaml.v2 prints the 0-based line ("line 3"), the file line is 6.
+    assert_eq!(
+        line("kind: A\n---\nkind: B\nspec:\n  a: 1\n b: 2\n"),
+        Some(6)
+    );
+    // A scanner error: printed 1-based.
+    assert_eq!(line("a: 1\nb:\n\tc: 1\n"), Some(3));
+    assert_eq!(line("a: 1\nb: *nope\n"), Some(2));
+    assert_eq!(line("a: 1\nb:\n  <<: 1\n"), Some(3));
+    assert_eq!(line("a: 1\nb:\n  [x]: 1\n"), Some(3));
+    assert_eq!(line("a: 1\nb: !!int x\n"), Some(2));
+    assert_eq!(line("a: 1\n--- x\n"), Some(2));
 }
 
 #[test]
@@ -180,4 +197,41 @@ proptest! {
     fn never_panics(text in "[ -~\n\t]{0,80}") {
         let _ = decode_documents(&text);
     }
+}
+
+#[test]
+fn manifests_record_the_line_of_every_field() {
+    let mut m = crate::manifests::Manifests::default();
+    let text = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: a\nspec:\n  kernelArguments:\n  - nosmt\n  config:\n    storage:\n      files:\n      - path: /etc/x\n        mode: 0644\n---\napiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata:\n    name: c\n  data:\n    k: v\n";
+    assert!(m.add_file("x.yaml", text).is_ok());
+    let mode = m.machine_configs[0]
+        .1
+        .spec
+        .config
+        .as_ref()
+        .map(|c| c.pointer("/storage/files/0/mode").cloned());
+    assert_eq!(mode, Some(Some(json!(420))));
+    assert_eq!(
+        m.field_line(
+            "x.yaml",
+            "MachineConfig",
+            "a",
+            "/spec/config/storage/files/0/mode"
+        ),
+        Some(12)
+    );
+    assert_eq!(
+        m.field_line("x.yaml", "MachineConfig", "a", "/spec/kernelArguments/0"),
+        Some(7)
+    );
+    assert_eq!(
+        m.field_line("x.yaml", "MachineConfig", "a", "/spec/fips"),
+        Some(5)
+    );
+    // A List's items carry their own positions.
+    assert_eq!(
+        m.field_line("x.yaml", "ConfigMap", "c", "/data/k"),
+        Some(21)
+    );
+    assert_eq!(m.line_of("x.yaml", "ConfigMap", "c"), Some(14));
 }
