@@ -175,6 +175,137 @@ enum Open {
 /// The first document of `text` as a node tree.
 pub(crate) fn compose(text: &str) -> Result<Tree, ParseError> {
     check_version(text)?;
+    // yaml.v2 reads `,`, `[` and `]` as part of a tag (`[!x, y]` is the tag `!x,` on `y`);
+    // libyaml ends a tag there inside a flow collection (and its port panics on `!x,`). They
+    // are given to it %-escaped, which a tag may hold.
+    let tagged = escape_tags(text);
+    let text = tagged.as_deref().unwrap_or(text);
+    // The parser must not take the program down: a panic in it is reported as an error.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compose_retrying(text)))
+        .unwrap_or_else(|_| {
+            Err(ParseError::plain(
+                "did not find expected whitespace or line break",
+            ))
+        })
+}
+
+/// `text` with `,`, `[` and `]` inside tags %-escaped, or `None` when no tag holds one. A tag
+/// is a `!` starting a node: after a line's indentation, a flow indicator, or an indicator
+/// (`:`, `-`, `?`) and a space; quoted scalars and comments are skipped, verbatim tags
+/// (`!<...>`) left as they are.
+fn escape_tags(text: &str) -> Option<String> {
+    if !text.contains('!') {
+        return None;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    // Whether blanks (or a line start) came last, whether the last non-blank character was an
+    // indicator a node may follow (or none came yet on the line), and the flow level.
+    let mut blank_after = true;
+    let mut indicator = true;
+    let mut flow = 0usize;
+    let blank_at = |j: usize| chars.get(j).is_none_or(|c| c.is_whitespace());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        // A node may start here: at a line's start or after an indicator (blanks between).
+        let token_start = indicator;
+        match c {
+            '\n' => {
+                blank_after = true;
+                indicator = true;
+            }
+            ' ' | '\t' | '\r' => blank_after = true,
+            '#' if blank_after => {
+                while i + 1 < chars.len() && chars[i + 1] != '\n' {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '\'' | '"' if token_start => {
+                out.push(c);
+                i += 1;
+                while i < chars.len() {
+                    let q = chars[i];
+                    if q == '\\' && c == '"' {
+                        out.push(q);
+                        i += 1;
+                        if let Some(&n) = chars.get(i) {
+                            out.push(n);
+                        }
+                    } else if q == c {
+                        if c == '\'' && chars.get(i + 1) == Some(&'\'') {
+                            out.push(q);
+                            i += 1;
+                            out.push(q);
+                        } else {
+                            break;
+                        }
+                    } else {
+                        out.push(q);
+                    }
+                    i += 1;
+                }
+                blank_after = false;
+                indicator = false;
+            }
+            '!' if token_start && chars.get(i + 1) != Some(&'<') => {
+                while i < chars.len() && !chars[i].is_whitespace() {
+                    match chars[i] {
+                        ',' => out.push_str("%2C"),
+                        '[' => out.push_str("%5B"),
+                        ']' => out.push_str("%5D"),
+                        other => {
+                            out.push(other);
+                            i += 1;
+                            continue;
+                        }
+                    }
+                    changed = true;
+                    i += 1;
+                }
+                blank_after = false;
+                indicator = false;
+                continue;
+            }
+            '[' | '{' if token_start => {
+                flow += 1;
+                blank_after = false;
+                indicator = true;
+            }
+            ']' | '}' if flow > 0 => {
+                flow -= 1;
+                blank_after = false;
+                indicator = false;
+            }
+            ',' if flow > 0 => {
+                blank_after = false;
+                indicator = true;
+            }
+            ':' => {
+                blank_after = false;
+                // In a flow collection a value may follow a `:` directly (`{"a":"b"}`).
+                indicator = blank_at(i + 1) || flow > 0;
+            }
+            '-' | '?' if token_start => {
+                blank_after = false;
+                indicator = blank_at(i + 1);
+            }
+            _ => {
+                blank_after = false;
+                indicator = false;
+            }
+        }
+        if let Some(&ch) = chars.get(i) {
+            out.push(ch);
+        }
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
+fn compose_retrying(text: &str) -> Result<Tree, ParseError> {
     let mut current = std::borrow::Cow::Borrowed(text);
     let mut substituted = false;
     for _ in 0..MAX_COLON_RETRIES {

@@ -235,3 +235,67 @@ fn manifests_record_the_line_of_every_field() {
     );
     assert_eq!(m.line_of("x.yaml", "ConfigMap", "c"), Some(14));
 }
+
+/// Text made of YAML's tokens, in any order.
+fn yamlish() -> impl Strategy<Value = String> {
+    const TOKENS: &[&str] = &[
+        ": ",
+        "- ",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "&a ",
+        "*a",
+        "&b ",
+        "*b",
+        "<<: ",
+        "!!binary ",
+        "!!int ",
+        "!!float ",
+        "!x ",
+        "\"",
+        "'",
+        "\\/",
+        "\\",
+        "---",
+        "--- ",
+        "...",
+        "\n",
+        "\r\n",
+        "  ",
+        "\t",
+        "# c",
+        "|",
+        ">",
+        "? ",
+        "%YAML 1.1\n",
+        "%YAML 1.2\n",
+        "é",
+        "{\"a\": 1}",
+        "a",
+        "0644",
+        "yes",
+        "~",
+        ".inf",
+        "1e3",
+        "18446744073709551616",
+        "data:,x",
+        ":,",
+        "a:b",
+    ];
+    prop::collection::vec(prop::sample::select(TOKENS), 0..40).prop_map(|t| t.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Token soup decodes or fails without panicking, and an error names a line of the text.
+    #[test]
+    fn token_soup_never_panics(text in yamlish()) {
+        if let Err(e) = decode_documents(&text) {
+            prop_assert!(e.line >= 1 && e.line <= text.lines().count().max(1) + 1, "{e:?}");
+        }
+    }
+}
