@@ -4,10 +4,8 @@
 //! `--strict`; plain `validate` runs the lints and reports read, Butane and type errors in
 //! every format.
 //!
-//! Lines: a finding about a field is at the field's line once the YAML reader records where
-//! fields stand (`Location::positions`); until then at its document's first line. The tests
-//! marked `ignore` assert the field lines and are to be enabled then (the snapshots' lines of
-//! unknown fields and type errors move with them).
+//! Lines: a finding about a field is at the field's line (the YAML reader records where every
+//! field stands, `Location::positions`).
 
 #[path = "support/run_cli.rs"]
 mod run_cli;
@@ -188,7 +186,7 @@ fn the_later_of_two_objects_with_one_name_wins() {
         stdout.contains("from-b") && !stdout.contains("from-a"),
         "{stdout}"
     );
-    insta::assert_snapshot!(stderr, @r#"warning: ./b/99-kargs.yaml:1: MachineConfig "99-worker-kargs": also defined in ./a/99-kargs.yaml:1: kubectl apply -f applies both, this one last, so it replaces that one"#);
+    insta::assert_snapshot!(stderr, @r#"warning: ./b/99-kargs.yaml:4: MachineConfig "99-worker-kargs": also defined in ./a/99-kargs.yaml:4: kubectl apply -f applies both, this one last, so it replaces that one"#);
     insta::assert_snapshot!(validate_all_formats(dir, &["--strict", "."]));
 }
 
@@ -231,7 +229,6 @@ fn json_finding(dir: &Path, path: &str, index: usize) -> (u64, String) {
 }
 
 #[test]
-#[ignore = "until the YAML reader records where fields stand"]
 fn findings_about_a_field_are_at_its_line() {
     let tmp = tree(&[
         ("mcs.yaml", TYPOS),

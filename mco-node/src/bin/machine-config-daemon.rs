@@ -470,7 +470,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let (root, _) = open(&common)?;
             let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-            let cc: mco_render::api::ControllerConfig = serde_yaml_ng::from_slice(&read(&file)?)
+            // Read as kubectl reads manifests (YAML 1.1 through sigs.k8s.io/yaml).
+            let text =
+                String::from_utf8(read(&file)?).map_err(|e| format!("{}: {e}", file.display()))?;
+            let doc = mco_render::manifests::documents(&text)
+                .map_err(|e| format!("{}: {e}", file.display()))?
+                .into_iter()
+                .next()
+                .ok_or_else(|| format!("{}: no ControllerConfig", file.display()))?;
+            let cc: mco_render::api::ControllerConfig = serde_json::from_value(doc)
                 .map_err(|e| format!("{}: ControllerConfig: {e}", file.display()))?;
             let ca = kubeconfig_ca.as_deref().map(read).transpose()?;
             let report = mco_node::certs::sync(&root, &cc.spec, ca.as_deref())

@@ -56,6 +56,8 @@ mod build_request;
 mod check;
 #[path = "cli/completions.rs"]
 mod completions;
+#[path = "cli/decode.rs"]
+mod decode;
 #[path = "cli/man.rs"]
 mod man;
 #[path = "cli/output.rs"]
@@ -301,6 +303,9 @@ enum Command {
     BuildRequest(build_request::Args),
     Completions(completions::Args),
     Man(man::Args),
+    /// Print the documents of manifest files as kubectl reads them (YAML 1.1, as
+    /// sigs.k8s.io/yaml decodes it: `0644` is 420, `yes` is true), as a `v1` `List`.
+    Decode(decode::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -424,6 +429,7 @@ fn main() -> ExitCode {
             changes: &changes,
         }),
         Command::BuildRequest(args) => build_request::run(&args),
+        Command::Decode(args) => decode::run(&args),
         Command::Butane(args) => butane::run(&args, cli.strict).map_err(|code| Failure {
             code,
             lines: Vec::new(),

@@ -11,6 +11,7 @@ pub mod flate;
 pub(crate) mod gostruct;
 pub mod gzip;
 pub mod json;
+pub mod kube_yaml;
 pub mod quantity;
 pub mod quote;
 pub mod reference;

@@ -15,6 +15,7 @@ pub use strict::{Notice, Rule};
 use crate::api::machine_config::RELEASE_IMAGE_VERSION_ANNOTATION;
 use crate::api::rollout_policy::RolloutPolicy;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool, MachineOSConfig, Node};
+use crate::gocompat::kube_yaml;
 use crate::release::{Release, UnknownRelease};
 use serde_json::Value;
 
@@ -74,42 +75,15 @@ pub struct Location {
 }
 
 /// The 1-based line each non-empty document of a manifest file's text starts on, as
-/// [`documents`] returns them: line 1 for JSON (one document, or an array's items), the first
-/// content line of each `---`-separated YAML document.
+/// [`documents`] returns them: the line of each JSON value (none for a JSON array), the first
+/// content line of each YAML document. Empty when the text does not decode.
 pub fn document_lines(text: &str) -> Vec<usize> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    if text.trim_start().starts_with('[') {
         return Vec::new();
     }
-    let mut starts = Vec::new();
-    let mut content: Option<usize> = None;
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        let separator = line
-            .strip_prefix("---")
-            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace));
-        if let Some(rest) = separator {
-            starts.extend(content.take());
-            let rest = rest.trim();
-            if !rest.is_empty() && !rest.starts_with('#') {
-                content = Some(n);
-            }
-            continue;
-        }
-        if line == "..." {
-            starts.extend(content.take());
-            continue;
-        }
-        let t = line.trim_start();
-        // A `%YAML` or `%TAG` directive before the first document is no content.
-        let directive = line.starts_with('%') && starts.is_empty();
-        let blank = t.is_empty() || t.starts_with('#');
-        if content.is_none() && !blank && !directive {
-            content = Some(n);
-        }
-    }
-    starts.extend(content);
-    starts
+    kube_yaml::decode_documents(text)
+        .map(|docs| docs.iter().map(|d| d.line).collect())
+        .unwrap_or_default()
 }
 
 /// A manifest that could not be decoded.
@@ -127,10 +101,12 @@ pub struct ManifestError {
 
 /// A YAML document that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("document {doc}: invalid YAML: {message}")]
+#[error("document {doc}, line {line}: invalid YAML: {message}")]
 pub struct YamlError {
     /// The document's 1-based number in the stream.
     pub doc: usize,
+    /// The 1-based line of the file the error is at.
+    pub line: usize,
     /// The decoder's message.
     pub message: String,
 }
@@ -153,60 +129,97 @@ pub enum DecodeError {
     Yaml(#[from] YamlError),
 }
 
-/// The documents of a YAML stream (`---`-separated), each with its 1-based number; empty
-/// documents are left out. The one multi-document YAML reader of the crate.
-pub fn yaml_documents(text: &str) -> impl Iterator<Item = Result<(usize, Value), YamlError>> + '_ {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .enumerate()
-        .filter_map(
-            |(i, doc)| match <Value as serde::Deserialize>::deserialize(doc) {
-                Ok(Value::Null) => None,
-                Ok(v) => Some(Ok((i + 1, v))),
-                Err(e) => Some(Err(YamlError {
-                    doc: i + 1,
-                    message: e.to_string(),
-                })),
-            },
-        )
+impl DecodeError {
+    /// The 1-based line of the file the error is at.
+    pub fn line(&self) -> usize {
+        match self {
+            DecodeError::Json { line, .. } => (*line).max(1),
+            DecodeError::Yaml(y) => y.line.max(1),
+        }
+    }
 }
 
-/// Decodes a manifest file's text into its documents: JSON when it starts with `{` or `[` (an
-/// array's items are one document each), YAML with any number of documents otherwise. Empty
-/// documents are left out.
-pub fn documents(text: &str) -> Result<Vec<Value>, DecodeError> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+/// The documents of a YAML stream (`---`-separated, as kubectl cuts it), each with its 1-based
+/// number; empty documents are left out. YAML 1.1 as kubectl reads it
+/// ([`crate::gocompat::kube_yaml`]).
+pub fn yaml_documents(text: &str) -> impl Iterator<Item = Result<(usize, Value), YamlError>> + '_ {
+    let decoded = kube_yaml::decode_documents(text);
+    let (docs, error) = match decoded {
+        Ok(docs) => (docs, None),
+        Err(e) => (Vec::new(), Some(yaml_error(e))),
+    };
+    docs.into_iter()
+        .map(|d| Ok((d.number, d.value)))
+        .chain(error.map(Err))
+}
+
+fn yaml_error(e: kube_yaml::DecodeError) -> YamlError {
+    YamlError {
+        doc: e.document,
+        line: e.line,
+        message: e.message,
+    }
+}
+
+/// A manifest file's documents with their lines and the positions of their values: a JSON
+/// array's items (one document each, line 1), else the documents kubectl reads (JSON values,
+/// or YAML documents read as YAML 1.1 the way kubectl reads them). The decoder every reader
+/// of manifest files uses.
+pub fn located_documents(text: &str) -> Result<Vec<kube_yaml::Document>, DecodeError> {
+    if text.trim_start().starts_with('[') {
         let v: Value = serde_json::from_str(text).map_err(|e| DecodeError::Json {
             line: e.line(),
             column: e.column(),
             message: e.to_string(),
         })?;
-        Ok(match v {
+        let items = match v {
             Value::Array(items) => items,
             other => vec![other],
-        })
-    } else {
-        yaml_documents(text)
-            .map(|d| d.map(|(_, v)| v).map_err(DecodeError::from))
-            .collect()
+        };
+        return Ok(items
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| kube_yaml::Document {
+                number: i + 1,
+                line: 1,
+                value,
+                positions: Positions::default(),
+            })
+            .collect());
     }
+    kube_yaml::decode_documents(text).map_err(|e| {
+        if e.message.starts_with("json: ") {
+            DecodeError::Json {
+                line: e.line,
+                column: 0,
+                message: e.message,
+            }
+        } else {
+            DecodeError::Yaml(yaml_error(e))
+        }
+    })
+}
+
+/// Decodes a manifest file's text into its documents ([`located_documents`]'s values): JSON
+/// when it starts with `{` or `[` (an array's items are one document each), YAML with any
+/// number of documents otherwise. Empty documents are left out.
+pub fn documents(text: &str) -> Result<Vec<Value>, DecodeError> {
+    Ok(located_documents(text)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
 }
 
 impl Manifests {
-    /// Decodes one file's contents and adds its objects.
+    /// Decodes one file's contents and adds its objects, each with where its fields stand.
     pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
-        let docs = documents(text).map_err(|e| ManifestError {
+        let docs = located_documents(text).map_err(|e| ManifestError {
             file: file.to_string(),
-            line: strict::decode_error_line(&e, text),
+            line: e.line(),
             message: e.to_string(),
         })?;
-        let lines = document_lines(text);
-        // A document the line scan miscounts (a scalar document, a `---` inside a literal
-        // block) leaves every line unknown rather than wrong.
-        let lines = (lines.len() == docs.len()).then_some(lines);
-        for (i, doc) in docs.into_iter().enumerate() {
-            let line = lines.as_ref().and_then(|l| l.get(i).copied()).unwrap_or(1);
-            self.add_object(file, i + 1, line, doc)?;
+        for doc in docs {
+            self.add_object(file, doc.number, doc.line, doc.value, doc.positions)?;
         }
         Ok(())
     }
@@ -245,6 +258,7 @@ impl Manifests {
         doc: usize,
         line: usize,
         v: Value,
+        mut positions: Positions,
     ) -> Result<(), ManifestError> {
         let kind = v
             .get("kind")
@@ -280,7 +294,7 @@ impl Manifests {
                 name: name.clone(),
                 file: file.to_string(),
                 line,
-                positions: Positions::default(),
+                positions: std::mem::take(&mut positions),
             });
             self.newest_time = self.newest_time.max(instant::newest_time(&v));
         }
@@ -307,8 +321,10 @@ impl Manifests {
             | "MachineOSConfigList" => {
                 let mut v = v;
                 if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
-                    for item in items {
-                        self.add_object(file, doc, line, item)?;
+                    // Each item's fields stand under `/items/<i>` of the list's document.
+                    for (i, item) in items.into_iter().enumerate() {
+                        let at = positions.under(&format!("/items/{i}"));
+                        self.add_object(file, doc, line, item, at)?;
                     }
                 }
             }

@@ -47,6 +47,20 @@ impl Positions {
         self.position_of(pointer).map(|p| p.line)
     }
 
+    /// The positions under `prefix` (a JSON pointer), re-rooted there: `/items/0/spec` under
+    /// `/items/0` is `/spec`.
+    pub fn under(&self, prefix: &str) -> Positions {
+        let by_pointer = self
+            .by_pointer
+            .iter()
+            .filter_map(|(k, v)| {
+                let rest = k.strip_prefix(prefix)?;
+                (rest.is_empty() || rest.starts_with('/')).then(|| (rest.to_string(), *v))
+            })
+            .collect();
+        Positions { by_pointer }
+    }
+
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.by_pointer.is_empty()

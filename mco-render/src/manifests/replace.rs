@@ -87,7 +87,11 @@ impl Manifests {
             .locations
             .iter()
             .position(|l| l.file == earlier && l.kind == id.kind && l.name == id.name);
-        let earlier_at = match at.map(|i| self.locations.remove(i).line) {
+        // Both are named at their `metadata.name` lines.
+        let earlier_at = match at.map(|i| {
+            let l = self.locations.remove(i);
+            l.positions.line_of("/metadata/name").unwrap_or(l.line)
+        }) {
             Some(l) => format!("{earlier}:{l}"),
             None => earlier.clone(),
         };
@@ -161,8 +165,8 @@ mod tests {
         assert_eq!(
             said,
             [
-                ("b.yaml", 1, "also defined in a.yaml:1: kubectl apply -f applies both, this one last, so it replaces that one"),
-                ("c.yaml", 7, "also defined in b.yaml:8 (namespace \"one\"): kubectl apply -f applies both, this one last, so it replaces that one"),
+                ("b.yaml", 1, "also defined in a.yaml:4: kubectl apply -f applies both, this one last, so it replaces that one"),
+                ("c.yaml", 7, "also defined in b.yaml:11 (namespace \"one\"): kubectl apply -f applies both, this one last, so it replaces that one"),
             ]
         );
         // The earlier's location went with it.

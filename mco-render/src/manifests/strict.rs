@@ -295,29 +295,6 @@ fn check_authored(schema: &Value, map: &serde_json::Map<String, Value>) -> Vec<P
     out
 }
 
-/// The 1-based line a file's decoding error is at: the JSON decoder's, the YAML decoder's
-/// (`at line N`), else the failing document's first line, else 1.
-pub fn decode_error_line(e: &super::DecodeError, text: &str) -> usize {
-    match e {
-        super::DecodeError::Json { line, .. } => (*line).max(1),
-        super::DecodeError::Yaml(y) => {
-            let said = y
-                .message
-                .split(" at line ")
-                .nth(1)
-                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|n| n.parse::<usize>().ok());
-            said.or_else(|| {
-                super::document_lines(text)
-                    .get(y.doc.saturating_sub(1))
-                    .copied()
-            })
-            .unwrap_or(1)
-            .max(1)
-        }
-    }
-}
-
 /// The edit distance between two kinds, for suggestions.
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();

@@ -74,7 +74,7 @@ fn number_like(b: &[u8]) -> bool {
 
 /// Go `strconv.ParseUint(s, base, 64)` for base 0 (prefix-detecting) or an
 /// explicit base; underscores must already be removed.
-fn go_parse_uint(s: &[u8], base: u32) -> Option<u64> {
+pub(crate) fn go_parse_uint(s: &[u8], base: u32) -> Option<u64> {
     if s.is_empty() {
         return None;
     }
@@ -110,7 +110,7 @@ fn go_parse_uint(s: &[u8], base: u32) -> Option<u64> {
 }
 
 /// Go `strconv.ParseInt(s, base, 64)`: optional sign, then [`go_parse_uint`].
-fn go_parse_int(s: &[u8], base: u32) -> Option<i64> {
+pub(crate) fn go_parse_int(s: &[u8], base: u32) -> Option<i64> {
     let (neg, rest) = match s.first() {
         None => return None,
         Some(b'+') => (false, &s[1..]),
@@ -171,7 +171,7 @@ pub(crate) fn yaml_style_float(s: &[u8]) -> bool {
 
 /// Whether a syntactically valid decimal float stays finite (Go reports an
 /// overflow as an error; underflow to zero is fine).
-fn finite_float(s: &[u8]) -> bool {
+pub(crate) fn finite_float(s: &[u8]) -> bool {
     std::str::from_utf8(s)
         .ok()
         .and_then(|t| t.parse::<f64>().ok())
@@ -181,7 +181,7 @@ fn finite_float(s: &[u8]) -> bool {
 /// Go `strconv.ParseFloat(s, 64)` succeeds, for a scalar starting with `.`
 /// (so neither a sign, a hex prefix nor `inf`/`nan` can occur). Underscores
 /// are allowed between digits.
-fn go_parse_float_ok(s: &[u8]) -> bool {
+pub(crate) fn go_parse_float_ok(s: &[u8]) -> bool {
     // Shape: '.' digits [eE [sign] digits], with '_' anywhere in digit runs.
     let mut i = 0;
     if s.get(i) != Some(&b'.') {
@@ -289,7 +289,7 @@ pub(crate) fn is_base60_float(s: &str) -> bool {
 
 /// Upstream's timestamp test: `YYYY-M-D`, optionally followed by a time
 /// (`T`/`t` with a `Z` or `±hh:mm` zone, or a space and no zone).
-fn is_timestamp(b: &[u8]) -> bool {
+pub(crate) fn is_timestamp(b: &[u8]) -> bool {
     if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
         return false;
     }
