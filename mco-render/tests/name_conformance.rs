@@ -251,7 +251,16 @@ proptest! {
         let a = to_go_yaml(&v);
         let b = to_go_yaml(&v);
         prop_assert_eq!(&a, &b);
-        prop_assert!(a.ends_with('\n'));
+        // The document ends with a line break, but not always `\n`: a literal block whose
+        // last character is LS or PS (U+2028, U+2029), e.g. the string "\n\u{2028}", ends
+        // the document with that character. yaml.v2 v2.4.0 copies those breaks as they are
+        // and its document end then writes no further break (`|2+\n\n\u{2028}` for that
+        // string, checked against its Marshal; see the emitter's unit tests).
+        prop_assert!(
+            a.ends_with('\n') || a.ends_with('\u{2028}') || a.ends_with('\u{2029}'),
+            "{:?}",
+            a
+        );
         let name = rendered_name("worker", &v);
         prop_assert_eq!(name.len(), "rendered-worker-".len() + 32);
     }

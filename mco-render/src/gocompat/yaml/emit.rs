@@ -1008,6 +1008,32 @@ mod tests {
         assert_eq!(to_go_yaml(&json!({"a": ["x\n", 1]})), "a:\n- |\n  x\n- 1\n");
     }
 
+    /// A literal block ending in LS or PS (U+2028, U+2029) ends the document without a final
+    /// `\n`: yaml.v2 copies those breaks as they are, its literal writer leaves the emitter
+    /// at column 0 with `indention` and `whitespace` set, so the document end's indent writes
+    /// no break; and `+` chomping sets `open_ended` only until the chomp indicator itself is
+    /// written, so no `...` follows either. Checked against gopkg.in/yaml.v2 v2.4.0's Marshal.
+    #[test]
+    fn literal_block_ending_in_a_unicode_break_has_no_final_newline() {
+        assert_eq!(
+            to_go_yaml(&json!({"": "\n\u{2028}"})),
+            "\"\": |2+\n\n\u{2028}"
+        );
+        assert_eq!(to_go_yaml(&json!(["\n\u{2028}"])), "- |2+\n\n\u{2028}");
+        assert_eq!(to_go_yaml(&json!("\n\u{2028}")), "|2+\n\n\u{2028}");
+        assert_eq!(to_go_yaml(&json!("a\nb\u{2029}")), "|\n  a\n  b\u{2029}");
+        // A following key starts right after the break character.
+        assert_eq!(
+            to_go_yaml(&json!({"a": "x\n\u{2028}", "b": 1})),
+            "a: |+\n  x\n\u{2028}b: 1\n"
+        );
+        // The name is the salted MD5 of exactly those bytes, as upstream computes it.
+        assert_eq!(
+            name_for(NameScheme::Upstream, "worker", &json!({"": "\n\u{2028}"})),
+            "rendered-worker-86526a52d11d14b27aaf5fb869f85cee"
+        );
+    }
+
     #[test]
     fn numbers_and_scalars() {
         assert_eq!(
