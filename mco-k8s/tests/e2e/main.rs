@@ -34,5 +34,6 @@ mod pinned_images_e2e;
 mod rollout_policy_e2e;
 mod server_abuse;
 mod system_e2e;
+mod vm;
 mod watch_caches;
 mod webhook;
