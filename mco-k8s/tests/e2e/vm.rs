@@ -32,6 +32,10 @@ const API_PORT: u16 = 6443;
 /// How long one boot may take, to Done included (60-100 s here, much more on a loaded CI).
 const BOOT_LIMIT: Duration = Duration::from_secs(900);
 
+/// One machine at a time: two emulated machines on two shared cores would each take twice
+/// as long, and the waits would have to grow to match.
+static ONE_MACHINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Why the tier cannot run here, or the image folder and the agent binary.
 fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
     if std::env::var("MCO_VM_TESTS").ok().as_deref() != Some("1") {
@@ -346,18 +350,7 @@ impl Machine {
 
     /// A file of the powered-off machine's root file system (`debugfs`), `None` when absent.
     fn read(&self, path: &str) -> Option<String> {
-        let out = Command::new("debugfs")
-            .args(["-R", &format!("cat {path}")])
-            .arg(self.disk())
-            .output()
-            .unwrap();
-        let stat = Command::new("debugfs")
-            .args(["-R", &format!("stat {path}")])
-            .arg(self.disk())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&stat.stderr);
-        (!err.contains("File not found")).then(|| String::from_utf8_lossy(&out.stdout).into())
+        debugfs_cat(&self.disk(), path)
     }
 
     /// `e2fsck -fn` of the powered-off disk: its verdict, and whether it found it clean.
@@ -374,6 +367,25 @@ impl Machine {
         );
         (out.status.success(), text)
     }
+}
+
+/// A file of the ext4 file system in `image` (`debugfs`, which reads without replaying the
+/// journal), `None` when absent.
+fn debugfs_cat(image: &Path, path: &str) -> Option<String> {
+    let stat = Command::new("debugfs")
+        .args(["-R", &format!("stat {path}")])
+        .arg(image)
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&stat.stderr).contains("File not found") {
+        return None;
+    }
+    let out = Command::new("debugfs")
+        .args(["-R", &format!("cat {path}")])
+        .arg(image)
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into())
 }
 
 impl Drop for Machine {
@@ -526,6 +538,28 @@ impl Cluster {
         )
     }
 
+    /// Waits until the Node is Done on `target` (true) or the machine goes down (false: it
+    /// rebooted).
+    async fn done_or_down(&self, m: &mut Machine, target: &str) -> bool {
+        let start = Instant::now();
+        loop {
+            if self.node().is_done_on(target) {
+                return true;
+            }
+            if m.exited() {
+                return false;
+            }
+            if start.elapsed() > BOOT_LIMIT {
+                panic!(
+                    "not Done on {target} after {BOOT_LIMIT:?} ({})\n{}",
+                    self.annotations(),
+                    m.tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
     /// Waits until the Node is Done on `target` while the machine runs.
     async fn done_on(&self, m: &mut Machine, target: &str, what: &str) -> Duration {
         let start = Instant::now();
@@ -550,64 +584,6 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
-}
-
-/// A machine boots from our server with real Ignition, its agent completes the first boot
-/// and its Node reaches Done on the served rendered config; powered off, its disk holds the
-/// served files and fsck finds it clean.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_machine_boots_from_our_server_and_its_node_reaches_done() {
-    let (image, agent) = match prerequisites() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("SKIP: vm::a_real_machine_boots_from_our_server: {why}");
-            return;
-        }
-    };
-    let cluster = Cluster::start().await;
-    let target = support::eventually_within("a rendered worker config", support::PATIENCE, || {
-        cluster.target()
-    })
-    .await;
-    let mcs_port = cluster.mcs.insecure_addr.unwrap().port();
-    let api_port = cluster.server.addr.port();
-    let mut m = Machine::new(&image, &agent, mcs_port, api_port);
-
-    let started = Instant::now();
-    m.boot(true);
-    cluster.done_on(&mut m, &target, "first boot").await;
-    let first_boot = started.elapsed();
-    eprintln!("vm: first boot to Done on {target}: {first_boot:.1?}");
-
-    m.power_off().await;
-    let (clean, fsck) = m.fsck();
-    assert!(clean, "fsck after power off:\n{fsck}");
-    let served: mco_render::api::MachineConfig = decode(
-        &cluster
-            .server
-            .store
-            .get("machineconfigs", "", &target)
-            .unwrap(),
-    );
-    let current = m
-        .read("/etc/machine-config-daemon/currentconfig")
-        .expect("the agent's currentconfig");
-    assert!(current.contains(&target), "{current}");
-    let rendered = mco_node::desired_config::rendered_input(&served).unwrap();
-    for f in &rendered.config.storage.files {
-        assert!(m.read(&f.path).is_some(), "{} missing on the disk", f.path);
-    }
-    // Ignition's work: core's key where Ignition writes keys; the encapsulated config
-    // consumed by the first-boot unit.
-    let keys = m
-        .read("/home/core/.ssh/authorized_keys.d/ignition")
-        .expect("core's keys");
-    assert!(keys.contains("ssh-"), "{keys}");
-    assert!(m
-        .read("/etc/ignition-machine-config-encapsulated.json")
-        .is_none());
-    cluster.mcs.stop().await;
-    cluster.controller.abort();
 }
 
 /// What an update of the test brings: a file, a unit with an `[Install]` section (enabled), a
@@ -641,19 +617,23 @@ fn update_machine_config() -> serde_json::Value {
     })
 }
 
-/// The machine joins (as in the test above), then takes an update with a real reboot: the
-/// agent writes through real systemctl, reboots, and is Done after the boot, the new unit
-/// ran with its drop-in, the masked unit is masked. Then drift: a managed file edited inside
-/// the machine is Degraded, restored it is Done again.
+/// A machine boots from our server with real Ignition (its only input the pointer config),
+/// its agent completes the first boot and its Node reaches Done on the served rendered config.
+/// Then it takes an update with a real reboot: the agent writes through real systemctl,
+/// reboots, and is Done after the boot; the new unit ran with its drop-in, the masked unit is
+/// masked, the key and the password hash are in place. Then drift: a managed file edited
+/// inside the machine is Degraded, restored it is Done again. Powered off, fsck finds the disk
+/// clean and it holds what both configs wrote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_machine_takes_an_update_with_a_reboot_and_reports_drift() {
+async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() {
     let (image, agent) = match prerequisites() {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("SKIP: vm::a_real_machine_takes_an_update_with_a_reboot: {why}");
+            eprintln!("SKIP: vm::a_real_machine_joins_takes_an_update_with_a_reboot: {why}");
             return;
         }
     };
+    let _one = ONE_MACHINE.lock().await;
     let cluster = Cluster::start().await;
     let first = support::eventually_within("a rendered worker config", support::PATIENCE, || {
         cluster.target()
@@ -671,6 +651,33 @@ async fn a_real_machine_takes_an_update_with_a_reboot_and_reports_drift() {
     );
     m.must("systemctl is-active machine-config-daemon.service")
         .await;
+    // Ignition's work: core's key where Ignition writes keys; the encapsulated config
+    // consumed by the first-boot unit, which ran.
+    let keys = m
+        .must("cat /home/core/.ssh/authorized_keys.d/ignition")
+        .await;
+    assert!(keys.contains("ssh-"), "{keys}");
+    m.must("! test -e /etc/ignition-machine-config-encapsulated.json")
+        .await;
+    m.must("systemctl is-active machine-config-daemon-firstboot.service")
+        .await;
+    let first_files: Vec<String> = {
+        let mc: mco_render::api::MachineConfig = decode(
+            &cluster
+                .server
+                .store
+                .get("machineconfigs", "", &first)
+                .unwrap(),
+        );
+        let rendered = mco_node::desired_config::rendered_input(&mc).unwrap();
+        rendered
+            .config
+            .storage
+            .files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect()
+    };
 
     // The update.
     cluster
@@ -749,6 +756,241 @@ async fn a_real_machine_takes_an_update_with_a_reboot_and_reports_drift() {
     m.power_off().await;
     let (clean, fsck) = m.fsck();
     assert!(clean, "fsck after power off:\n{fsck}");
+    let current = m
+        .read("/etc/machine-config-daemon/currentconfig")
+        .expect("the agent's currentconfig");
+    assert!(current.contains(&second), "{current}");
+    for f in &first_files {
+        assert!(m.read(f).is_some(), "{f} missing on the disk");
+    }
+    assert_eq!(
+        m.read("/etc/mco-vm/updated.conf").as_deref(),
+        Some("updated = true\n")
+    );
+    cluster.mcs.stop().await;
+    cluster.controller.abort();
+}
+
+/// The files each power-cut round rewrites: generation `g` of each.
+const CUT_FILES: usize = 24;
+
+fn generation_machine_config(generation: usize) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = (0..CUT_FILES)
+        .map(|i| {
+            json!({"path": format!("/etc/mco-vm/gen/f{i:02}"), "mode": 420,
+                   "contents": {"source": data_url(&format!("generation {generation}\n"))}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": "96-worker-vm-generation",
+                     "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}}}
+    })
+}
+
+/// When a round's power cut falls: a delay after the Node turns Working (the agent's first
+/// step of the update), or the first line of the shutdown on the console (the reboot).
+#[derive(Clone, Copy, Debug)]
+enum Instant_ {
+    AfterWorking(Duration),
+    DuringReboot,
+}
+
+/// Power cuts: each round changes every managed file of one MachineConfig, then QEMU is
+/// killed at a recorded instant of the update. Before the machine boots again the cut disk,
+/// its journal replayed on a copy, holds each file all old or all new; then the machine boots,
+/// the agent recovers its journal, finishes the update (rebooting again when it must) and the
+/// Node is Done on the new config with every file new. At the end fsck finds the disk clean.
+/// `MCO_VM_CUTS` rounds (default 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_machine_survives_power_cuts_during_updates() {
+    let (image, agent) = match prerequisites() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("SKIP: vm::a_real_machine_survives_power_cuts: {why}");
+            return;
+        }
+    };
+    let _one = ONE_MACHINE.lock().await;
+    let rounds: usize = std::env::var("MCO_VM_CUTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let cluster = Cluster::start().await;
+    cluster
+        .server
+        .store
+        .create(
+            support::apiserver::resource("machineconfigs").unwrap(),
+            "",
+            generation_machine_config(0),
+        )
+        .unwrap();
+    let mut target =
+        support::eventually_within("a rendered worker config", support::PATIENCE, || {
+            cluster.target()
+        })
+        .await;
+    let mcs_port = cluster.mcs.insecure_addr.unwrap().port();
+    let api_port = cluster.server.addr.port();
+    let mut m = Machine::new(&image, &agent, mcs_port, api_port);
+    m.boot(true);
+    cluster.done_on(&mut m, &target, "first boot").await;
+    let instants = [
+        Instant_::AfterWorking(Duration::ZERO),
+        Instant_::AfterWorking(Duration::from_millis(1500)),
+        Instant_::DuringReboot,
+        Instant_::AfterWorking(Duration::from_secs(4)),
+        Instant_::AfterWorking(Duration::from_millis(700)),
+        Instant_::DuringReboot,
+        Instant_::AfterWorking(Duration::from_secs(8)),
+    ];
+    let mut passed = 0;
+    for round in 1..=rounds {
+        let instant = instants[(round - 1) % instants.len()];
+        let old = target.clone();
+        // Every round rewrites every file: the MachineConfig replaced.
+        support::edit(
+            &cluster.server.store,
+            "machineconfigs",
+            "",
+            "96-worker-vm-generation",
+            false,
+            |mc| {
+                mc["spec"] = generation_machine_config(round)["spec"].clone();
+            },
+        );
+        target =
+            support::eventually_within("the round's rendered config", support::PATIENCE, || {
+                cluster.target().filter(|t| *t != old)
+            })
+            .await;
+        let asked = Instant::now();
+        // Wait for the instant, then cut.
+        let console_path = m.console();
+        let console_len = || {
+            std::fs::metadata(&console_path)
+                .map(|md| md.len())
+                .unwrap_or(0)
+        };
+        let mut working_at: Option<u64> = None;
+        let seen = loop {
+            if m.exited() {
+                break "the machine rebooted before the instant".to_string();
+            }
+            if working_at.is_none() && cluster.node().annotation(STATE) == Some("Working") {
+                working_at = Some(console_len());
+            }
+            match (instant, working_at) {
+                (Instant_::AfterWorking(d), Some(_)) => {
+                    tokio::time::sleep(d).await;
+                    break format!("{d:?} after Working");
+                }
+                (Instant_::DuringReboot, Some(from)) => {
+                    let console = std::fs::read(m.console()).unwrap_or_default();
+                    let after =
+                        String::from_utf8_lossy(console.get(from as usize..).unwrap_or(&[]))
+                            .into_owned();
+                    if after.contains("Stopp") || after.contains("reboot") {
+                        break "the reboot's shutdown (its first console line)".to_string();
+                    }
+                }
+                _ => {}
+            }
+            assert!(
+                asked.elapsed() < BOOT_LIMIT,
+                "round {round}: the instant never came\n{}",
+                m.tail()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let at = asked.elapsed();
+        m.cut_power();
+
+        // The cut disk as the next boot finds it: the journal replayed on a copy.
+        let copy = m.dir.path().join("cut.img");
+        run(Command::new("cp")
+            .arg("--sparse=always")
+            .arg(m.disk())
+            .arg(&copy));
+        let replay = Command::new("e2fsck")
+            .args(["-f", "-y"])
+            .arg(&copy)
+            .output()
+            .unwrap();
+        let replay_text = String::from_utf8_lossy(&replay.stdout).into_owned();
+        let code = replay.status.code().unwrap_or(-1);
+        assert!(
+            code <= 1,
+            "round {round}: e2fsck of the cut disk exited {code}:\n{replay_text}"
+        );
+        let repaired: Vec<&str> = replay_text
+            .lines()
+            .filter(|l| l.contains("Fix?") || l.contains("Clear?") || l.contains("Salvage?"))
+            .collect();
+        assert!(
+            repaired.is_empty(),
+            "round {round}: the cut disk needed repairs:\n{replay_text}"
+        );
+        let gens: Vec<Option<String>> = (0..CUT_FILES)
+            .map(|i| debugfs_cat(&copy, &format!("/etc/mco-vm/gen/f{i:02}")))
+            .collect();
+        let old_text = format!("generation {}\n", round - 1);
+        let new_text = format!("generation {round}\n");
+        let all_old = gens.iter().all(|g| g.as_deref() == Some(old_text.as_str()));
+        let all_new = gens.iter().all(|g| g.as_deref() == Some(new_text.as_str()));
+        let journal = debugfs_cat(&copy, mco_node::journal::JOURNAL).is_some();
+        std::fs::remove_file(&copy).unwrap();
+        // All old, all new, or an update's journal left to roll the files back on boot.
+        assert!(
+            all_old || all_new || journal,
+            "round {round}: files neither all old nor all new, and no journal, after the cut at {seen}: {gens:?}"
+        );
+
+        // Boot again: recovered, updated, Done on the new config.
+        let recovery = Instant::now();
+        let mut boots = 0;
+        loop {
+            m.boot(false);
+            boots += 1;
+            match cluster.done_or_down(&mut m, &target).await {
+                true => break,
+                false => assert!(
+                    boots < 4,
+                    "round {round}: {boots} boots without Done\n{}",
+                    m.tail()
+                ),
+            }
+        }
+        let files = m.must("cat /etc/mco-vm/gen/f*").await;
+        assert_eq!(files, new_text.repeat(CUT_FILES), "round {round}");
+        m.must(&format!("! test -e {}", mco_node::journal::JOURNAL))
+            .await;
+        eprintln!(
+            "vm: cut {round}/{rounds} at {seen} ({at:.1?} after the new config): files {}{}, \
+             Done on the new config after {boots} boot(s) in {:.1?}",
+            if all_new {
+                "all new"
+            } else if all_old {
+                "all old"
+            } else {
+                "mixed, journal pending"
+            },
+            if journal {
+                ", journal left (rolled back)"
+            } else {
+                ""
+            },
+            recovery.elapsed()
+        );
+        passed += 1;
+    }
+    m.power_off().await;
+    let (clean, fsck) = m.fsck();
+    assert!(clean, "fsck after the cuts:\n{fsck}");
+    eprintln!("vm: {passed} power cuts passed");
     cluster.mcs.stop().await;
     cluster.controller.abort();
 }
