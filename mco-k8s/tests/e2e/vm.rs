@@ -309,6 +309,8 @@ impl Machine {
                     continue;
                 }
                 if let Some(code) = l.trim_end().strip_prefix("::done ") {
+                    // The newline printed before the status (the output may end without one).
+                    out.pop();
                     return Ok((code.parse().unwrap_or(-1), out));
                 }
                 out.push_str(&l);
@@ -434,7 +436,7 @@ fn agent_machine_config() -> serde_json::Value {
     // The test's way in: no SSH through the restricted network, a command line on ttyS1.
     let console = "#!/bin/sh\n# Each line read from the second serial port runs as root; its output and status go back.\n\
         stty -F /dev/ttyS1 raw -echo\nexec </dev/ttyS1 >/dev/ttyS1 2>&1\n\
-        while IFS= read -r line; do\n  sh -c \"$line\" </dev/null\n  echo \"::done $?\"\ndone\n";
+        while IFS= read -r line; do\n  sh -c \"$line\" </dev/null\n  printf '\\n::done %s\\n' \"$?\"\ndone\n";
     let console_unit = "[Unit]\nDescription=The test's command line on ttyS1\n\n[Service]\n\
         ExecStart=/usr/local/bin/mco-vm-console\nRestart=always\nRestartSec=1\n\n\
         [Install]\nWantedBy=multi-user.target\n";
