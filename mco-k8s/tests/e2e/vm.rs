@@ -588,6 +588,21 @@ impl Cluster {
     }
 }
 
+/// From `journalctl -o short-monotonic` lines of the agent's unit: the time from its first
+/// line naming `target` to systemd stopping the unit (the reboot).
+fn agent_share(log: &str, target: &str) -> Option<Duration> {
+    let at = |l: &str| -> Option<f64> {
+        let t = l.trim_start().strip_prefix('[')?.split(']').next()?;
+        t.trim().parse().ok()
+    };
+    let start = log.lines().find(|l| l.contains(target)).and_then(at)?;
+    let stop = log
+        .lines()
+        .find(|l| l.contains("Stopping") || l.contains("Deactivated"))
+        .and_then(at)?;
+    (stop >= start).then(|| Duration::from_secs_f64(stop - start))
+}
+
 /// What an update of the test brings: a file, a unit with an `[Install]` section (enabled), a
 /// unit without one, a drop-in (read by the enabled unit, so that it ran with it is seen), a
 /// masked unit, an SSH key and a password hash for `core`.
@@ -706,6 +721,16 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
     eprintln!(
         "vm: update to {second}: {to_reboot:.1?} to the reboot, {update:.1?} to Done after it"
     );
+
+    // The agent's own share of the update, from the previous boot's journal: its first line
+    // naming the new config to systemd stopping it for the reboot.
+    let log = m
+        .must("journalctl -b -1 -o short-monotonic --no-pager -u machine-config-daemon.service")
+        .await;
+    match agent_share(&log, &second) {
+        Some(share) => eprintln!("vm: the agent's share of the update: {share:.1?}"),
+        None => eprintln!("vm: the agent's share not found in its journal:\n{log}"),
+    }
 
     let ran = m.must("cat /var/lib/mco-vm-ran").await;
     let boot_id = m.must("cat /proc/sys/kernel/random/boot_id").await;
