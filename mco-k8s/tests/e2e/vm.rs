@@ -881,13 +881,18 @@ async fn a_real_machine_survives_power_cuts_during_updates() {
     let mut m = Machine::new(&image, &agent, mcs_port, api_port);
     m.boot(true);
     cluster.done_on(&mut m, &target, "first boot").await;
+    // Spread over the update as this machine runs it: the writes fall 1.5-4 s after the Node
+    // turns Working (the drain first), the reboot's shutdown a few seconds later.
     let instants = [
         Instant_::AfterWorking(Duration::ZERO),
+        Instant_::AfterWorking(Duration::from_millis(2000)),
+        Instant_::DuringReboot,
+        Instant_::AfterWorking(Duration::from_millis(2500)),
+        Instant_::AfterWorking(Duration::from_millis(3000)),
+        Instant_::AfterWorking(Duration::from_millis(3500)),
         Instant_::AfterWorking(Duration::from_millis(1500)),
-        Instant_::DuringReboot,
-        Instant_::AfterWorking(Duration::from_secs(4)),
-        Instant_::AfterWorking(Duration::from_millis(700)),
-        Instant_::DuringReboot,
+        Instant_::AfterWorking(Duration::from_millis(2250)),
+        Instant_::AfterWorking(Duration::from_millis(2750)),
         Instant_::AfterWorking(Duration::from_secs(8)),
     ];
     let mut passed = 0;
