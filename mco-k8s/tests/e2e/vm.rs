@@ -70,8 +70,16 @@ fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
     Ok((image, agent_binary()?))
 }
 
-/// This workspace's machine-config-daemon, built for the test's profile.
+/// This workspace's machine-config-daemon: `MCO_VM_AGENT` when set (CI names the one its
+/// `cargo test --workspace` just built), else built here for the test's profile.
 fn agent_binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("MCO_VM_AGENT") {
+        let path = PathBuf::from(path);
+        return path
+            .is_file()
+            .then_some(path.clone())
+            .ok_or_else(|| format!("MCO_VM_AGENT={}: no such file", path.display()));
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args([
