@@ -690,6 +690,22 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
         .await;
     m.must("systemctl is-active machine-config-daemon-firstboot.service")
         .await;
+    // The network is restricted: the API server through its forwarded address, but not the
+    // host's loopback directly (which QEMU's unrestricted user network would reach).
+    m.must(&format!(
+        "timeout 20 bash -c '</dev/tcp/{GUEST_HOST}/{API_PORT}'"
+    ))
+    .await;
+    let direct = m
+        .sh(
+            &format!("timeout 20 bash -c '</dev/tcp/10.0.2.2/{api_port}'"),
+            Duration::from_secs(60),
+        )
+        .await;
+    assert!(
+        matches!(direct, Ok((code, _)) if code != 0),
+        "the guest reached the host's loopback directly: {direct:?}"
+    );
     let first_files: Vec<String> = {
         let mc: mco_render::api::MachineConfig = decode(
             &cluster
