@@ -58,7 +58,7 @@ fn first_apply_writes_files_units_and_keys() {
     let key = "/home/core/.ssh/authorized_keys.d/ignition";
     assert_eq!(
         read(&root, key).as_deref(),
-        Some("ssh-ed25519 K1\nssh-ed25519 K2")
+        Some("ssh-ed25519 K1\nssh-ed25519 K2\n")
     );
     let km = std::fs::metadata(host_path(&root, key)).unwrap();
     assert_eq!((km.mode() & 0o777, km.uid(), km.gid()), (0o600, 1000, 1000));
@@ -177,7 +177,7 @@ fn failing_step_rolls_back_files_units_and_keys() {
     assert_eq!(read(&root, "/etc/systemd/system/y.service"), None);
     assert_eq!(
         read(&root, "/home/core/.ssh/authorized_keys.d/ignition").as_deref(),
-        Some("old-key")
+        Some("old-key\n")
     );
     assert_eq!(read(&root, "/etc/shadow").as_deref(), Some(shadow_a));
     assert_eq!(read_current(&root).unwrap().name(), "rendered-a");

@@ -64,7 +64,7 @@ pub enum Command {
     /// /run/machine-config-daemon-force does (the agent.mco.dev/force annotation).
     Force(NodeArgs),
     /// Write the dump `mco-render status --cluster-dir DIR` reads: per kind status reads, the
-    /// List `kubectl get -o yaml` prints, in DIR/<resource>.yaml. Exit 2 when the cluster
+    /// List `kubectl get -o yaml` prints, in `DIR/<resource>.yaml`. Exit 2 when the cluster
     /// cannot be read.
     Dump(DumpArgs),
 }

@@ -36,5 +36,6 @@ mod rollout_policy_e2e;
 mod server_abuse;
 mod system_e2e;
 mod versions;
+mod vm;
 mod watch_caches;
 mod webhook;
