@@ -632,7 +632,12 @@ fn cmd_render(
         };
     }
     let all: Vec<&MachineConfig> = rendered.iter().map(|(_, r)| &r.machine_config).collect();
-    out!("{}", output::objects_text(&all, output)?);
+    // One pool asked for by name prints its object alone, as `kubectl get KIND NAME -o json`
+    // does; several print as one `v1 List`.
+    match (pool, all.as_slice()) {
+        (Some(_), [one]) => out!("{}", output::object_text(one, output)?),
+        _ => out!("{}", output::objects_text(&all, output)?),
+    }
     Ok(())
 }
 

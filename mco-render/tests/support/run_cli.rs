@@ -43,13 +43,20 @@ pub fn list_items(out: &str) -> Vec<serde_json::Value> {
     }
 }
 
-/// The one object of the `v1 List` that `-o json` prints, pretty-printed as it was printed
-/// on its own.
+/// The one object `-o json` prints: the object itself (one object asked for by name, as
+/// `kubectl get KIND NAME -o json` prints it) or the one item of a `v1 List`, pretty-printed
+/// as it was printed on its own.
 pub fn only_item(out: &str) -> (serde_json::Value, String) {
-    let items = list_items(out);
-    let [item] = items.as_slice() else {
-        panic!("{} items, not one: {out}", items.len());
+    let v: serde_json::Value = serde_json::from_str(out).unwrap_or_default();
+    let item = if v["kind"] == "List" {
+        let items = list_items(out);
+        let [item] = items.as_slice() else {
+            panic!("{} items, not one: {out}", items.len());
+        };
+        item.clone()
+    } else {
+        v
     };
-    let text = serde_json::to_string_pretty(item).unwrap_or_default() + "\n";
-    (item.clone(), text)
+    let text = serde_json::to_string_pretty(&item).unwrap_or_default() + "\n";
+    (item, text)
 }

@@ -1,6 +1,7 @@
 //! `-o json|yaml`, one spelling on every command. Kubernetes objects print as `kubectl apply
 //! -f` reads them: JSON as one `v1 List` holding them (as `kubectl get -o json` prints
-//! several), YAML as one document each. Reports (validate, report, diff, schedule, status)
+//! several; one object asked for by name prints alone, as `kubectl get KIND NAME` prints it),
+//! YAML as one document each. Reports (validate, report, diff, schedule, status)
 //! print as one value, in either.
 
 use super::{to_json, to_yaml, Failure, Format};
@@ -41,6 +42,15 @@ pub(crate) fn objects_text<T: Serialize>(objects: &[T], format: Format) -> Resul
             }
             Ok(text)
         }
+    }
+}
+
+/// One object asked for by name, as `kubectl get KIND NAME -o json|yaml` prints it: the object
+/// itself, which `kubectl apply -f` takes too.
+pub(crate) fn object_text<T: Serialize>(object: &T, format: Format) -> Result<String, Failure> {
+    match format {
+        Format::Json => Ok(format!("{}\n", to_json(object)?)),
+        Format::Yaml => to_yaml(object),
     }
 }
 
