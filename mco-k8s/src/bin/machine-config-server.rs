@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// The machine-config-server: serves each pool's rendered Ignition config to the machines that
-/// boot into it (GET /config/<pool>), as upstream's does.
+/// boot into it (GET /config/POOL), as upstream's does.
 ///
 /// Two modes: --dir DIR serves the pools of a folder of manifests, rendered here and rendered
 /// again when the folder changes (with --templates, as `mco-render render --templates`);
