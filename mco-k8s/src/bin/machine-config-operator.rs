@@ -22,12 +22,16 @@ use std::time::Duration;
 /// the ControllerConfig, one MachineConfigNode per Node and the layering Secrets, and reports
 /// --release-version as the version deployed.
 #[derive(Parser)]
-#[command(
-    name = "machine-config-operator",
-    version,
-    long_version = mco_render::about::long_version()
-)]
+#[command(name = "machine-config-operator", disable_version_flag = true)]
 struct Cli {
+    /// Print the version: the releases reproduced, the default release, the Butane version
+    /// matched. `--version VALUE`, the spelling of earlier builds, sets --release-version
+    /// (deployments passing it keep running).
+    #[arg(long, num_args = 0..=1, value_name = "RELEASE_VERSION", conflicts_with = "release_version")]
+    version: Option<Option<String>>,
+    /// Print the name and the crate version.
+    #[arg(short = 'V')]
+    short_version: bool,
     /// The kubeconfig to use (default: KUBECONFIG, ~/.kube/config or the in-cluster service
     /// account).
     #[arg(long)]
@@ -75,6 +79,26 @@ fn read_manifests(dir: &Path) -> Result<Vec<(String, String)>, String> {
 async fn main() -> ExitCode {
     mco_k8s::kubeclient::init_logging();
     let cli = Cli::parse();
+    let release_version = match (cli.short_version, cli.version) {
+        (true, _) => {
+            println!("machine-config-operator {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        (false, Some(None)) => {
+            println!(
+                "machine-config-operator {}",
+                mco_render::about::long_version()
+            );
+            return ExitCode::SUCCESS;
+        }
+        (false, Some(Some(v))) => {
+            eprintln!(
+                "machine-config-operator: --version {v} is the older spelling of --release-version {v}"
+            );
+            v
+        }
+        (false, None) => cli.release_version,
+    };
     let manifests = match &cli.manifests {
         Some(dir) => match read_manifests(dir) {
             Ok(m) => m,
@@ -88,7 +112,7 @@ async fn main() -> ExitCode {
     let opts = Options {
         manifests,
         image: cli.image,
-        version: cli.release_version,
+        version: release_version,
         resync: Duration::from_secs(cli.resync_seconds.max(1)),
         debounce: Duration::from_millis(cli.debounce_ms),
     };

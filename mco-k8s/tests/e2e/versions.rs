@@ -75,17 +75,32 @@ fn every_binary_says_what_it_is() {
             assert!(help.contains(w), "{name} --help lacks {w:?}:\n{help}");
         }
     }
-    // The operator's release version is `--release-version`: `--version` is the build's,
-    // whatever follows it.
+    // The operator's release version is `--release-version`; `--version VALUE`, the spelling
+    // of earlier builds, still sets it (a deployment passing it keeps running, warned), where
+    // a bare `--version` prints the build's.
     let out = Command::new(env!("CARGO_BIN_EXE_machine-config-operator"))
-        .args(["--version", "1.2.3"])
+        .args([
+            "--version",
+            "1.2.3",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ])
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        format!(
-            "machine-config-operator {}\n",
-            mco_render::about::long_version()
-        )
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "machine-config-operator: --version 1.2.3 is the older spelling of --release-version 1.2.3\n"
+        ) && stderr.contains("/nonexistent/kubeconfig"),
+        "{out:?}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_machine-config-operator"))
+        .args(["--version", "1.2.3", "--release-version", "1.2.4"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot be used with"),
+        "{out:?}"
     );
 }
