@@ -4,7 +4,7 @@
 //! lists the cluster once, for one-shot passes (tests, tools).
 
 use super::drain::Drainer;
-use super::rollout_policy::{Guard, PoolInputs};
+use super::rollout_policy::{Guard, PoolInputs, StatusWrite};
 use super::Options;
 use crate::objects::{self, Model, Stored};
 use k8s_openapi::api::core::v1::Node as KubeNode;
@@ -449,6 +449,13 @@ impl Cluster {
                 self.guard.forget(name);
                 plan_rollout(&pool, &mine, defer.as_deref())
             }
+            (Layering::NotLayered, Some(policy)) if self.guard.cache_is_behind(policy) => {
+                // The rest of the pass waits for the write to reach the cache (its watch
+                // event, or the guard's wake, brings the pool back at once).
+                tracing::debug!(pool = name, "the RolloutPolicy's cache is behind its write");
+                view.pools[index] = pool;
+                return pinned_outcome(name, pinned_error);
+            }
             (Layering::NotLayered, Some(policy)) => {
                 let inputs = PoolInputs {
                     pool: &pool,
@@ -459,13 +466,20 @@ impl Cluster {
                     defer: defer.as_deref(),
                 };
                 let d = self.guard.decide(&inputs, instant).await?;
-                if self.guard.write_status(policy, &d.status).await? {
-                    tracing::info!(
+                match self.guard.write_status(policy, &d.status).await? {
+                    StatusWrite::Stale => {
+                        // Decided from an older policy than the server's: nothing of it holds.
+                        tracing::debug!(pool = name, "RolloutPolicy changed while deciding");
+                        view.pools[index] = pool;
+                        return pinned_outcome(name, pinned_error);
+                    }
+                    StatusWrite::Written => tracing::info!(
                         pool = name,
                         "rollout {}: {}",
                         d.status.phase.as_str(),
                         d.status.message
-                    );
+                    ),
+                    StatusWrite::Unchanged => {}
                 }
                 if let Some(p) = view.policies.iter_mut().find(|p| p.name() == name) {
                     p.status = Some(d.status.clone());
@@ -560,13 +574,7 @@ impl Cluster {
             }
         }
         view.pools[index] = pool;
-        match pinned_error {
-            Some(e) => Err(SyncError::PinnedImageSets {
-                pool: name.to_string(),
-                message: e,
-            }),
-            None => Ok(()),
-        }
+        pinned_outcome(name, pinned_error)
     }
 
     /// Points `pool`'s `spec.pinnedImageSets` at the PinnedImageSets its
@@ -605,6 +613,17 @@ impl Cluster {
             }
             Err(e) => Some(e.to_string()),
         }
+    }
+}
+
+/// A pool sync's outcome: its PinnedImageSets failure, if any, once the rest is done.
+fn pinned_outcome(pool: &str, error: Option<String>) -> Result<(), SyncError> {
+    match error {
+        Some(message) => Err(SyncError::PinnedImageSets {
+            pool: pool.to_string(),
+            message,
+        }),
+        None => Ok(()),
     }
 }
 

@@ -35,7 +35,26 @@ pub struct Guard {
     pods_passed: BTreeSet<(String, String)>,
     /// When each pool's decision may next change with no object changing.
     wakes: BTreeMap<String, Timestamp>,
+    /// Per policy, the resourceVersion its last status write was computed from: while the
+    /// cache still holds that version, it does not hold the write ([`Guard::cache_is_behind`]).
+    written_from: BTreeMap<String, String>,
 }
+
+/// What [`Guard::write_status`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusWrite {
+    /// The policy already held the status.
+    Unchanged,
+    /// The status was written.
+    Written,
+    /// The server holds a newer policy than the one the status was decided from (409): the
+    /// decision is void.
+    Stale,
+}
+
+/// How soon a pool whose policy's cache is behind the controller's own write looks again
+/// (the watch event of the write wakes it first).
+const BEHIND_RETRY: Duration = Duration::from_millis(100);
 
 /// The inputs of one pool's decision that come from the caches.
 pub struct PoolInputs<'a> {
@@ -61,6 +80,33 @@ impl Guard {
             policies: objects::api::<RolloutPolicy>(client),
             pods_passed: BTreeSet::new(),
             wakes: BTreeMap::new(),
+            written_from: BTreeMap::new(),
+        }
+    }
+
+    /// Whether the cache's `policy` is a version this controller already wrote a newer status
+    /// over: a decision from it would start from a status that is no longer the policy's (a
+    /// canary chosen again, a pass forgotten). The pool is looked at again shortly.
+    pub fn cache_is_behind(&mut self, policy: &RolloutPolicy) -> bool {
+        let name = policy.name();
+        let behind = policy.metadata.resource_version.is_some()
+            && self.written_from.get(name) == policy.metadata.resource_version.as_ref();
+        if behind {
+            self.wake_soon(name);
+        } else {
+            self.written_from.remove(name);
+        }
+        behind
+    }
+
+    /// Asks for another look at the pool `name` after [`BEHIND_RETRY`].
+    fn wake_soon(&mut self, name: &str) {
+        let soon = jiff::SignedDuration::try_from(BEHIND_RETRY)
+            .ok()
+            .and_then(|d| Timestamp::now().checked_add(d).ok());
+        if let Some(t) = soon {
+            let at = self.wakes.get(name).map_or(t, |w| (*w).min(t));
+            self.wakes.insert(name.to_string(), at);
         }
     }
 
@@ -183,14 +229,17 @@ impl Guard {
         Ok(pods.items.iter().all(pod_is_ready))
     }
 
-    /// Writes `status` as the policy's, unless it is what the policy holds.
+    /// Writes `status` as the policy's, unless it is what the policy holds. The merge patch is
+    /// computed against the cached policy and carries its resourceVersion, so the server
+    /// refuses it (409) when the cache was behind: a patch computed from an older status
+    /// would leave fields of the newer one standing.
     pub async fn write_status(
-        &self,
+        &mut self,
         policy: &RolloutPolicy,
         status: &RolloutPolicyStatus,
-    ) -> Result<bool, kube::Error> {
+    ) -> Result<StatusWrite, kube::Error> {
         if policy.status.as_ref() == Some(status) {
-            return Ok(false);
+            return Ok(StatusWrite::Unchanged);
         }
         // Against what is stored: a policy without a status has none of the defaults.
         let old = match &policy.status {
@@ -198,17 +247,38 @@ impl Guard {
             None => Ok(Value::Object(serde_json::Map::new())),
         };
         let (Ok(old), Ok(new)) = (old, serde_json::to_value(status)) else {
-            return Ok(false);
+            return Ok(StatusWrite::Unchanged);
         };
-        let patch = serde_json::json!({ "status": merge_diff(&old, &new) });
-        self.policies
+        let mut patch = serde_json::json!({ "status": merge_diff(&old, &new) });
+        if let Some(rv) = &policy.metadata.resource_version {
+            patch["metadata"] = serde_json::json!({ "resourceVersion": rv });
+        }
+        let written = self
+            .policies
             .patch_status(
                 policy.name(),
                 &PatchParams::default(),
                 &Patch::Merge(&patch),
             )
-            .await?;
-        Ok(true)
+            .await;
+        match written {
+            Ok(stored) => {
+                // A write the server took as no change keeps the version: nothing to wait for.
+                match &policy.metadata.resource_version {
+                    Some(rv) if stored.metadata.resource_version.as_ref() != Some(rv) => {
+                        self.written_from
+                            .insert(policy.name().to_string(), rv.clone());
+                    }
+                    _ => {}
+                }
+                Ok(StatusWrite::Written)
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                self.wake_soon(policy.name());
+                Ok(StatusWrite::Stale)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

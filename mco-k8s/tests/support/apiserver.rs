@@ -2167,6 +2167,7 @@ fn watch(
     }
     let (replay, mut live, mut last_rv) = store.watch_from(def.plural, from);
     let mut cut = store.faults.on_end_watches();
+    let lagging = store.clone();
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
     let open = OpenWatch::new(store.open_watches.clone());
     tokio::spawn(async move {
@@ -2204,7 +2205,13 @@ fn watch(
                             continue;
                         }
                         last_rv = e.rv;
-                        if wanted(&e) && tx.send(watch_line(e.type_, &e.object)).await.is_err() {
+                        if !wanted(&e) {
+                            continue;
+                        }
+                        if let Some(lag) = lagging.faults.watch_lag(def.plural) {
+                            tokio::time::sleep(lag).await;
+                        }
+                        if tx.send(watch_line(e.type_, &e.object)).await.is_err() {
                             return;
                         }
                     }

@@ -70,6 +70,9 @@ pub struct Faults {
     forbidden_until: Mutex<Option<std::time::Instant>>,
     expired_log: Mutex<Vec<Expired>>,
     forbidden: AtomicU64,
+    /// How long after a change of a kind (by plural) its watch event reaches the watchers
+    /// (a kind not named: at once).
+    watch_lag: Mutex<std::collections::BTreeMap<String, Duration>>,
 }
 
 /// A watch answered `410 Expired` (its ERROR event sent).
@@ -95,6 +98,7 @@ impl Default for Faults {
             forbidden_until: Mutex::new(None),
             expired_log: Mutex::new(Vec::new()),
             forbidden: AtomicU64::new(0),
+            watch_lag: Mutex::new(std::collections::BTreeMap::new()),
         }
     }
 }
@@ -121,6 +125,23 @@ impl Faults {
     /// A signal that fires when watches are ended.
     pub fn on_end_watches(&self) -> broadcast::Receiver<()> {
         self.cut.subscribe()
+    }
+
+    /// Delivers the watch events of `plural` `lag` after their change (`None`: at once), as
+    /// a busy kube-apiserver does: its watch caches trail etcd, each by its own amount, so a
+    /// client may read its own write of one kind back after later changes of another kind.
+    pub fn set_watch_lag(&self, plural: &str, lag: Option<Duration>) {
+        let mut lags = self.watch_lag.lock().unwrap_or_else(|e| e.into_inner());
+        match lag {
+            Some(l) => lags.insert(plural.to_string(), l),
+            None => lags.remove(plural),
+        };
+    }
+
+    /// The watch lag of `plural` now.
+    pub fn watch_lag(&self, plural: &str) -> Option<Duration> {
+        let lags = self.watch_lag.lock().unwrap_or_else(|e| e.into_inner());
+        lags.get(plural).copied()
     }
 
     /// Compacts history up to `rv`: watches from an older version get 410.
