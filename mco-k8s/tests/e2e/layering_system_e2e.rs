@@ -401,9 +401,9 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
         (daemon("worker-1"), "machine-config-daemon"),
         (CONTROLLER.to_string(), "machine-config-controller"),
     ] {
-        let requests = store.requests_named(Some(&agent));
+        let requests = store.requests_scoped(Some(&agent));
         assert!(!requests.is_empty(), "{agent} made no request");
-        let missing = rbac::ungranted(&requests, &rbac::cluster_role_rules(role));
+        let missing = rbac::ungranted_to(&requests, role);
         assert!(
             missing.is_empty(),
             "{agent}: not granted by {role}: {missing:?}"

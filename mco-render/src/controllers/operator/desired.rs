@@ -96,6 +96,9 @@ pub fn apply_rank(obj: &Value) -> (u8, u8) {
         "ServiceAccount" => (2, 0),
         "ClusterRole" | "Role" => (2, 1),
         "ClusterRoleBinding" | "RoleBinding" => (2, 2),
+        // The guards on what the agents write, in place before the agents run.
+        "ValidatingAdmissionPolicy" => (2, 3),
+        "ValidatingAdmissionPolicyBinding" => (2, 4),
         "ConfigMap" | "Secret" => (3, 0),
         "ControllerConfig" => (4, 0),
         "MachineConfigPool" => (5, 0),
