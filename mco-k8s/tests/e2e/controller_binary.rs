@@ -152,7 +152,10 @@ async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
     // Everything the binary asked for, the ClusterRole in manifests/ grants.
     let requests = server.store.request_counts();
     assert!(requests.contains_key("POST pods/eviction"), "{requests:?}");
-    let missing = rbac::ungranted_to(&server.store.requests_scoped(None), "machine-config-controller");
+    let missing = rbac::ungranted_to(
+        &server.store.requests_scoped(None),
+        "machine-config-controller",
+    );
     assert!(
         missing.is_empty(),
         "not granted by manifests/02-rbac.yaml: {missing:?}"

@@ -533,7 +533,10 @@ async fn a_machine_os_config_builds_and_rolls_out_rebuilds_and_opts_out() {
     );
 
     // Everything the controller asked for, the ClusterRole in manifests/ grants.
-    let missing = rbac::ungranted_to(&sim.store().requests_scoped(Some(AGENT)), "machine-config-controller");
+    let missing = rbac::ungranted_to(
+        &sim.store().requests_scoped(Some(AGENT)),
+        "machine-config-controller",
+    );
     assert!(
         missing.is_empty(),
         "not granted by manifests/02-rbac.yaml: {missing:?}"

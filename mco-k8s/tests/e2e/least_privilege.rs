@@ -51,10 +51,7 @@ fn secret_readers(objects: &[Value]) -> Vec<String> {
             let named = rule["resourceNames"]
                 .as_array()
                 .is_some_and(|n| !n.is_empty());
-            if has(&rule["apiGroups"], "")
-                && has(&rule["resources"], "secrets")
-                && reads
-                && !named
+            if has(&rule["apiGroups"], "") && has(&rule["resources"], "secrets") && reads && !named
             {
                 out.push(format!("ClusterRole {} rules[{i}]", name(role)));
             }
@@ -115,7 +112,9 @@ fn guard_faults(policy: &Value, resource: &str) -> Vec<String> {
     let mut faults = Vec::new();
     let username = format!("system:serviceaccount:{NAMESPACE}:{DAEMON}");
     if !matches!(
-        policy.pointer("/spec/failurePolicy").and_then(Value::as_str),
+        policy
+            .pointer("/spec/failurePolicy")
+            .and_then(Value::as_str),
         None | Some("Fail")
     ) {
         faults.push("failurePolicy is not Fail".to_string());
@@ -237,7 +236,8 @@ fn no_cluster_role_reads_every_secret() {
 
 #[test]
 fn a_cluster_role_reading_every_secret_is_caught() {
-    let role = |rule: Value| json!({"kind": "ClusterRole", "metadata": {"name": "r"}, "rules": [rule]});
+    let role =
+        |rule: Value| json!({"kind": "ClusterRole", "metadata": {"name": "r"}, "rules": [rule]});
     for rule in [
         json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}),
         json!({"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["list"]}),
@@ -329,7 +329,10 @@ fn an_unguarded_or_misshapen_policy_is_caught() {
     );
     let unbound = unguarded_daemon_writes(&without("ValidatingAdmissionPolicyBinding"));
     assert_eq!(unbound.len(), writes, "{unbound:?}");
-    assert!(unbound[0].contains("no ValidatingAdmissionPolicyBinding"), "{unbound:?}");
+    assert!(
+        unbound[0].contains("no ValidatingAdmissionPolicyBinding"),
+        "{unbound:?}"
+    );
     // A binding that only warns, a policy that fails open, one that never compares the
     // token's node, or one for another account.
     let edited = |f: &dyn Fn(&mut Value)| -> Vec<String> {
@@ -387,7 +390,10 @@ fn the_policies_guard_what_the_issue_names() {
     assert_eq!(
         kinds,
         [
-            ("ValidatingAdmissionPolicy", "machine-config-daemon-own-node"),
+            (
+                "ValidatingAdmissionPolicy",
+                "machine-config-daemon-own-node"
+            ),
             (
                 "ValidatingAdmissionPolicyBinding",
                 "machine-config-daemon-own-node"
@@ -432,7 +438,9 @@ fn the_policies_guard_what_the_issue_names() {
         for v in p["spec"]["validations"].as_array().into_iter().flatten() {
             assert_eq!(v["reason"], "Forbidden", "{v}");
         }
-        let bound = p["spec"]["variables"][0]["expression"].as_str().unwrap_or("");
+        let bound = p["spec"]["variables"][0]["expression"]
+            .as_str()
+            .unwrap_or("");
         assert!(
             bound.starts_with("has(request.userInfo.extra) && ")
                 && bound.contains(&format!("'{NODE_NAME_EXTRA}' in request.userInfo.extra")),
@@ -480,7 +488,10 @@ fn the_agents_token_is_bound_to_its_pod() {
         .find(|v| v["name"] == mount["name"])
         .cloned()
         .unwrap_or_default();
-    let sources = volume["projected"]["sources"].as_array().cloned().unwrap_or_default();
+    let sources = volume["projected"]["sources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let token = sources
         .iter()
         .find_map(|s| s.get("serviceAccountToken"))
@@ -489,13 +500,15 @@ fn the_agents_token_is_bound_to_its_pod() {
     assert_eq!(token["path"], "token", "{volume}");
     // The API server's own audience (none given), as the in-cluster token has.
     assert!(token.get("audience").is_none(), "{token}");
-    let has_file = |path: &str| sources.iter().any(|s| {
-        ["configMap", "downwardAPI"].iter().any(|k| {
-            s[k]["items"]
-                .as_array()
-                .is_some_and(|items| items.iter().any(|i| i["path"] == path))
+    let has_file = |path: &str| {
+        sources.iter().any(|s| {
+            ["configMap", "downwardAPI"].iter().any(|k| {
+                s[k]["items"]
+                    .as_array()
+                    .is_some_and(|items| items.iter().any(|i| i["path"] == path))
+            })
         })
-    });
+    };
     assert!(has_file("ca.crt") && has_file("namespace"), "{volume}");
     assert_eq!(pod["automountServiceAccountToken"], false);
 }

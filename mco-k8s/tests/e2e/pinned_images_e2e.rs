@@ -218,7 +218,10 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
     }
     manager.abort();
 
-    let missing_grants = rbac::ungranted_to(&store.requests_scoped(Some(DAEMON)), "machine-config-daemon");
+    let missing_grants = rbac::ungranted_to(
+        &store.requests_scoped(Some(DAEMON)),
+        "machine-config-daemon",
+    );
     assert!(missing_grants.is_empty(), "{missing_grants:?}");
 }
 

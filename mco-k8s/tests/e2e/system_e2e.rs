@@ -275,7 +275,10 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
     for node in ["worker-0", "worker-1", "master-0"] {
         let agent = format!("machine-config-daemon ({node})");
         let elsewhere = support::node_writes::elsewhere(&log, &agent, node);
-        assert!(elsewhere.is_empty(), "{agent} wrote another node's: {elsewhere:?}");
+        assert!(
+            elsewhere.is_empty(),
+            "{agent} wrote another node's: {elsewhere:?}"
+        );
     }
     // The controller listed each kind when its watch started and at most once more, after
     // the restart (as the agents), and read its caches from then on; it lists a node's pods

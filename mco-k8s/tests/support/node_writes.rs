@@ -36,7 +36,9 @@ pub fn elsewhere(log: &[Logged], agent: &str, node: &str) -> Vec<String> {
         let own = name.as_deref() == Some(node)
             && (!what.starts_with("machineconfignodes") || spec_node.is_none_or(|n| n == node));
         if !own {
-            out.push(format!("{method} {what} {name:?} (spec.node.name {spec_node:?})"));
+            out.push(format!(
+                "{method} {what} {name:?} (spec.node.name {spec_node:?})"
+            ));
         }
     }
     out
