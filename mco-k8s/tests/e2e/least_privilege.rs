@@ -337,7 +337,7 @@ fn an_unguarded_or_misshapen_policy_is_caught() {
     // token's node, or one for another account.
     let edited = |f: &dyn Fn(&mut Value)| -> Vec<String> {
         let mut objects = objects.clone();
-        objects.iter_mut().for_each(|o| f(o));
+        objects.iter_mut().for_each(f);
         unguarded_daemon_writes(&objects)
     };
     let warn_only = edited(&|o| {
