@@ -395,7 +395,7 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
     })
     .await;
 
-    // Every request each component made, its ClusterRole grants.
+    // Every request each component made, its roles grant.
     for (agent, role) in [
         (daemon("worker-0"), "machine-config-daemon"),
         (daemon("worker-1"), "machine-config-daemon"),
@@ -408,6 +408,13 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
             missing.is_empty(),
             "{agent}: not granted by {role}: {missing:?}"
         );
+    }
+    // And each agent wrote its own Node and MachineConfigNode alone, as the admission
+    // policies of manifests/02-daemon-policy.yaml require.
+    let log = store.request_log();
+    for node in ["worker-0", "worker-1"] {
+        let elsewhere = crate::support::node_writes::elsewhere(&log, &daemon(node), node);
+        assert!(elsewhere.is_empty(), "{node}'s agent: {elsewhere:?}");
     }
     for t in tasks {
         t.abort();

@@ -512,3 +512,61 @@ fn the_agents_token_is_bound_to_its_pod() {
     assert!(has_file("ca.crt") && has_file("namespace"), "{volume}");
     assert_eq!(pod["automountServiceAccountToken"], false);
 }
+
+/// The after-the-fact check of the agents' writes finds what the policies refuse: another
+/// node's Node or MachineConfigNode, by path or by a created object's name, or a
+/// MachineConfigNode of its own name pointing at another node; reads and other clients pass.
+#[test]
+fn writes_to_another_nodes_objects_are_found() {
+    use crate::support::apiserver::Logged;
+    use crate::support::node_writes::elsewhere;
+    let agent = "machine-config-daemon (worker-1)";
+    let logged = |who: &str, what: &str, name: Option<&str>, body: Value| Logged {
+        at: std::time::Instant::now(),
+        agent: who.to_string(),
+        what: what.to_string(),
+        name: name.map(str::to_string),
+        body: match body {
+            Value::Null => String::new(),
+            b => b.to_string(),
+        },
+    };
+    let own = json!({"metadata": {"name": "worker-1"}, "spec": {"node": {"name": "worker-1"}}});
+    let fine = [
+        logged(agent, "PATCH nodes", Some("worker-1"), json!({})),
+        logged(agent, "GET nodes", Some("worker-2"), Value::Null),
+        logged(agent, "POST machineconfignodes", None, own.clone()),
+        logged(
+            agent,
+            "PATCH machineconfignodes/status",
+            Some("worker-1"),
+            json!({}),
+        ),
+        logged(
+            "machine-config-controller",
+            "PATCH nodes",
+            Some("worker-2"),
+            json!({}),
+        ),
+    ];
+    assert_eq!(elsewhere(&fine, agent, "worker-1"), Vec::<String>::new());
+    let mut retargeted = own.clone();
+    retargeted["spec"]["node"]["name"] = json!("worker-2");
+    let foreign = [
+        logged(agent, "PATCH nodes", Some("worker-2"), json!({})),
+        logged(agent, "PUT nodes/status", Some("worker-2"), json!({})),
+        logged(
+            agent,
+            "POST machineconfignodes",
+            None,
+            json!({"metadata": {"name": "worker-2"}}),
+        ),
+        logged(
+            agent,
+            "PUT machineconfignodes",
+            Some("worker-1"),
+            retargeted,
+        ),
+    ];
+    assert_eq!(elsewhere(&foreign, agent, "worker-1").len(), foreign.len());
+}
