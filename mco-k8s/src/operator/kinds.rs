@@ -52,6 +52,18 @@ const TABLE: &[(&str, &str, &str, bool)] = &[
     ),
     ("DaemonSet", "apps/v1", "daemonsets", true),
     (
+        "ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+        false,
+    ),
+    (
+        "ValidatingAdmissionPolicyBinding",
+        "admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicybindings",
+        false,
+    ),
+    (
         "ControllerConfig",
         "machineconfiguration.openshift.io/v1",
         "controllerconfigs",

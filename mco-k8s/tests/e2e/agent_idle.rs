@@ -410,11 +410,8 @@ async fn idle_agents_make_no_request_while_the_optional_apis_are_absent() {
     .await;
     // Every request an agent made is one its ClusterRole grants (the CRD watches by name).
     for (node, _) in NODES {
-        let requests = server.store.requests_named(Some(&user_agent(node)));
-        let missing = support::rbac::ungranted(
-            &requests,
-            &support::rbac::cluster_role_rules("machine-config-daemon"),
-        );
+        let requests = server.store.requests_scoped(Some(&user_agent(node)));
+        let missing = support::rbac::ungranted_to(&requests, "machine-config-daemon");
         assert!(missing.is_empty(), "{node}: not granted: {missing:?}");
     }
 }

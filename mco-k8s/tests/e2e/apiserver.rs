@@ -474,6 +474,58 @@ async fn rules_restricted_to_names_grant_only_requests_naming_them() {
     assert!(ungranted(&requests, &[by_name, creator, lister]).is_empty());
 }
 
+/// A RoleBinding grants in its namespace alone: a Role's rule covers requests in that
+/// namespace, not the same request in another nor a list across every namespace; a
+/// ClusterRoleBinding's rule covers them all.
+#[tokio::test]
+async fn role_bindings_grant_in_their_namespace_alone() {
+    use k8s_openapi::api::core::v1::Secret;
+    use support::rbac::{grants_in, ungranted_by};
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client_as("reader");
+    for ns in ["mine", "theirs"] {
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+        secrets.list(&ListParams::default()).await.unwrap();
+    }
+    let requests = server.store.requests_scoped(Some("reader"));
+    let scoped = |ns: &str| (Some(ns.to_string()), None);
+    assert_eq!(
+        requests.get("LIST secrets").cloned().unwrap_or_default(),
+        [scoped("mine"), scoped("theirs")].into_iter().collect()
+    );
+    let sa = json!([{"kind": "ServiceAccount", "name": "reader",
+                     "namespace": support::rbac::NAMESPACE}]);
+    let rule = json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]});
+    let objects = [
+        json!({"kind": "Role", "metadata": {"name": "r", "namespace": "mine"}, "rules": [rule]}),
+        json!({"kind": "RoleBinding", "metadata": {"name": "r", "namespace": "mine"},
+               "roleRef": {"kind": "Role", "name": "r"}, "subjects": sa}),
+        // A Role of the same name elsewhere, bound to no one, grants nothing.
+        json!({"kind": "Role", "metadata": {"name": "r", "namespace": "theirs"}, "rules": [rule]}),
+    ];
+    assert_eq!(
+        ungranted_by(&requests, &grants_in(&objects, "reader")),
+        ["list secrets None in \"theirs\" (group \"\")"]
+    );
+    // Across every namespace: no namespace, which a Role never covers.
+    let secrets: Api<Secret> = Api::all(client);
+    secrets.list(&ListParams::default()).await.unwrap();
+    let requests = server.store.requests_scoped(Some("reader"));
+    assert_eq!(
+        ungranted_by(&requests, &grants_in(&objects, "reader")),
+        [
+            "list secrets None (group \"\")",
+            "list secrets None in \"theirs\" (group \"\")"
+        ]
+    );
+    let cluster_wide = [
+        json!({"kind": "ClusterRole", "metadata": {"name": "c"}, "rules": [rule]}),
+        json!({"kind": "ClusterRoleBinding", "metadata": {"name": "c"},
+               "roleRef": {"kind": "ClusterRole", "name": "c"}, "subjects": sa}),
+    ];
+    assert!(ungranted_by(&requests, &grants_in(&cluster_wide, "reader")).is_empty());
+}
+
 /// Validating admission as kube-apiserver runs it: a webhook that cannot be reached fails a
 /// matching request under `failurePolicy: Fail` (500, "failed calling webhook") and is
 /// skipped under `Ignore`; a status write matches only a rule naming the subresource; a

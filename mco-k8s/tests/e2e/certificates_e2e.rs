@@ -437,10 +437,7 @@ async fn ca_changes_reach_the_disk_without_an_update() {
     assert!(daemon.keys().all(|k| !k.contains("nodes")), "{daemon:?}");
     // Every request each made, its ClusterRole in manifests/ grants.
     for (agent, role) in [(DAEMON, "machine-config-daemon"), (OPERATOR, OPERATOR)] {
-        let missing = rbac::ungranted(
-            &store.requests_named(Some(agent)),
-            &rbac::cluster_role_rules(role),
-        );
+        let missing = rbac::ungranted_to(&store.requests_scoped(Some(agent)), role);
         assert!(
             missing.is_empty(),
             "{agent}: not granted by manifests/02-rbac.yaml: {missing:?}"

@@ -152,9 +152,9 @@ async fn the_binary_renders_pools_and_names_the_pods_blocking_a_drain() {
     // Everything the binary asked for, the ClusterRole in manifests/ grants.
     let requests = server.store.request_counts();
     assert!(requests.contains_key("POST pods/eviction"), "{requests:?}");
-    let missing = rbac::ungranted(
-        &server.store.requests_named(None),
-        &rbac::cluster_role_rules("machine-config-controller"),
+    let missing = rbac::ungranted_to(
+        &server.store.requests_scoped(None),
+        "machine-config-controller",
     );
     assert!(
         missing.is_empty(),

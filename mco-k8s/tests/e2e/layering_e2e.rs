@@ -533,9 +533,9 @@ async fn a_machine_os_config_builds_and_rolls_out_rebuilds_and_opts_out() {
     );
 
     // Everything the controller asked for, the ClusterRole in manifests/ grants.
-    let missing = rbac::ungranted(
-        &sim.store().requests_named(Some(AGENT)),
-        &rbac::cluster_role_rules("machine-config-controller"),
+    let missing = rbac::ungranted_to(
+        &sim.store().requests_scoped(Some(AGENT)),
+        "machine-config-controller",
     );
     assert!(
         missing.is_empty(),

@@ -395,19 +395,26 @@ async fn a_machine_os_config_rolls_its_image_onto_live_agents_and_opting_out_rol
     })
     .await;
 
-    // Every request each component made, its ClusterRole grants.
+    // Every request each component made, its roles grant.
     for (agent, role) in [
         (daemon("worker-0"), "machine-config-daemon"),
         (daemon("worker-1"), "machine-config-daemon"),
         (CONTROLLER.to_string(), "machine-config-controller"),
     ] {
-        let requests = store.requests_named(Some(&agent));
+        let requests = store.requests_scoped(Some(&agent));
         assert!(!requests.is_empty(), "{agent} made no request");
-        let missing = rbac::ungranted(&requests, &rbac::cluster_role_rules(role));
+        let missing = rbac::ungranted_to(&requests, role);
         assert!(
             missing.is_empty(),
             "{agent}: not granted by {role}: {missing:?}"
         );
+    }
+    // And each agent wrote its own Node and MachineConfigNode alone, as the admission
+    // policies of manifests/02-daemon-policy.yaml require.
+    let log = store.request_log();
+    for node in ["worker-0", "worker-1"] {
+        let elsewhere = crate::support::node_writes::elsewhere(&log, &daemon(node), node);
+        assert!(elsewhere.is_empty(), "{node}'s agent: {elsewhere:?}");
     }
     for t in tasks {
         t.abort();

@@ -27,6 +27,7 @@ mod kubectl_mco;
 mod layering_e2e;
 mod layering_system_e2e;
 mod leader_election;
+mod least_privilege;
 mod machine_config_server;
 mod manifest_commands;
 mod operator_e2e;

@@ -950,10 +950,7 @@ async fn the_binary_deploys_through_a_kubeconfig() {
     .unwrap_or_else(|_| panic!("the operator binary did not report 7.0.0 within 60s"));
     assert_eq!(condition(&available, "Available")["status"], "True");
     // Everything the binary asked for, its ClusterRole in manifests/ grants.
-    let missing = rbac::ungranted(
-        &store.requests_named(None),
-        &rbac::cluster_role_rules("machine-config-operator"),
-    );
+    let missing = rbac::ungranted_to(&store.requests_scoped(None), "machine-config-operator");
     assert!(
         missing.is_empty(),
         "not granted by manifests/02-rbac.yaml: {missing:?}"
@@ -1037,10 +1034,7 @@ async fn every_node_has_a_machine_config_node_and_a_deleted_nodes_goes() {
     assert!(mcn("worker-0").is_none());
     assert!(mcn("master-0").is_some());
     // Everything it asked for, its ClusterRole grants.
-    let missing = rbac::ungranted(
-        &store.requests_named(None),
-        &rbac::cluster_role_rules("machine-config-operator"),
-    );
+    let missing = rbac::ungranted_to(&store.requests_scoped(None), "machine-config-operator");
     assert!(missing.is_empty(), "not granted: {missing:?}");
 }
 
@@ -1194,9 +1188,6 @@ async fn layered_pools_get_the_secrets_their_builds_read() {
         "{}",
         failure.message
     );
-    let missing = rbac::ungranted(
-        &store.requests_named(None),
-        &rbac::cluster_role_rules("machine-config-operator"),
-    );
+    let missing = rbac::ungranted_to(&store.requests_scoped(None), "machine-config-operator");
     assert!(missing.is_empty(), "not granted: {missing:?}");
 }

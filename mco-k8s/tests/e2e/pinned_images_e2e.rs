@@ -218,9 +218,9 @@ async fn a_pool_naming_a_set_gets_its_images_pulled_pinned_and_reported() {
     }
     manager.abort();
 
-    let missing_grants = rbac::ungranted(
-        &store.requests_named(Some(DAEMON)),
-        &rbac::cluster_role_rules("machine-config-daemon"),
+    let missing_grants = rbac::ungranted_to(
+        &store.requests_scoped(Some(DAEMON)),
+        "machine-config-daemon",
     );
     assert!(missing_grants.is_empty(), "{missing_grants:?}");
 }
@@ -405,9 +405,9 @@ async fn the_controller_names_a_pools_sets_in_its_spec() {
         "{spec_patches} spec patches, of {patched:?}"
     );
 
-    let missing_grants = rbac::ungranted(
-        &requests,
-        &rbac::cluster_role_rules("machine-config-controller"),
+    let missing_grants = rbac::ungranted_to(
+        &store.requests_scoped(Some(CONTROLLER)),
+        "machine-config-controller",
     );
     assert!(missing_grants.is_empty(), "{missing_grants:?}");
 }

@@ -256,12 +256,28 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         ("machine-config-daemon (master-0)", "machine-config-daemon"),
         ("machine-config-controller", "machine-config-controller"),
     ] {
-        let requests = server.store.requests_named(Some(agent));
+        let requests = server.store.requests_scoped(Some(agent));
         assert!(!requests.is_empty(), "{agent} made no request");
-        let missing = support::rbac::ungranted(&requests, &support::rbac::cluster_role_rules(role));
+        let missing = support::rbac::ungranted_to(&requests, role);
         assert!(
             missing.is_empty(),
             "{agent}: not granted by {role}: {missing:?}"
+        );
+    }
+    // Each agent wrote its own Node and MachineConfigNode alone: what the admission policies
+    // of manifests/02-daemon-policy.yaml admit from a token bound to its node.
+    let log = server.store.request_log();
+    assert!(
+        log.iter()
+            .any(|l| l.agent == "machine-config-daemon (worker-0)" && l.what == "PATCH nodes"),
+        "worker-0's agent patched no Node"
+    );
+    for node in ["worker-0", "worker-1", "master-0"] {
+        let agent = format!("machine-config-daemon ({node})");
+        let elsewhere = support::node_writes::elsewhere(&log, &agent, node);
+        assert!(
+            elsewhere.is_empty(),
+            "{agent} wrote another node's: {elsewhere:?}"
         );
     }
     // The controller listed each kind when its watch started and at most once more, after
@@ -962,11 +978,8 @@ async fn a_machine_joins_from_the_served_ignition_and_drift_degrades_it_until_re
     // The agent's requests are all granted by its ClusterRole.
     let requests = server
         .store
-        .requests_named(Some("machine-config-daemon (worker-new)"));
-    let missing = support::rbac::ungranted(
-        &requests,
-        &support::rbac::cluster_role_rules("machine-config-daemon"),
-    );
+        .requests_scoped(Some("machine-config-daemon (worker-new)"));
+    let missing = support::rbac::ungranted_to(&requests, "machine-config-daemon");
     assert!(missing.is_empty(), "not granted: {missing:?}");
     mcs.stop().await;
     agent.abort();

@@ -487,10 +487,7 @@ async fn the_operator_fills_the_ca_bundle_from_the_secret() {
         assert_eq!(get()["webhooks"][0]["clientConfig"]["caBundle"], "Q0EgUEVN");
         assert_eq!(vwc_def.group, "admissionregistration.k8s.io");
 
-        let missing = support::rbac::ungranted(
-            &server.store.requests_named(None),
-            &support::rbac::cluster_role_rules("machine-config-operator"),
-        );
+        let missing = support::rbac::ungranted_to(&server.store.requests_scoped(None), "machine-config-operator");
         assert!(missing.is_empty(), "the operator's ClusterRole lacks {missing:?}");
     })
     .await

@@ -298,6 +298,38 @@ pub const RESOURCES: &[ResourceDef] = &[
         status: false,
     },
     ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "roles",
+        kind: "Role",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "rolebindings",
+        kind: "RoleBinding",
+        namespaced: true,
+        status: false,
+    },
+    ResourceDef {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicies",
+        kind: "ValidatingAdmissionPolicy",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicybindings",
+        kind: "ValidatingAdmissionPolicyBinding",
+        namespaced: false,
+        status: false,
+    },
+    ResourceDef {
         group: "apiextensions.k8s.io",
         version: "v1",
         plural: "customresourcedefinitions",
@@ -873,6 +905,9 @@ struct Inner {
     agent_requests: BTreeMap<(String, String), u64>,
     /// The object names each client's requests named (see [`Store::requests_named`]).
     agent_names: BTreeMap<(String, String), BTreeSet<Option<String>>>,
+    /// The namespace and object name each client's requests named (see
+    /// [`Store::requests_scoped`]).
+    agent_targets: BTreeMap<(String, String), BTreeSet<Named>>,
     /// Every request, in order (see [`Store::request_log`]).
     request_log: Vec<Logged>,
     kubelet: Kubelet,
@@ -1274,6 +1309,22 @@ impl Store {
                 out.entry(what.clone())
                     .or_default()
                     .extend(names.iter().cloned());
+            }
+        }
+        out
+    }
+
+    /// As [`Store::requests_named`], with the namespace each request named beside the object
+    /// name: `None` for a cluster-scoped kind or a list or watch across every namespace (as
+    /// the API server's request info has it for authorization, where a RoleBinding grants only
+    /// in its namespace).
+    pub fn requests_scoped(&self, agent: Option<&str>) -> BTreeMap<String, BTreeSet<Named>> {
+        let mut out: BTreeMap<String, BTreeSet<Named>> = BTreeMap::new();
+        for ((a, what), targets) in &self.lock().agent_targets {
+            if agent.is_none_or(|want| want == a) {
+                out.entry(what.clone())
+                    .or_default()
+                    .extend(targets.iter().cloned());
             }
         }
         out
@@ -2235,6 +2286,19 @@ fn watch(
     Ok(r)
 }
 
+/// What a request named, as authorization sees it: (namespace, object name); `None` where it
+/// named none (see [`Store::requests_scoped`]).
+pub type Named = (Option<String>, Option<String>);
+
+/// The namespace in an API path (`.../namespaces/NS/PLURAL...`), if it names one.
+fn path_namespace(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts
+        .windows(3)
+        .find(|w| w[0] == "namespaces" && !w[2].is_empty())
+        .map(|w| w[1].to_string())
+}
+
 /// A request as [`Store::request_log`] records it.
 #[derive(Debug, Clone)]
 pub struct Logged {
@@ -2348,6 +2412,11 @@ async fn serve(
             .entry((agent.clone(), what.clone()))
             .or_default()
             .insert(None);
+        inner
+            .agent_targets
+            .entry((agent.clone(), what.clone()))
+            .or_default()
+            .insert((path_namespace(&path), None));
         *inner
             .agent_requests
             .entry((agent.clone(), what))
@@ -2403,6 +2472,11 @@ async fn serve(
             name: name.clone(),
             body: String::from_utf8_lossy(&body).into_owned(),
         });
+        inner
+            .agent_targets
+            .entry((agent.clone(), what.clone()))
+            .or_default()
+            .insert((t.namespace.clone(), name.clone()));
         inner
             .agent_names
             .entry((agent.clone(), what.clone()))

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod faults;
 pub mod http;
 pub mod node_host;
+pub mod node_writes;
 pub mod patch;
 pub mod plugin;
 pub mod rbac;
