@@ -406,6 +406,14 @@ fn the_policies_guard_what_the_issue_names() {
                 "ValidatingAdmissionPolicyBinding",
                 "machine-config-daemon-own-machineconfignode"
             ),
+            (
+                "ValidatingAdmissionPolicy",
+                "machine-config-daemon-node-bound-token"
+            ),
+            (
+                "ValidatingAdmissionPolicyBinding",
+                "machine-config-daemon-node-bound-token"
+            ),
         ]
     );
     for d in &docs {
@@ -446,17 +454,38 @@ fn the_policies_guard_what_the_issue_names() {
                 && bound.contains(&format!("'{NODE_NAME_EXTRA}' in request.userInfo.extra")),
             "{bound}"
         );
-        // A request without the extra is refused outright.
+        // A token naming a node is held to it; one naming none is left to the third policy.
         assert!(p["spec"]["validations"][0]["expression"]
             .as_str()
-            .is_some_and(|e| e.contains("variables.boundNode != ''")));
+            .is_some_and(|e| e.starts_with("variables.boundNode == '' || ")));
     }
+    // Writes with a token naming no node: every kind the agent writes, warned and audited.
+    let unbound = policy("machine-config-daemon-node-bound-token");
+    for op in ["CREATE", "UPDATE"] {
+        assert!(matches(&unbound, "", "nodes", op));
+        assert!(matches(&unbound, "", "nodes/status", op));
+        for r in ["machineconfignodes", "machineconfignodes/status"] {
+            assert!(matches(
+                &unbound,
+                "machineconfiguration.openshift.io",
+                r,
+                op
+            ));
+        }
+    }
+    assert!(unbound["spec"]["validations"][0]["expression"]
+        .as_str()
+        .is_some_and(|e| e.contains(NODE_NAME_EXTRA)));
     for b in docs
         .iter()
         .filter(|d| d["kind"] == "ValidatingAdmissionPolicyBinding")
     {
         assert_eq!(b["spec"]["policyName"].as_str(), Some(name(b)));
-        assert_eq!(b["spec"]["validationActions"], json!(["Deny"]));
+        let actions = match name(b) {
+            "machine-config-daemon-node-bound-token" => json!(["Warn", "Audit"]),
+            _ => json!(["Deny"]),
+        };
+        assert_eq!(b["spec"]["validationActions"], actions);
         assert!(b["spec"].get("matchResources").is_none(), "{b}");
     }
 }
