@@ -101,11 +101,18 @@ impl Guard {
 
     /// Asks for another look at the pool `name` after [`BEHIND_RETRY`].
     fn wake_soon(&mut self, name: &str) {
+        let now = Timestamp::now();
         let soon = jiff::SignedDuration::try_from(BEHIND_RETRY)
             .ok()
-            .and_then(|d| Timestamp::now().checked_add(d).ok());
+            .and_then(|d| now.checked_add(d).ok());
         if let Some(t) = soon {
-            let at = self.wakes.get(name).map_or(t, |w| (*w).min(t));
+            // A wake already past is spent: keeping it would bring the pool back at once, and
+            // again, for as long as the cache trails.
+            let at = self
+                .wakes
+                .get(name)
+                .filter(|w| **w > now)
+                .map_or(t, |w| (*w).min(t));
             self.wakes.insert(name.to_string(), at);
         }
     }
