@@ -2,17 +2,24 @@
 //! pool (`mco_machine_count`, `mco_updated_machine_count`, `mco_degraded_machine_count`,
 //! `mco_unavailable_machine_count`, by `pool`), `mcc_drain_err` (1 while a node's drain
 //! is reported failed, by `node`) and `mcc_pool_alert` (1 for a node that matches the master
-//! pool and a custom pool, so follows master, by `node`), served at `/metrics` when
-//! `--metrics-listen` is given.
+//! pool and a custom pool, so follows master, by `node`), `mco_state` (when each node's pool
+//! was last seen in its state, by `node`, `pool`, `state` and `reason`: one series per node),
+//! `os_image_url_override` (1 for a pool whose rendered config names another OS image than
+//! the release's, by `pool`) and `mco_mosc_count` (the MachineOSConfigs: on-cluster layering
+//! in use), served at `/metrics` when `--metrics-listen` is given. As upstream's, the
+//! families by `node` or `pool` start with an `initialize` series at 0, so they exist before
+//! anything is reported.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use mco_render::api::{MachineConfigPool, Node};
 use mco_render::controllers::node_pool::master_overrides_custom;
+use mco_render::controllers::pool_metrics::PoolState;
 
 type Labels = Vec<(String, String)>;
 
@@ -26,6 +33,11 @@ pub struct ControllerMetrics {
     unavailable: Family<Labels, Gauge>,
     drain_err: Family<Labels, Gauge>,
     pool_alert: Family<Labels, Gauge>,
+    state: Family<Labels, Gauge>,
+    os_image_url_override: Family<Labels, Gauge>,
+    mosc_count: Gauge,
+    /// The `mco_state` series set for each pool's nodes, replaced at the pool's next report.
+    state_series: Mutex<BTreeMap<String, Vec<Labels>>>,
 }
 
 /// One pool's machine counts.
@@ -76,6 +88,21 @@ impl ControllerMetrics {
             "the node matches the master pool and a custom pool and follows master",
             m.pool_alert.clone(),
         );
+        reg.register("mco_state", "state of a specified pool", m.state.clone());
+        reg.register(
+            "os_image_url_override",
+            "state of OS image override",
+            m.os_image_url_override.clone(),
+        );
+        reg.register(
+            "mco_mosc_count",
+            "number of MachineOSConfig objects in the cluster; non-zero value indicates on-cluster layering is in use",
+            m.mosc_count.clone(),
+        );
+        let init = |key: &str| vec![(key.to_string(), "initialize".to_string())];
+        m.os_image_url_override.get_or_create(&init("pool")).set(0);
+        m.drain_err.get_or_create(&init("node")).set(0);
+        m.pool_alert.get_or_create(&init("node")).set(0);
         Arc::new(m)
     }
 
@@ -104,6 +131,63 @@ impl ControllerMetrics {
                 self.pool_alert.get_or_create(&l).set(i64::from(alert));
             }
         }
+    }
+
+    /// Sets `mco_state` of `pool`'s `nodes` to `state`, seen at `unix_seconds`; the series
+    /// the pool set before are dropped (a node that left it, a state it left), where
+    /// upstream's linger.
+    pub fn set_pool_state(&self, pool: &str, nodes: &[&str], state: &PoolState, unix_seconds: i64) {
+        let Ok(mut series) = self.state_series.lock() else {
+            return;
+        };
+        for old in series.remove(pool).unwrap_or_default() {
+            self.state.remove(&old);
+        }
+        let mine: Vec<Labels> = nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    ("node".to_string(), n.to_string()),
+                    ("pool".to_string(), pool.to_string()),
+                    ("state".to_string(), state.state.clone()),
+                    ("reason".to_string(), state.reason.clone()),
+                ]
+            })
+            .collect();
+        for l in &mine {
+            self.state.get_or_create(l).set(unix_seconds);
+        }
+        series.insert(pool.to_string(), mine);
+    }
+
+    /// Drops the `mco_state` series of pools not in `pools` (deleted).
+    pub fn retain_pool_states(&self, pools: &[&str]) {
+        let Ok(mut series) = self.state_series.lock() else {
+            return;
+        };
+        series.retain(|pool, labels| {
+            let keep = pools.contains(&pool.as_str());
+            if !keep {
+                for l in labels.iter() {
+                    self.state.remove(l);
+                }
+            }
+            keep
+        });
+    }
+
+    /// Sets whether `pool`'s rendered config overrides the release's OS image.
+    pub fn set_os_image_url_override(&self, pool: &str, overridden: bool) {
+        let l = vec![("pool".to_string(), pool.to_string())];
+        self.os_image_url_override
+            .get_or_create(&l)
+            .set(i64::from(overridden));
+    }
+
+    /// Sets the number of MachineOSConfigs.
+    pub fn set_mosc_count(&self, count: usize) {
+        self.mosc_count
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// The exposition text.
@@ -176,6 +260,63 @@ mod tests {
         assert!(text.contains("mcc_drain_err{node=\"worker-0\"} 1"));
         m.set_drain_failed("worker-0", false);
         assert!(m.render().contains("mcc_drain_err{node=\"worker-0\"} 0"));
+    }
+
+    #[test]
+    fn the_families_by_node_or_pool_start_with_an_initialize_series() {
+        let text = ControllerMetrics::new().render();
+        for line in [
+            "os_image_url_override{pool=\"initialize\"} 0\n",
+            "mcc_drain_err{node=\"initialize\"} 0\n",
+            "mcc_pool_alert{node=\"initialize\"} 0\n",
+            "mco_mosc_count 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
+
+    #[test]
+    fn one_state_series_per_node_of_a_pool() {
+        let m = ControllerMetrics::new();
+        let updating = PoolState {
+            state: "Updating".into(),
+            reason: String::new(),
+        };
+        m.set_pool_state("worker", &["w-0", "w-1"], &updating, 1_700_000_000);
+        m.set_pool_state("master", &["m-0"], &PoolState::default(), 1_700_000_001);
+        let text = m.render();
+        assert!(
+            text.contains(
+                "mco_state{node=\"w-0\",pool=\"worker\",state=\"Updating\",reason=\"\"} 1700000000\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "mco_state{node=\"m-0\",pool=\"master\",state=\"\",reason=\"\"} 1700000001\n"
+        ));
+        // The pool moves on and w-1 leaves it: its old series go.
+        let updated = PoolState {
+            state: "Updated".into(),
+            reason: String::new(),
+        };
+        m.set_pool_state("worker", &["w-0"], &updated, 1_700_000_100);
+        let text = m.render();
+        assert!(!text.contains("Updating"), "{text}");
+        assert!(!text.contains("w-1"), "{text}");
+        assert!(text.contains(
+            "mco_state{node=\"w-0\",pool=\"worker\",state=\"Updated\",reason=\"\"} 1700000100\n"
+        ));
+        // A deleted pool's series go too.
+        m.retain_pool_states(&["worker"]);
+        assert!(!m.render().contains("m-0"));
+        m.set_os_image_url_override("worker", true);
+        m.set_mosc_count(2);
+        let text = m.render();
+        assert!(
+            text.contains("os_image_url_override{pool=\"worker\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("mco_mosc_count 2\n"), "{text}");
     }
 
     #[test]

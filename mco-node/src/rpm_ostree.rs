@@ -73,6 +73,12 @@ pub struct Deployment {
     pub requested_packages: Vec<String>,
     /// Base packages asked to be removed (overrides).
     pub requested_base_removals: Vec<String>,
+    /// Local RPMs layered (`rpm-ostree install ./x.rpm`).
+    pub requested_local_packages: Vec<String>,
+    /// Local RPMs layered over files of base packages.
+    pub requested_local_fileoverride_packages: Vec<String>,
+    /// Base packages replaced by local RPMs.
+    pub requested_base_local_replacements: Vec<String>,
 }
 
 /// `rpm-ostree status --json` could not be had.

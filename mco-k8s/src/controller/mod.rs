@@ -627,6 +627,7 @@ async fn reconcile(pool: Arc<PoolObject>, ctx: Arc<Context>) -> Result<Action, S
     let mut view = ctx.view();
     let mut cluster = ctx.cluster.lock().await;
     cluster.sync_pool(&mut view, &name).await?;
+    cluster.report_cluster_metrics(&view);
     cluster.forget_vanished_drains(&view);
     let wait = [cluster.next_drain_retry(), cluster.next_rollout_wake(&name)]
         .into_iter()

@@ -22,6 +22,7 @@ use mco_render::controllers::gc::garbage_writes;
 use mco_render::controllers::layered::{image_build_degraded, layering, Layering};
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
 use mco_render::controllers::pinned_image_sets::{condition_after_sync, pool_pinned_image_sets};
+use mco_render::controllers::pool_metrics::pool_state;
 use mco_render::controllers::pool_status::{calculate_status_with, PoolLayering};
 use mco_render::controllers::render_sync::sync_pool;
 use mco_render::controllers::rollout::{
@@ -374,12 +375,22 @@ impl Cluster {
     pub async fn sync_all(&mut self) -> Result<(), SyncError> {
         let mut view = self.list_view().await?;
         let names: Vec<String> = view.pools.iter().map(|p| p.name().to_string()).collect();
-        for name in names {
-            self.sync_pool(&mut view, &name).await?;
+        for name in &names {
+            self.sync_pool(&mut view, name).await?;
         }
+        self.report_cluster_metrics(&view);
         self.drainer
             .retain_nodes(|n| view.nodes.iter().any(|m| m.name() == n));
         Ok(())
+    }
+
+    /// The metrics about the cluster rather than one pool: the MachineOSConfigs, and no
+    /// `mco_state` left of a deleted pool.
+    pub fn report_cluster_metrics(&self, view: &View) {
+        let metrics = &self.opts.metrics;
+        let pools: Vec<&str> = view.pools.iter().map(|p| p.name()).collect();
+        metrics.retain_pool_states(&pools);
+        metrics.set_mosc_count(view.moscs.len());
     }
 
     /// Syncs the pool `name`: its `spec.pinnedImageSets` (a failure reported as
@@ -405,6 +416,11 @@ impl Cluster {
         let rs = sync_pool(&pool, &view.mcs, view.cc.as_ref(), &self.opts.render, &now);
         if let Some(e) = &rs.error {
             tracing::warn!(pool = name, "{e}");
+        }
+        if let Some(overridden) = rs.os_image_url_overridden {
+            self.opts
+                .metrics
+                .set_os_image_url_override(name, overridden);
         }
         for write in rs.writes(name) {
             self.execute(write, &mut view.mcs, Some(&mut pool)).await?;
@@ -544,6 +560,13 @@ impl Cluster {
         if let Some(c) = condition_after_sync(&pool, pinned_result, &now) {
             status.set_condition(c);
         }
+        let seen = now.parse::<jiff::Timestamp>().map_or(0, |t| t.as_second());
+        self.opts.metrics.set_pool_state(
+            name,
+            &members.iter().map(String::as_str).collect::<Vec<_>>(),
+            &pool_state(Some(&status)),
+            seen,
+        );
         self.opts.metrics.set_pool(
             name,
             crate::metrics::PoolCounts {

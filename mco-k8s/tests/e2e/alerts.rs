@@ -3,6 +3,9 @@
 //! agent or machine-config-server (each started on 127.0.0.1 and read over HTTP), each alert
 //! carries what a PrometheusRule needs (severity, summary, description, a runbook that
 //! manifests/README.md has), and upstream's alerts keep their names, severities and `for:`.
+//! Upstream's alerts on other exporters' series (cAdvisor, kube-state-metrics, node-exporter,
+//! CRI-O) may name those, and only those ([`EXTERNAL`]); upstream's recording rules keep their
+//! names and expressions.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -30,6 +33,41 @@ const UPSTREAM: &[(&str, &str, Option<&str>)] = &[
     ("MCDRebootError", "critical", Some("5m")),
     ("MCDPivotError", "warning", Some("2m")),
     ("KubeletHealthState", "warning", None),
+    ("RuncDeprecated", "info", Some("10m")),
+    ("SystemMemoryExceedsReservation", "warning", Some("15m")),
+    ("HighOverallControlPlaneMemory", "warning", Some("1h")),
+    (
+        "ExtremelyHighIndividualControlPlaneMemory",
+        "critical",
+        Some("45m"),
+    ),
+];
+/// Upstream's recording rules, under its names and expressions (dashboards and telemetry read
+/// them).
+const UPSTREAM_RECORDS: &[(&str, &str)] = &[
+    ("os_image_url_override:sum", "sum(os_image_url_override)"),
+    ("mco_mosc_count:sum", "mco_mosc_count"),
+    (
+        "cluster:mcd_nodes_with_unsupported_packages:count",
+        "count(mcd_local_unsupported_packages > 0)",
+    ),
+    (
+        "cluster:mcd_total_unsupported_packages:sum",
+        "sum(mcd_local_unsupported_packages)",
+    ),
+];
+/// Metrics of other exporters that upstream's alerts read, with who serves them: the only
+/// names an expression may use that no component of this project serves.
+const EXTERNAL: &[(&str, &str)] = &[
+    ("container_memory_rss", "the kubelet's cAdvisor"),
+    ("kube_node_status_capacity", "kube-state-metrics"),
+    ("kube_node_status_allocatable", "kube-state-metrics"),
+    ("kube_node_role", "kube-state-metrics"),
+    ("node_memory_MemFree_bytes", "node-exporter"),
+    ("node_memory_Buffers_bytes", "node-exporter"),
+    ("node_memory_Cached_bytes", "node-exporter"),
+    ("node_memory_MemTotal_bytes", "node-exporter"),
+    ("container_runtime_crio_default_runtime", "CRI-O"),
 ];
 /// The project's own alerts (no upstream counterpart).
 const OURS: &[&str] = &["MachineConfigPoolNodesDegraded"];
@@ -338,6 +376,14 @@ async fn expositions() -> BTreeMap<&'static str, String> {
     controller.set_pool("worker", mco_k8s::metrics::PoolCounts::default());
     controller.set_drain_failed("worker-0", false);
     controller.set_pool_alerts(&[pool], &[&node]);
+    controller.set_os_image_url_override("worker", false);
+    controller.set_mosc_count(0);
+    controller.set_pool_state(
+        "worker",
+        &["worker-0"],
+        &mco_render::controllers::pool_metrics::PoolState::default(),
+        0,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -354,6 +400,16 @@ async fn expositions() -> BTreeMap<&'static str, String> {
     let agent = mco_node::agent::metrics::AgentMetrics::new();
     agent.set_state("Done", "");
     agent.set_update("rendered-worker-1", "");
+    agent.set_host_facts(
+        "worker-0",
+        &mco_node::agent::host_facts::HostFacts {
+            os: mco_node::agent::host_facts::HostOs {
+                os: "RHCOS".into(),
+                version: "9.6.20250101-0".into(),
+            },
+            unsupported_packages: Some(0),
+        },
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -419,6 +475,12 @@ impl Alert {
     fn name(&self) -> &str {
         self.rule["alert"].as_str().unwrap_or("")
     }
+    fn is_record(&self) -> bool {
+        self.rule["record"].is_string()
+    }
+    fn record(&self) -> &str {
+        self.rule["record"].as_str().unwrap_or("")
+    }
     fn expr(&self) -> &str {
         self.rule["expr"].as_str().unwrap_or("")
     }
@@ -429,6 +491,17 @@ impl Alert {
 
 /// Every alert of the rule file, checking the objects' shape on the way.
 fn alerts() -> Vec<Alert> {
+    rules().into_iter().filter(|r| !r.is_record()).collect()
+}
+
+/// Every recording rule of the rule file.
+fn records() -> Vec<Alert> {
+    rules().into_iter().filter(Alert::is_record).collect()
+}
+
+/// Every rule of the rule file (alerting and recording), checking the objects' shape on the
+/// way.
+fn rules() -> Vec<Alert> {
     let mut out = Vec::new();
     let objects = rule_objects();
     assert!(!objects.is_empty(), "{RULES}: no objects");
@@ -462,7 +535,10 @@ fn alerts() -> Vec<Alert> {
                 .unwrap_or_else(|| panic!("{here}: spec.groups[{g}].rules is empty"));
             for (r, rule) in rules.iter().enumerate() {
                 let at = format!("{here}: spec.groups[{g}].rules[{r}]");
-                assert!(rule["alert"].is_string(), "{at}: not an alert");
+                assert!(
+                    rule["alert"].is_string() != rule["record"].is_string(),
+                    "{at}: neither an alert nor a recording rule, or both"
+                );
                 out.push(Alert {
                     object: name.clone(),
                     at,
@@ -557,6 +633,36 @@ fn every_alert_has_what_a_prometheus_rule_needs() {
         assert_eq!(a.str_at("/labels/severity"), Some(*severity), "{}", a.at);
         assert_eq!(a.str_at("/for"), *for_, "{}: for", a.at);
     }
+    // Upstream's recording rules, as upstream writes them; and only those.
+    let records = records();
+    for (name, expr) in UPSTREAM_RECORDS {
+        let r = records
+            .iter()
+            .find(|r| r.record() == *name)
+            .unwrap_or_else(|| panic!("{RULES}: upstream's recording rule {name} is missing"));
+        assert_eq!(r.expr().trim(), *expr, "{}", r.at);
+    }
+    for r in &records {
+        assert!(
+            UPSTREAM_RECORDS.iter().any(|u| u.0 == r.record()),
+            "{}: recording rule {} is not upstream's",
+            r.at,
+            r.record()
+        );
+    }
+    // Only upstream's alerts read other exporters' metrics.
+    let external: BTreeSet<String> = EXTERNAL.iter().map(|(m, _)| m.to_string()).collect();
+    for name in OURS {
+        let a = alerts
+            .iter()
+            .find(|a| a.name() == *name)
+            .expect("listed alert");
+        assert!(
+            metric_names(a.expr()).is_disjoint(&external),
+            "{}: our alert {name} reads another exporter's metrics",
+            a.at
+        );
+    }
     for a in &alerts {
         assert!(
             UPSTREAM.iter().any(|u| u.0 == a.name()) || OURS.contains(&a.name()),
@@ -596,15 +702,24 @@ fn every_expression_names_metrics_the_components_serve() {
         );
     }
     let all: BTreeSet<String> = by_component.values().flatten().cloned().collect();
+    let external: BTreeSet<String> = EXTERNAL.iter().map(|(m, _)| m.to_string()).collect();
+    let known: BTreeSet<String> = all.union(&external).cloned().collect();
+    // Another exporter's metric that a component of ours serves is ours, not external.
+    for m in &external {
+        assert!(
+            !all.contains(m),
+            "{m} is served here: not an external metric"
+        );
+    }
 
     let mut wrong = Vec::new();
-    for a in alerts() {
-        let lacking = unserved(a.expr(), &all);
+    for a in rules() {
+        let name = if a.is_record() { a.record() } else { a.name() };
+        let lacking = unserved(a.expr(), &known);
         if !lacking.is_empty() {
             wrong.push(format!(
-                "{}: {} names {lacking:?}, which no component serves",
+                "{}: {name} names {lacking:?}, which no component serves",
                 a.at,
-                a.name()
             ));
         }
         // Each PrometheusRule is about the component it is named after.
@@ -613,14 +728,13 @@ fn every_expression_names_metrics_the_components_serve() {
             .unwrap_or_else(|| panic!("{}: no component is named {}", a.at, a.object));
         let elsewhere: BTreeSet<String> = unserved(a.expr(), own)
             .difference(&lacking)
+            .filter(|m| !external.contains(*m))
             .cloned()
             .collect();
         if !elsewhere.is_empty() {
             wrong.push(format!(
-                "{}: {} names {elsewhere:?}, which {} does not serve",
-                a.at,
-                a.name(),
-                a.object
+                "{}: {name} names {elsewhere:?}, which {} does not serve",
+                a.at, a.object
             ));
         }
     }

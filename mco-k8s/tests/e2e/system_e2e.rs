@@ -305,8 +305,23 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
         "mco_updated_machine_count{pool=\"worker\"} 2",
         "mco_degraded_machine_count{pool=\"worker\"} 0",
         "mco_machine_count{pool=\"master\"} 1",
+        // No MachineConfig names an OS image: the release's.
+        "os_image_url_override{pool=\"worker\"} 0",
+        "mco_mosc_count 0",
     ] {
         assert!(text.contains(line), "{line} missing from {text}");
+    }
+    // mco_state: each worker once, in the pool's newest condition (Updated, the rollout done).
+    for w in ["worker-0", "worker-1"] {
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("mco_state{{node=\"{w}\",")))
+            .collect();
+        assert_eq!(series.len(), 1, "{w}: {text}");
+        assert!(
+            series[0].contains(",pool=\"worker\",state=\"Updated\",reason=\"\"}"),
+            "{w}: {text}"
+        );
     }
     // Each worker agent's metrics show it Done on the new config.
     for (name, m) in &agent_metrics {
@@ -318,6 +333,13 @@ async fn a_new_machine_config_reaches_every_worker_disk() {
             );
             let update = format!("mcd_update_state{{config=\"{target}\",err=\"\"}} 1");
             assert!(text.contains(&update), "{name}: {text}");
+            // The simulated host has no os-release and no rpm-ostree, as upstream reports it.
+            assert!(
+                text.contains("mcd_host_os_and_version{os=\"unsupported\",version=\"\"} 1"),
+                "{name}: {text}"
+            );
+            let packages = format!("mcd_local_unsupported_packages{{node=\"{name}\"}} 0");
+            assert!(text.contains(&packages), "{name}: {text}");
         }
     }
     // The update's steps are Events on the nodes and the pool, under upstream's reasons.

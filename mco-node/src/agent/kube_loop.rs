@@ -1014,6 +1014,12 @@ impl<H: Host> Agent<H> {
     /// Watches the node and syncs on every change and at least every
     /// [`AgentOptions::resync`], until the watch ends or the host reboots.
     pub async fn run(mut self) -> Result<(), AgentError> {
+        // What upstream's daemon reports of its host once it starts.
+        let facts = super::host_facts::collect(&self.root, &mut self.host);
+        tracing::info!(os = %facts.os.os, version = %facts.os.version, unsupported_packages = ?facts.unsupported_packages, "host");
+        self.opts
+            .metrics
+            .set_host_facts(&self.opts.node_name, &facts);
         let cfg = self.opts.watch.named(&self.opts.node_name);
         // A 410 lists again at once; other failures wait (`watches::relist`).
         let nodes = self.nodes.clone();

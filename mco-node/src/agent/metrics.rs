@@ -3,7 +3,10 @@
 //! error), `mcd_config_drift` (when drift was last seen, 0 when none) and
 //! `mcd_reboots_failed_total`, `mcd_pivot_errors_total` (OS updates that failed since the
 //! last one that went through) and `mcd_kubelet_state` (the kubelet health checks failed in a
-//! row, [`super::kubelet_health`]), served at `/metrics` with `--metrics-listen`.
+//! row, [`super::kubelet_health`]), `mcd_host_os_and_version` (1 for the host's OS and, on a
+//! CoreOS, its booted version) and `mcd_local_unsupported_packages` (packages changed on the
+//! booted deployment that no supported extension installs, by `node`;
+//! [`super::host_facts`]), served at `/metrics` with `--metrics-listen`.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -24,6 +27,8 @@ pub struct AgentMetrics {
     config_drift: Gauge,
     pivot_errors: Gauge,
     kubelet_state: Gauge,
+    host_os: Family<Labels, Gauge>,
+    unsupported_packages: Family<Labels, Gauge>,
 }
 
 impl AgentMetrics {
@@ -61,6 +66,16 @@ impl AgentMetrics {
             "mcd_kubelet_state",
             "kubelet health checks failed in a row",
             m.kubelet_state.clone(),
+        );
+        reg.register(
+            "mcd_host_os_and_version",
+            "os that MCD is running on and version if RHCOS",
+            m.host_os.clone(),
+        );
+        reg.register(
+            "mcd_local_unsupported_packages",
+            "Total number of locally layered unsupported packages installed on the node",
+            m.unsupported_packages.clone(),
         );
         Arc::new(m)
     }
@@ -109,6 +124,32 @@ impl AgentMetrics {
     /// The kubelet health checks failed in a row now (0 after one that passed).
     pub fn set_kubelet_failures(&self, failures: u32) {
         self.kubelet_state.set(i64::from(failures));
+    }
+
+    /// The host's OS and version ([`super::host_facts::host_os`]).
+    pub fn set_host_os(&self, os: &super::host_facts::HostOs) {
+        self.host_os.clear();
+        let l = vec![
+            ("os".into(), os.os.clone()),
+            ("version".into(), os.version.clone()),
+        ];
+        self.host_os.get_or_create(&l).set(1);
+    }
+
+    /// The packages on `node`'s booted deployment that no supported extension installs.
+    pub fn set_unsupported_packages(&self, node: &str, count: usize) {
+        let l = vec![("node".into(), node.into())];
+        self.unsupported_packages
+            .get_or_create(&l)
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Records what [`super::host_facts::collect`] found.
+    pub fn set_host_facts(&self, node: &str, facts: &super::host_facts::HostFacts) {
+        self.set_host_os(&facts.os);
+        if let Some(n) = facts.unsupported_packages {
+            self.set_unsupported_packages(node, n);
+        }
     }
 
     /// The exposition text.
@@ -170,6 +211,39 @@ mod tests {
         assert!(text.contains("mcd_reboots_failed_total 1"));
         assert!(text.contains("mcd_pivot_errors_total 0\n"), "{text}");
         assert!(text.contains("mcd_kubelet_state 0\n"), "{text}");
+    }
+
+    #[test]
+    fn the_host_under_upstreams_names() {
+        let m = AgentMetrics::new();
+        let facts = super::super::host_facts::HostFacts {
+            os: super::super::host_facts::HostOs {
+                os: "RHCOS".into(),
+                version: "418.94.202410090804-0".into(),
+            },
+            unsupported_packages: Some(2),
+        };
+        m.set_host_facts("worker-0", &facts);
+        let text = m.render();
+        assert!(
+            text.contains(
+                "mcd_host_os_and_version{os=\"RHCOS\",version=\"418.94.202410090804-0\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcd_local_unsupported_packages{node=\"worker-0\"} 2\n"),
+            "{text}"
+        );
+        // No count (no booted deployment): the gauge stays as it was.
+        let none = super::super::host_facts::HostFacts {
+            unsupported_packages: None,
+            ..facts
+        };
+        m.set_host_facts("worker-0", &none);
+        assert!(m
+            .render()
+            .contains("mcd_local_unsupported_packages{node=\"worker-0\"} 2\n"));
     }
 
     #[test]

@@ -18,6 +18,7 @@
 pub mod cert_writer;
 pub mod cluster;
 pub mod drift_watch;
+pub mod host_facts;
 pub mod kube_loop;
 pub mod kubelet_health;
 pub mod metrics;

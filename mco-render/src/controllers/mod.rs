@@ -15,6 +15,7 @@ pub mod layered;
 pub mod node_pool;
 pub mod operator;
 pub mod pinned_image_sets;
+pub mod pool_metrics;
 pub mod pool_status;
 pub mod render_sync;
 pub mod rollout;

@@ -28,6 +28,9 @@ pub struct RenderSync {
     pub status: Option<MachineConfigPoolStatus>,
     /// Why the render failed (the RenderDegraded message), or why it could not run.
     pub error: Option<String>,
+    /// Whether the rendered config names another OS image than the ControllerConfig's base
+    /// image (`os_image_url_override`, by pool); `None` when nothing was rendered.
+    pub os_image_url_overridden: Option<bool>,
 }
 
 impl RenderSync {
@@ -178,6 +181,8 @@ pub fn sync_pool(
             out.error = Some(message);
         }
         Ok(r) => {
+            out.os_image_url_overridden =
+                Some(r.machine_config.spec.os_image_url != cc.spec.base_os_container_image);
             match all.iter().find(|m| m.name() == r.machine_config.name()) {
                 None => out.create = Some(r.machine_config.clone()),
                 Some(stored) if pool.spec.configuration.name == stored.name() => {
@@ -340,7 +345,32 @@ mod tests {
         let mut all2 = all.clone();
         all2.push(created);
         let s2 = sync_pool(&p, &all2, Some(&cc()), &RenderOptions::default(), "T2");
-        assert_eq!(s2, RenderSync::default());
+        assert_eq!(
+            s2,
+            RenderSync {
+                os_image_url_overridden: Some(false),
+                ..RenderSync::default()
+            }
+        );
+    }
+
+    #[test]
+    fn an_os_image_a_machine_config_names_is_an_override() {
+        let mut all = vec![mc("00-worker", json!({"ignition": {"version": V}}))];
+        let s = sync_pool(&pool(), &all, Some(&cc()), &RenderOptions::default(), "T");
+        assert_eq!(s.os_image_url_overridden, Some(false));
+        let mut custom = mc("99-worker-os", json!({"ignition": {"version": V}}));
+        custom.spec.os_image_url = "quay.io/custom/os@sha256:2".into();
+        all.push(custom);
+        let s = sync_pool(&pool(), &all, Some(&cc()), &RenderOptions::default(), "T");
+        assert_eq!(s.os_image_url_overridden, Some(true));
+        assert_eq!(
+            s.create.unwrap().spec.os_image_url,
+            "quay.io/custom/os@sha256:2"
+        );
+        // Nothing rendered: nothing said.
+        let s = sync_pool(&pool(), &all, None, &RenderOptions::default(), "T");
+        assert_eq!(s.os_image_url_overridden, None);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! `compress/flate` and `compress/gzip` at best compression (Butane's data URLs),
 //! `encoding/base64`,
 //! `encoding/json` text, `%q` quoting, strconv floats, semver as Go's libraries read it, Go's
-//! stable sort, `time.Duration`, BurntSushi TOML, docker image references, `resource.Quantity`, Go structs under `encoding/json`, and
-//! `text/template`.
+//! stable sort, `time.Duration`, BurntSushi TOML, docker image references, `resource.Quantity`, Go structs under `encoding/json`, os-release as the daemon's library
+//! reads it, and `text/template`.
 
 pub mod base64;
 pub mod duration;
@@ -12,6 +12,7 @@ pub(crate) mod gostruct;
 pub mod gzip;
 pub mod json;
 pub mod kube_yaml;
+pub mod os_release;
 pub mod quantity;
 pub mod quote;
 pub mod reference;
