@@ -416,8 +416,17 @@ fn cloud_lb_ips(cfg: &Value, key: &str, what: &str) -> Result<Value, TemplateErr
 
 /// Calls a function.
 pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
-    let s = |v: String| Ok(Value::String(v));
-    match name {
+    for family in [logic, text, platform] {
+        if let Some(v) = family(name, args)? {
+            return Ok(v);
+        }
+    }
+    Err(err(format!("function {} not defined", go_quote(name))))
+}
+
+/// text/template's own functions on values: the boolean ones, comparisons, `len`, `index`.
+fn logic(name: &str, args: &[Value]) -> Result<Option<Value>, TemplateError> {
+    let r = match name {
         "and" => Ok(args
             .iter()
             .find(|a| !truthy(a))
@@ -443,7 +452,7 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             }
             for r in rest {
                 if compare(first, r)? == Ordering::Equal {
-                    return Ok(Value::Bool(true));
+                    return Ok(Some(Value::Bool(true)));
                 }
             }
             Ok(Value::Bool(false))
@@ -496,6 +505,16 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             }
             Ok(v)
         }
+        _ => return Ok(None),
+    };
+    r.map(Some)
+}
+
+/// The functions that print or rewrite text: text/template's `print`, `println`, `printf`, and
+/// the MCO's `toString`, `join`, `indent`, `skip`.
+fn text(name: &str, args: &[Value]) -> Result<Option<Value>, TemplateError> {
+    let s = |v: String| Ok::<_, TemplateError>(Value::String(v));
+    let r = match name {
         "print" => s(sprint(args)),
         "toString" => {
             arity(name, args, 1)?;
@@ -547,6 +566,15 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             }
             s(format!("{{{{.{key}}}}}"))
         }
+        _ => return Ok(None),
+    };
+    r.map(Some)
+}
+
+/// The MCO's functions on URLs and the cluster's platform (its `Infrastructure` status).
+fn platform(name: &str, args: &[Value]) -> Result<Option<Value>, TemplateError> {
+    let s = |v: String| Ok::<_, TemplateError>(Value::String(v));
+    let r = match name {
         "urlHost" => {
             arity(name, args, 1)?;
             s(url_host(as_str(name, &args[0])?))
@@ -556,7 +584,7 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             let u = as_str(name, &args[0])?;
             let (_, port) = split_host_port(u);
             if !port.is_empty() {
-                return s(port);
+                return Ok(Some(Value::String(port)));
             }
             match u.split_once("://").map(|(scheme, _)| scheme) {
                 Some("https") => s("443".into()),
@@ -589,7 +617,7 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
                 "AWS" => "ecr-credential-provider.yaml",
                 "GCP" => "gcr-credential-provider.yaml",
                 "Azure" => "acr-credential-provider.yaml",
-                _ => return s(String::new()),
+                _ => return Ok(Some(Value::String(String::new()))),
             };
             s(format!("--image-credential-provider-bin-dir=/usr/libexec/kubelet-image-credential-provider-plugins --image-credential-provider-config=/etc/kubernetes/credential-providers/{file}"))
         }
@@ -633,8 +661,9 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, TemplateError> {
             arity(name, args, 1)?;
             cloud_lb_ips(&args[0], "IngressLoadBalancerIPs", "Ingress")
         }
-        _ => Err(err(format!("function {} not defined", go_quote(name)))),
-    }
+        _ => return Ok(None),
+    };
+    r.map(Some)
 }
 
 #[cfg(test)]
