@@ -626,6 +626,7 @@ async fn reconcile(pool: Arc<PoolObject>, ctx: Arc<Context>) -> Result<Action, S
     }
     let mut view = ctx.view();
     let mut cluster = ctx.cluster.lock().await;
+    cluster.sync_controller_certificates(&mut view).await?;
     cluster.sync_pool(&mut view, &name).await?;
     cluster.report_cluster_metrics(&view);
     cluster.forget_vanished_drains(&view);

@@ -30,6 +30,7 @@ use mco_render::controllers::rollout::{
     SET_DESIRED_CONFIG_AND_OS_IMAGE,
 };
 use mco_render::controllers::rollout_policy::overlay_pool_status;
+use mco_render::controllers::templates::certificates::{cert_expirys, certificates_update};
 use mco_render::controllers::Write;
 use serde_json::json;
 
@@ -374,6 +375,7 @@ impl Cluster {
     /// forgotten.
     pub async fn sync_all(&mut self) -> Result<(), SyncError> {
         let mut view = self.list_view().await?;
+        self.sync_controller_certificates(&mut view).await?;
         let names: Vec<String> = view.pools.iter().map(|p| p.name().to_string()).collect();
         for name in &names {
             self.sync_pool(&mut view, name).await?;
@@ -381,6 +383,34 @@ impl Cluster {
         self.report_cluster_metrics(&view);
         self.drainer
             .retain_nodes(|n| view.nodes.iter().any(|m| m.name() == n));
+        Ok(())
+    }
+
+    /// Records the certificates of the ControllerConfig's CA bundles in its status
+    /// (`status.controllerCertificates`), as upstream's template controller does, when they
+    /// changed; `view` sees the new status.
+    pub async fn sync_controller_certificates(&self, view: &mut View) -> Result<(), SyncError> {
+        let Some(cc) = view.cc.as_mut() else {
+            return Ok(());
+        };
+        let Some(certs) = certificates_update(cc) else {
+            return Ok(());
+        };
+        let patch = json!({"status": {"controllerCertificates": &certs}});
+        self.ccs
+            .patch_status(
+                &cc.metadata.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        tracing::info!(
+            certificates = certs.len(),
+            "recorded the ControllerConfig's certificates"
+        );
+        cc.status
+            .get_or_insert_with(Default::default)
+            .controller_certificates = certs;
         Ok(())
     }
 
@@ -576,6 +606,7 @@ impl Cluster {
                 unavailable: status.unavailable_machine_count.into(),
             },
         );
+        status.cert_expirys = cert_expirys(view.cc.as_ref());
         if pool.status.as_ref() != Some(&status) {
             let write = Write::PatchPoolStatus {
                 pool: name.to_string(),

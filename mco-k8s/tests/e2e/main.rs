@@ -16,6 +16,7 @@ mod apply_in_any_order;
 mod certificates_e2e;
 mod cluster_config_e2e;
 mod controller_binary;
+mod controller_certificates_e2e;
 mod controller_e2e;
 mod crds;
 mod custom_resources_e2e;

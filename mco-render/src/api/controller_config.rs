@@ -59,10 +59,41 @@ pub struct ControllerConfigStatus {
     /// The generation observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The certificates of the spec's CA bundles, as upstream's template controller records
+    /// them.
+    #[serde(
+        default,
+        deserialize_with = "super::meta::nullable_vec",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    #[schemars(with = "Option<Vec<ControllerCertificate>>")]
+    pub controller_certificates: Vec<ControllerCertificate>,
     /// Everything else.
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// One certificate of a CA bundle of the spec (`status.controllerCertificates[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerCertificate {
+    /// The subject, as Go's `pkix.Name.String()` prints it.
+    #[serde(default)]
+    pub subject: String,
+    /// The issuer, printed the same way.
+    #[serde(default)]
+    pub signer: String,
+    /// Not valid before (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<String>,
+    /// Not valid after (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<String>,
+    /// The spec field (`KubeAPIServerServingCAData`, `CloudProviderCAData`, `RootCAData`,
+    /// `AdditionalTrustBundle`) or registry bundle file it came from.
+    #[serde(default)]
+    pub bundle_file: String,
 }
 
 /// The ControllerConfig spec fields holding a CA bundle (`[]byte` upstream: base64 in JSON).

@@ -20,8 +20,8 @@ pub mod value_at;
 
 pub use condition::Condition;
 pub use controller_config::{
-    CaFieldError, ControllerConfig, ControllerConfigSpec, ControllerConfigStatus,
-    ImageRegistryBundle,
+    CaFieldError, ControllerCertificate, ControllerConfig, ControllerConfigSpec,
+    ControllerConfigStatus, ImageRegistryBundle,
 };
 pub use custom::{
     ContainerRuntimeConfig, ContainerRuntimeConfigSpec, CustomResource, CustomResourceStatus,
@@ -39,6 +39,6 @@ pub use node::Node;
 pub use pinned_image_set::{
     PinnedImageRef, PinnedImageSet, PinnedImageSetRef, PinnedImageSetSpec, PinnedImageSetStatus,
 };
-pub use pool::{MachineConfigPool, MachineConfigPoolStatus, PoolSpec};
+pub use pool::{CertExpiry, MachineConfigPool, MachineConfigPoolStatus, PoolSpec};
 pub use rollout_policy::{RolloutPolicy, RolloutPolicySpec, RolloutPolicyStatus};
 pub use selector::LabelSelector;

@@ -127,10 +127,33 @@ pub struct MachineConfigPoolStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Option<Vec<Condition>>")]
     pub conditions: Vec<Condition>,
+    /// When the API server's serving CA certificates expire, as the ControllerConfig records
+    /// them.
+    #[serde(
+        default,
+        deserialize_with = "super::meta::nullable_vec",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    #[schemars(with = "Option<Vec<CertExpiry>>")]
+    pub cert_expirys: Vec<CertExpiry>,
     /// Other fields, passed through.
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// One certificate's expiry in a pool's status (`status.certExpirys[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+pub struct CertExpiry {
+    /// The bundle it came from.
+    #[serde(default)]
+    pub bundle: String,
+    /// Its subject.
+    #[serde(default)]
+    pub subject: String,
+    /// Not valid after (RFC 3339, UTC); null when unknown.
+    #[serde(default)]
+    pub expiry: Option<String>,
 }
 
 impl MachineConfigPoolStatus {

@@ -52,6 +52,8 @@ fn write_stdout(text: &str) {
 
 #[path = "cli/build_request.rs"]
 mod build_request;
+#[path = "cli/certificates.rs"]
+mod certificates;
 #[path = "cli/check.rs"]
 mod check;
 #[path = "cli/completions.rs"]
@@ -306,6 +308,10 @@ enum Command {
     /// Print the documents of manifest files as kubectl reads them (YAML 1.1, as
     /// sigs.k8s.io/yaml decodes it: `0644` is 420, `yes` is true), as a `v1` `List`.
     Decode(decode::Args),
+    /// Print the certificates of CA bundles (PEM files, or the ControllerConfig of manifests or
+    /// a cluster dump) as the cluster records them in `status.controllerCertificates`, with
+    /// their expiry.
+    Certificates(certificates::Args),
 }
 
 /// A failure the user must fix: printed on stderr, exit code 1 (2 for unreadable input).
@@ -430,6 +436,7 @@ fn main() -> ExitCode {
         }),
         Command::BuildRequest(args) => build_request::run(&args),
         Command::Decode(args) => decode::run(&args),
+        Command::Certificates(args) => certificates::run(&args),
         Command::Butane(args) => butane::run(&args, cli.strict).map_err(|code| Failure {
             code,
             lines: Vec::new(),

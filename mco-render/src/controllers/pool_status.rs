@@ -107,6 +107,7 @@ pub fn calculate_status_with(
         unavailable_machine_count: unavailable,
         degraded_machine_count: degraded.len() as i32,
         conditions: old.conditions.clone(),
+        cert_expirys: old.cert_expirys.clone(),
         extra: old.extra.clone(),
     };
     let line = match layering.image.as_deref().filter(|_| layering.layered) {

@@ -3,7 +3,7 @@
 //! `encoding/base64`,
 //! `encoding/json` text, `%q` quoting, strconv floats, semver as Go's libraries read it, Go's
 //! stable sort, `time.Duration`, BurntSushi TOML, docker image references, `resource.Quantity`, Go structs under `encoding/json`, os-release as the daemon's library
-//! reads it, and `text/template`.
+//! reads it, certificate names as `crypto/x509` prints them, and `text/template`.
 
 pub mod base64;
 pub mod duration;
@@ -13,6 +13,7 @@ pub mod gzip;
 pub mod json;
 pub mod kube_yaml;
 pub mod os_release;
+pub mod pkix;
 pub mod quantity;
 pub mod quote;
 pub mod reference;

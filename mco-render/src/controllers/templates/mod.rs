@@ -21,6 +21,7 @@
 //!
 //! Pure: the caller reads the folder into a [`TemplateTree`].
 
+pub mod certificates;
 pub mod transpile;
 
 use crate::gocompat::template as engine;
