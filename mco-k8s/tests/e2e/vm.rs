@@ -509,11 +509,14 @@ struct Cluster {
     _certs: tempfile::TempDir,
 }
 
+/// The worker pool's node selector.
+const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
+
 /// The Node as the kubelet registers it.
 fn node_object() -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "Node",
            "metadata": {"name": NODE, "labels": {
-               "node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"}},
+               WORKER_ROLE: "", "kubernetes.io/os": "linux"}},
            "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
 }
 
@@ -574,8 +577,9 @@ impl Cluster {
                     .collect();
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 real.install(&names, NODE).await;
-                // The Node first: the agent's token is bound to it.
-                let node = real.register_node(&node_object()).await;
+                // The Node first, outside the pool: the agent's token is bound to it, and its
+                // config holds the token.
+                let node = real.register_node(&node_object(), WORKER_ROLE).await;
                 let token = real.agent_token(&node).await;
                 let configs = std::iter::once(agent_machine_config(&real.guest_kubeconfig(&token)));
                 for mc in configs.chain(extra) {
@@ -606,15 +610,34 @@ impl Cluster {
             pointer: Vec::new(),
             _certs: certs,
         };
-        if let Api::Local(server) = &cluster.api {
-            server
-                .store
-                .create(
-                    support::apiserver::resource("nodes").unwrap(),
-                    "",
-                    node_object(),
-                )
-                .unwrap();
+        match &cluster.api {
+            Api::Local(server) => {
+                server
+                    .store
+                    .create(
+                        support::apiserver::resource("nodes").unwrap(),
+                        "",
+                        node_object(),
+                    )
+                    .unwrap();
+            }
+            Api::Real(real) => {
+                // The machine joins a settled pool, as on a running cluster: the server serves
+                // the pool's current config (`status.configuration`), which a fresh pool has
+                // only once its (no) machines are updated. Then the Node enters the pool.
+                support::eventually_within("the worker pool settled", support::PATIENCE, || {
+                    cluster
+                        .get("machineconfigpools", "worker")
+                        .and_then(|p| {
+                            p["status"]["configuration"]["name"]
+                                .as_str()
+                                .map(str::to_string)
+                        })
+                        .filter(|n| !n.is_empty())
+                })
+                .await;
+                real.label(NODE, WORKER_ROLE).await;
+            }
         }
         let pool_uid = cluster
             .get("machineconfigpools", "worker")

@@ -186,9 +186,14 @@ impl RealApi {
         panic!("PUT {plural}/{name}: conflicts");
     }
 
-    /// The Node as the kubelet registers it: created, then Ready in its status.
-    pub async fn register_node(&self, node: &Value) -> Value {
-        let created = self.create("nodes", node).await;
+    /// The Node as the kubelet registers it: created, then Ready in its status; without its
+    /// role label, so that no pool selects it until [`RealApi::label`] adds it.
+    pub async fn register_node(&self, node: &Value, role: &str) -> Value {
+        let mut node = node.clone();
+        if let Some(labels) = node["metadata"]["labels"].as_object_mut() {
+            labels.remove(role);
+        }
+        let created = self.create("nodes", &node).await;
         let name = created["metadata"]["name"].as_str().unwrap().to_string();
         let req = http::Request::patch(format!("/api/v1/nodes/{name}/status"))
             .header("content-type", "application/merge-patch+json")
@@ -203,6 +208,21 @@ impl RealApi {
             .await
             .unwrap_or_else(|e| panic!("PATCH nodes/{name}/status: {e}"));
         created
+    }
+
+    /// Labels the Node `name` with `label` (empty value).
+    pub async fn label(&self, name: &str, label: &str) {
+        let req = http::Request::patch(format!("/api/v1/nodes/{name}"))
+            .header("content-type", "application/merge-patch+json")
+            .body(
+                json!({"metadata": {"labels": {label: ""}}})
+                    .to_string()
+                    .into_bytes(),
+            )
+            .unwrap();
+        self.send(req)
+            .await
+            .unwrap_or_else(|e| panic!("PATCH nodes/{name}: {e}"));
     }
 
     /// A token of the agent's ServiceAccount bound to `node` (as its Pod's projected token is
