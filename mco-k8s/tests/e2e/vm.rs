@@ -610,6 +610,21 @@ impl Cluster {
             pointer: Vec::new(),
             _certs: certs,
         };
+        // The machine joins a settled pool, as on a running cluster: the server serves the
+        // pool's current config (`status.configuration`), which a fresh pool has only once its
+        // machines are all updated; a Node counted in the pool before that would leave it
+        // without one. Then the Node enters the pool.
+        support::eventually_within("the worker pool settled", support::PATIENCE, || {
+            cluster
+                .get("machineconfigpools", "worker")
+                .and_then(|p| {
+                    p["status"]["configuration"]["name"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .filter(|n| !n.is_empty())
+        })
+        .await;
         match &cluster.api {
             Api::Local(server) => {
                 server
@@ -621,23 +636,7 @@ impl Cluster {
                     )
                     .unwrap();
             }
-            Api::Real(real) => {
-                // The machine joins a settled pool, as on a running cluster: the server serves
-                // the pool's current config (`status.configuration`), which a fresh pool has
-                // only once its (no) machines are updated. Then the Node enters the pool.
-                support::eventually_within("the worker pool settled", support::PATIENCE, || {
-                    cluster
-                        .get("machineconfigpools", "worker")
-                        .and_then(|p| {
-                            p["status"]["configuration"]["name"]
-                                .as_str()
-                                .map(str::to_string)
-                        })
-                        .filter(|n| !n.is_empty())
-                })
-                .await;
-                real.label(NODE, WORKER_ROLE).await;
-            }
+            Api::Real(real) => real.label(NODE, WORKER_ROLE).await,
         }
         let pool_uid = cluster
             .get("machineconfigpools", "worker")
