@@ -9,8 +9,10 @@ fn infra(status: Value) -> Value {
 
 #[test]
 fn the_host_is_the_internal_api_urls_with_the_servers_port() {
-    let i = infra(json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
-                         "platformStatus": {"type": "AWS"}}));
+    let i = infra(
+        json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
+                         "platformStatus": {"type": "AWS"}}),
+    );
     assert_eq!(ignition_host(&i).unwrap(), "api-int.c1.example.com:22623");
     // An IPv6 host from the URL loses its brackets, as upstream's does.
     let i = infra(json!({"apiServerInternalURI": "https://[fd00::5]:6443"}));
@@ -19,17 +21,23 @@ fn the_host_is_the_internal_api_urls_with_the_servers_port() {
 
 #[test]
 fn bare_metal_and_vsphere_use_the_first_internal_ip() {
-    let i = infra(json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
+    let i = infra(
+        json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
         "platformStatus": {"type": "BareMetal",
-                           "baremetal": {"apiServerInternalIPs": ["192.168.111.5", "fd00::5"]}}}));
+                           "baremetal": {"apiServerInternalIPs": ["192.168.111.5", "fd00::5"]}}}),
+    );
     assert_eq!(ignition_host(&i).unwrap(), "192.168.111.5:22623");
-    let i = infra(json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
+    let i = infra(
+        json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
         "platformStatus": {"type": "OpenStack",
-                           "openstack": {"apiServerInternalIPs": ["fd00::5"]}}}));
+                           "openstack": {"apiServerInternalIPs": ["fd00::5"]}}}),
+    );
     assert_eq!(ignition_host(&i).unwrap(), "[fd00::5]:22623");
     // vSphere without internal IPs (a UPI install) falls back to the URL.
-    let i = infra(json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
-        "platformStatus": {"type": "VSphere", "vsphere": {}}}));
+    let i = infra(
+        json!({"apiServerInternalURI": "https://api-int.c1.example.com:6443",
+        "platformStatus": {"type": "VSphere", "vsphere": {}}}),
+    );
     assert_eq!(ignition_host(&i).unwrap(), "api-int.c1.example.com:22623");
 }
 
