@@ -6,14 +6,25 @@
 //! `firstboot-complete-machineconfig`, then the daemon as a systemd service talking to the
 //! in-process API server on the host. Its Node must reach Done.
 //!
+//! The pointer config is the one a cluster's `worker-user-data-managed` Secret carries
+//! (`mco_render::controllers::operator::pointer_config`): it merges
+//! `https://10.0.2.100:22623/config/worker` and trusts the CA the test made, which signed the
+//! server's certificate; Ignition verifies it before it takes the config.
+//!
+//! `MCO_VM_KUBECONFIG` (an administrator's kubeconfig of a real kube-apiserver) runs the first
+//! test against that API server instead of the in-process one ([`real_api`]).
+//!
 //! The guest reaches nothing but the project's servers: QEMU's user network with
 //! `restrict=on`, one `guestfwd` per server. The image comes from `.ci/vm/build-image` (built
 //! once, cached outside the work tree). Expensive (a boot takes 60-100 s on two loaded cores):
 //! the tier runs only with `MCO_VM_TESTS=1`, and prints a SKIP line naming why otherwise.
 
+mod pki;
+mod real_api;
+
 use crate::support;
 use crate::support::apiserver::ApiServer;
-use crate::support::cluster::{decode, repo, seed_examples, start_cluster_mcs};
+use crate::support::cluster::{decode, repo, seed_examples};
 use mco_k8s::controller::{self, Options};
 use mco_render::api::node::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
 use mco_render::api::Node;
@@ -130,7 +141,8 @@ struct Machine {
 }
 
 impl Machine {
-    fn new(image: &Path, agent: &Path, mcs_port: u16, api_port: u16) -> Machine {
+    /// A machine whose first boot reads `pointer` (a pointer config's bytes).
+    fn new(image: &Path, agent: &Path, mcs_port: u16, api_port: u16, pointer: &[u8]) -> Machine {
         let dir = tempfile::tempdir().unwrap();
         run(Command::new("cp")
             .arg("--sparse=always")
@@ -146,10 +158,7 @@ impl Machine {
             .arg(dir.path().join("agent.img"))
             .arg("256M"));
         std::fs::remove_dir_all(&content).unwrap();
-        let pointer = json!({"ignition": {"version": "3.3.0", "config": {"merge": [
-            {"source": format!("http://{GUEST_HOST}:{MCS_PORT}/config/worker")}
-        ]}}});
-        std::fs::write(dir.path().join("pointer.ign"), pointer.to_string()).unwrap();
+        std::fs::write(dir.path().join("pointer.ign"), pointer).unwrap();
         Machine {
             dir,
             image: image.to_path_buf(),
@@ -412,14 +421,19 @@ impl Drop for Machine {
     }
 }
 
-/// What the machine needs of the cluster beyond the example pools' configs: how it reaches
-/// the API server, and the agent's units (upstream's image pull, first-boot unit and daemon).
-fn agent_machine_config() -> serde_json::Value {
-    let kubeconfig = format!(
+/// The machine's kubeconfig of the in-process API server (plain HTTP, no credentials).
+fn local_kubeconfig() -> String {
+    format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: vm\n  cluster:\n    server: http://{GUEST_HOST}:{API_PORT}\n\
          users:\n- name: vm\n  user: {{}}\ncontexts:\n- name: vm\n  context:\n    cluster: vm\n    user: vm\n\
          current-context: vm\n"
-    );
+    )
+}
+
+/// What the machine needs of the cluster beyond the example pools' configs: how it reaches
+/// the API server (`kubeconfig`), and the agent's units (upstream's image pull, first-boot unit
+/// and daemon).
+fn agent_machine_config(kubeconfig: &str) -> serde_json::Value {
     let pull = "[Unit]\nDescription=The machine-config-daemon binary from its disk (the image pull)\n\
         ConditionPathExists=!/run/bin/machine-config-daemon\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n\
         ExecStart=/bin/mkdir -p /run/bin /run/mco-agent\n\
@@ -455,7 +469,7 @@ fn agent_machine_config() -> serde_json::Value {
                      "labels": {"machineconfiguration.openshift.io/role": "worker"}},
         "spec": {"config": {"ignition": {"version": "3.2.0"},
             "storage": {"files": [{"path": "/etc/mco-vm/kubeconfig", "mode": 384,
-                "contents": {"source": data_url(&kubeconfig)}},
+                "contents": {"source": data_url(kubeconfig)}},
                 {"path": "/usr/local/bin/mco-vm-console", "mode": 493,
                  "contents": {"source": data_url(console)}}]},
             "systemd": {"units": [
@@ -476,61 +490,214 @@ fn data_url(text: &str) -> String {
     )
 }
 
+/// The API server of the machine's cluster: the in-process one, or a real kube-apiserver
+/// (`MCO_VM_KUBECONFIG`).
+enum Api {
+    Local(ApiServer),
+    Real(real_api::RealApi),
+}
+
 /// The cluster the machine joins: the example pools and configs, the agent's config, the
-/// controller, the machine-config-server in cluster mode, and the Node (as the kubelet
-/// registers it, no annotations).
+/// controller, the machine-config-server in cluster mode over TLS (its certificate signed by
+/// the CA the pointer config trusts), and the Node (as the kubelet registers it, no
+/// annotations). `pointer` is the worker pool's user-data Secret's pointer config.
 struct Cluster {
-    server: ApiServer,
+    api: Api,
     mcs: mco_k8s::mcs::server::Running,
     controller: tokio::task::JoinHandle<()>,
+    pointer: Vec<u8>,
+    _certs: tempfile::TempDir,
+}
+
+/// The worker pool's node selector.
+const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
+
+/// The Node as the kubelet registers it.
+fn node_object() -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": NODE, "labels": {
+               WORKER_ROLE: "", "kubernetes.io/os": "linux"}},
+           "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
+/// The machine-config-server in cluster mode, reading through `client`, on an ephemeral TLS
+/// port of 127.0.0.1 with the certificate and key `tls`.
+async fn start_mcs(
+    client: &kube::Client,
+    tls: (PathBuf, PathBuf),
+) -> mco_k8s::mcs::server::Running {
+    use mco_k8s::mcs::server::{self, Source};
+    server::start(server::Config {
+        source: Source::Cluster(client.clone()),
+        listen: "127.0.0.1".parse().unwrap(),
+        secure_port: Some(0),
+        insecure_port: None,
+        tls: Some(tls),
+        build: mco_k8s::mcs::served_state::BuildOptions::default(),
+        access: mco_k8s::mcs::access::AccessPolicy::default(),
+        poll_interval: Duration::from_millis(100),
+        limits: mco_k8s::limits::ConnLimits::default(),
+        bootstrap: None,
+    })
+    .await
+    .unwrap()
 }
 
 impl Cluster {
     /// The cluster, with the `extra` worker MachineConfigs stored before the controller renders
     /// (so the machine joins on a config holding them).
     async fn start(extra: Vec<serde_json::Value>) -> Cluster {
-        let server = ApiServer::start().await.unwrap();
-        seed_examples(&server);
-        for mc in std::iter::once(agent_machine_config()).chain(extra) {
-            server
-                .store
-                .create(
-                    support::apiserver::resource("machineconfigs").unwrap(),
-                    "",
-                    mc,
-                )
-                .unwrap();
-        }
-        let client = server.client_as("machine-config-controller");
+        let pki = pki::Pki::new("machine-config-server-ca");
+        let certs = tempfile::tempdir().unwrap();
+        let tls = pki.serving(certs.path(), &[GUEST_HOST]);
+        let (api, client) = match real_api::kubeconfig() {
+            None => {
+                let server = ApiServer::start().await.unwrap();
+                seed_examples(&server);
+                let configs = std::iter::once(agent_machine_config(&local_kubeconfig()));
+                for mc in configs.chain(extra) {
+                    server
+                        .store
+                        .create(
+                            support::apiserver::resource("machineconfigs").unwrap(),
+                            "",
+                            mc,
+                        )
+                        .unwrap();
+                }
+                let client = server.client_as("machine-config-controller");
+                (Api::Local(server), client)
+            }
+            Some(path) => {
+                let real = real_api::RealApi::connect(&path).await;
+                let names: Vec<String> = std::iter::once(agent_machine_config(""))
+                    .chain(extra.iter().cloned())
+                    .chain([update_machine_config(), generation_machine_config(0)])
+                    .map(|mc| mc["metadata"]["name"].as_str().unwrap().to_string())
+                    .collect();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                real.install(&names, NODE).await;
+                // The Node first, outside the pool: the agent's token is bound to it, and its
+                // config holds the token.
+                let node = real.register_node(&node_object(), WORKER_ROLE).await;
+                let token = real.agent_token(&node).await;
+                let configs = std::iter::once(agent_machine_config(&real.guest_kubeconfig(&token)));
+                for mc in configs.chain(extra) {
+                    real.create("machineconfigs", &mc).await;
+                }
+                let client = real.client.clone();
+                (Api::Real(real), client)
+            }
+        };
         let opts = Options {
             debounce: Duration::from_millis(20),
             resync: Duration::from_secs(1),
             ..Options::default()
         };
+        let controller_client = client.clone();
         let controller = tokio::spawn(async move {
-            let _ = controller::run(client, opts).await;
+            let _ = controller::run(controller_client, opts).await;
         });
-        let mcs = start_cluster_mcs(&server, None).await;
-        server
-            .store
-            .create(
-                support::apiserver::resource("nodes").unwrap(),
-                "",
-                json!({"apiVersion": "v1", "kind": "Node",
-                       "metadata": {"name": NODE, "labels": {
-                           "node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux"}},
-                       "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
-            )
-            .unwrap();
-        Cluster {
-            server,
+        let mcs_client = match &api {
+            Api::Local(server) => server.client_as("machine-config-server"),
+            Api::Real(_) => client,
+        };
+        let mcs = start_mcs(&mcs_client, tls).await;
+        let mut cluster = Cluster {
+            api,
             mcs,
             controller,
+            pointer: Vec::new(),
+            _certs: certs,
+        };
+        // The machine joins a settled pool, as on a running cluster: the server serves the
+        // pool's current config (`status.configuration`), which a fresh pool has only once its
+        // machines are all updated; a Node counted in the pool before that would leave it
+        // without one. Then the Node enters the pool.
+        support::eventually_within("the worker pool settled", support::PATIENCE, || {
+            cluster
+                .get("machineconfigpools", "worker")
+                .and_then(|p| {
+                    p["status"]["configuration"]["name"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .filter(|n| !n.is_empty())
+        })
+        .await;
+        match &cluster.api {
+            Api::Local(server) => {
+                server
+                    .store
+                    .create(
+                        support::apiserver::resource("nodes").unwrap(),
+                        "",
+                        node_object(),
+                    )
+                    .unwrap();
+            }
+            Api::Real(real) => real.label(NODE, WORKER_ROLE).await,
+        }
+        let pool_uid = cluster
+            .get("machineconfigpools", "worker")
+            .and_then(|p| p["metadata"]["uid"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        cluster.pointer = pki::user_data_bytes(&pki::worker_user_data(&pki.ca_pem(), &pool_uid));
+        cluster
+    }
+
+    /// The cluster-scoped object `plural`/`name`.
+    fn get(&self, plural: &str, name: &str) -> Option<serde_json::Value> {
+        match &self.api {
+            Api::Local(server) => server.store.get(plural, "", name),
+            Api::Real(real) => tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(real.get(plural, name))
+            }),
         }
     }
 
+    async fn create(&self, plural: &str, obj: serde_json::Value) {
+        match &self.api {
+            Api::Local(server) => {
+                server
+                    .store
+                    .create(support::apiserver::resource(plural).unwrap(), "", obj)
+                    .unwrap();
+            }
+            Api::Real(real) => {
+                real.create(plural, &obj).await;
+            }
+        }
+    }
+
+    async fn edit(&self, plural: &str, name: &str, f: impl Fn(&mut serde_json::Value)) {
+        match &self.api {
+            Api::Local(server) => support::edit(&server.store, plural, "", name, false, f),
+            Api::Real(real) => real.edit(plural, name, f).await,
+        }
+    }
+
+    /// The port of 127.0.0.1 the API server listens on.
+    fn api_port(&self) -> u16 {
+        match &self.api {
+            Api::Local(server) => server.addr.port(),
+            Api::Real(real) => real.port,
+        }
+    }
+
+    /// A machine booting from this cluster's pointer config.
+    fn machine(&self, image: &Path, agent: &Path) -> Machine {
+        Machine::new(
+            image,
+            agent,
+            self.mcs.secure_addr.unwrap().port(),
+            self.api_port(),
+            &self.pointer,
+        )
+    }
+
     fn target(&self) -> Option<String> {
-        let p = self.server.store.get("machineconfigpools", "", "worker")?;
+        let p = self.get("machineconfigpools", "worker")?;
         p["spec"]["configuration"]["name"]
             .as_str()
             .filter(|n| !n.is_empty())
@@ -538,7 +705,7 @@ impl Cluster {
     }
 
     fn node(&self) -> Node {
-        decode(&self.server.store.get("nodes", "", NODE).unwrap())
+        decode(&self.get("nodes", NODE).unwrap())
     }
 
     fn annotations(&self) -> String {
@@ -668,9 +835,7 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
         cluster.target()
     })
     .await;
-    let mcs_port = cluster.mcs.insecure_addr.unwrap().port();
-    let api_port = cluster.server.addr.port();
-    let mut m = Machine::new(&image, &agent, mcs_port, api_port);
+    let mut m = cluster.machine(&image, &agent);
     let started = Instant::now();
     m.boot(true);
     cluster.done_on(&mut m, &first, "first boot").await;
@@ -680,6 +845,19 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
     );
     m.must("systemctl is-active machine-config-daemon.service")
         .await;
+    // Ignition fetched its config over TLS from the pointer's https source, having verified the
+    // server's certificate against the pointer's CA (an unverified one fails the fetch, and the
+    // boot with it).
+    let fetch = m
+        .must("journalctl -b -o cat --no-pager -t ignition | grep -E 'GET |fetched' || true")
+        .await;
+    eprintln!("vm: Ignition's fetch:\n{fetch}");
+    assert!(
+        fetch.contains(&format!(
+            "GET https://{GUEST_HOST}:{MCS_PORT}/config/worker"
+        )) && fetch.contains("GET result: OK"),
+        "Ignition's journal shows no verified https fetch:\n{fetch}"
+    );
     // Ignition's work: core's key where Ignition writes keys; the encapsulated config
     // consumed by the first-boot unit, which ran.
     let keys = m
@@ -698,7 +876,10 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
     .await;
     let direct = m
         .sh(
-            &format!("timeout 20 bash -c '</dev/tcp/10.0.2.2/{api_port}'"),
+            &format!(
+                "timeout 20 bash -c '</dev/tcp/10.0.2.2/{}'",
+                cluster.api_port()
+            ),
             Duration::from_secs(60),
         )
         .await;
@@ -707,13 +888,8 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
         "the guest reached the host's loopback directly: {direct:?}"
     );
     let first_files: Vec<String> = {
-        let mc: mco_render::api::MachineConfig = decode(
-            &cluster
-                .server
-                .store
-                .get("machineconfigs", "", &first)
-                .unwrap(),
-        );
+        let mc: mco_render::api::MachineConfig =
+            decode(&cluster.get("machineconfigs", &first).unwrap());
         let rendered = mco_node::desired_config::rendered_input(&mc).unwrap();
         rendered
             .config
@@ -726,14 +902,8 @@ async fn a_real_machine_joins_takes_an_update_with_a_reboot_and_reports_drift() 
 
     // The update.
     cluster
-        .server
-        .store
-        .create(
-            support::apiserver::resource("machineconfigs").unwrap(),
-            "",
-            update_machine_config(),
-        )
-        .unwrap();
+        .create("machineconfigs", update_machine_config())
+        .await;
     let second = support::eventually_within("the updated worker config", support::PATIENCE, || {
         cluster.target().filter(|t| *t != first)
     })
@@ -900,9 +1070,7 @@ async fn a_real_machine_survives_power_cuts_during_updates() {
             cluster.target()
         })
         .await;
-    let mcs_port = cluster.mcs.insecure_addr.unwrap().port();
-    let api_port = cluster.server.addr.port();
-    let mut m = Machine::new(&image, &agent, mcs_port, api_port);
+    let mut m = cluster.machine(&image, &agent);
     m.boot(true);
     cluster.done_on(&mut m, &target, "first boot").await;
     // Spread over the update as this machine runs it: the writes fall 1.5-4 s after the Node
@@ -924,16 +1092,11 @@ async fn a_real_machine_survives_power_cuts_during_updates() {
         let instant = instants[(round - 1) % instants.len()];
         let old = target.clone();
         // Every round rewrites every file: the MachineConfig replaced.
-        support::edit(
-            &cluster.server.store,
-            "machineconfigs",
-            "",
-            "96-worker-vm-generation",
-            false,
-            |mc| {
+        cluster
+            .edit("machineconfigs", "96-worker-vm-generation", |mc| {
                 mc["spec"] = generation_machine_config(round)["spec"].clone();
-            },
-        );
+            })
+            .await;
         target =
             support::eventually_within("the round's rendered config", support::PATIENCE, || {
                 cluster.target().filter(|t| *t != old)

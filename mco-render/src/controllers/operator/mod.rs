@@ -15,6 +15,7 @@ pub mod desired;
 pub mod layering;
 pub mod machine_config_nodes;
 pub mod ownership;
+pub mod pointer_config;
 pub mod status;
 
 pub use controller_config::{
