@@ -23,13 +23,14 @@ use mco_render::controllers::layered::{image_build_degraded, layering, Layering}
 use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
 use mco_render::controllers::pinned_image_sets::{condition_after_sync, pool_pinned_image_sets};
 use mco_render::controllers::pool_status::{calculate_status_with, PoolLayering};
-use mco_render::controllers::render_sync::sync_pool;
+use mco_render::controllers::render_sync::sync_pool_with;
 use mco_render::controllers::rollout::{
     plan_rollout, plan_rollout_in, RolloutPlan, Scope, SET_DESIRED_CONFIG,
     SET_DESIRED_CONFIG_AND_OS_IMAGE,
 };
 use mco_render::controllers::rollout_policy::overlay_pool_status;
 use mco_render::controllers::Write;
+use mco_render::plan::reconcile::StorageOverride;
 use serde_json::json;
 
 /// The name of the ControllerConfig the controller renders with.
@@ -132,6 +133,9 @@ pub struct View {
     /// The caches of the MCO namespace's Secrets and ConfigMaps a build reads (the running
     /// controller's); without them a build start lists them.
     pub build_inputs: Option<super::build::BuildInputs>,
+    /// The storage sections the cluster's `irreconcilableValidationOverrides` exempt from the
+    /// render's reconcilability check ([`super::validation_overrides`]).
+    pub validation_overrides: Vec<StorageOverride>,
 }
 
 /// The controller's handle on the cluster.
@@ -145,6 +149,7 @@ pub struct Cluster {
     moscs: Api<Stored<MachineOSConfig>>,
     mosbs: Api<Stored<MachineOSBuild>>,
     pinned: Api<Stored<PinnedImageSet>>,
+    client: Client,
     builds: super::build::Builds,
     drainer: Drainer,
     guard: Guard,
@@ -165,6 +170,7 @@ impl Cluster {
             moscs: objects::api::<MachineOSConfig>(&client),
             mosbs: objects::api::<MachineOSBuild>(&client),
             pinned: objects::api::<PinnedImageSet>(&client),
+            client: client.clone(),
             builds: super::build::Builds::new(client.clone()),
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
             guard: Guard::new(&client),
@@ -229,6 +235,7 @@ impl Cluster {
             jobs,
             pinned,
             build_inputs: None,
+            validation_overrides: super::validation_overrides::list(&self.client).await?,
         })
     }
 
@@ -402,7 +409,14 @@ impl Cluster {
         let pinned_error = self.sync_pinned_image_sets(view, &mut pool).await;
 
         // Render.
-        let rs = sync_pool(&pool, &view.mcs, view.cc.as_ref(), &self.opts.render, &now);
+        let rs = sync_pool_with(
+            &pool,
+            &view.mcs,
+            view.cc.as_ref(),
+            &self.opts.render,
+            &view.validation_overrides,
+            &now,
+        );
         if let Some(e) = &rs.error {
             tracing::warn!(pool = name, "{e}");
         }

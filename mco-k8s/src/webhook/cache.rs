@@ -16,15 +16,18 @@
 //! KubeletConfig is generated without them).
 
 use super::ViewSource;
-use crate::controller::pool_sync::CONTROLLER_CONFIG_NAME;
+use crate::controller::pool_sync::{decode_node, CONTROLLER_CONFIG_NAME};
 use crate::objects::{self, Model, Stored};
 use crate::reflect::{Registry, Subscription, Watched};
+use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use mco_render::admission::in_use::{users_of, User};
 use mco_render::admission::ClusterView;
 use mco_render::api::rollout_policy::RolloutPolicy;
+use mco_render::api::Node;
 use mco_render::api::{
     ContainerRuntimeConfig, ControllerConfig, KubeletConfig, MachineConfig, MachineConfigPool,
 };
@@ -46,6 +49,9 @@ struct Stores {
     runtime_configs: Store<Stored<ContainerRuntimeConfig>>,
     policies: Arc<Mutex<Option<serde_json::Value>>>,
     rollout_policies: Store<DynamicObject>,
+    /// The Nodes, for the DELETE of a MachineConfig one still names (not part of the view:
+    /// their frequent changes do not rebuild it).
+    nodes: Store<KubeNode>,
 }
 
 /// The watch caches and the last view built from them.
@@ -119,6 +125,13 @@ impl WebhookCache {
         let runtime_configs =
             watch::<ContainerRuntimeConfig>(registry, "ContainerRuntimeConfigs", &stale, &mut subs);
         let rollout_policies = watch_rollout_policies(registry, stale.clone(), &mut subs);
+        let nodes: Watched<KubeNode> = registry.watch(
+            Api::all(registry.client().clone()),
+            watcher::Config::default(),
+            (),
+            "Nodes",
+        );
+        subs.push(nodes.subscribe(|_, _| {}));
         let stores = Stores {
             machine_configs: machine_configs.store().clone(),
             pools: pools.store().clone(),
@@ -127,6 +140,7 @@ impl WebhookCache {
             runtime_configs: runtime_configs.store().clone(),
             policies: Arc::new(Mutex::new(None)),
             rollout_policies: rollout_policies.store().clone(),
+            nodes: nodes.store().clone(),
         };
         let current = Arc::new(Mutex::new(None));
         subs.push(watch_policies(
@@ -270,7 +284,7 @@ impl Drop for WebhookCache {
 }
 
 /// The `operator.openshift.io/v1` MachineConfiguration resource.
-fn machine_configuration_resource() -> ApiResource {
+pub(crate) fn machine_configuration_resource() -> ApiResource {
     ApiResource {
         group: "operator.openshift.io".into(),
         version: "v1".into(),
@@ -319,6 +333,22 @@ fn watch_rollout_policies(
 }
 
 impl ViewSource for WebhookCache {
+    /// Read from the pool and Node stores as they are now, not from the view (a pool or
+    /// node that just moved to a config counts at once).
+    fn users(&self, name: &str, _view: &ClusterView) -> Vec<User> {
+        let pools = objects_of(&self.stores.pools);
+        let nodes: Vec<Node> = self
+            .stores
+            .nodes
+            .state()
+            .iter()
+            .filter_map(|n| decode_node(n).ok())
+            .collect();
+        let pools: Vec<&MachineConfigPool> = pools.iter().collect();
+        let nodes: Vec<&Node> = nodes.iter().collect();
+        users_of(name, &pools, &nodes)
+    }
+
     /// The view the background task built last (at most 200 ms plus a render behind the
     /// caches), or one built now when there is none yet.
     fn view(&self) -> Option<Arc<ClusterView>> {

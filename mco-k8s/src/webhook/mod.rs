@@ -15,6 +15,7 @@ use crate::tasks::ServerTasks;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
+use mco_render::admission::in_use::User;
 use mco_render::admission::v1;
 use mco_render::admission::{ClusterView, ReviewOptions};
 use std::net::SocketAddr;
@@ -64,6 +65,12 @@ pub trait ViewSource: Send + Sync + 'static {
     /// The cluster now, or `None` while the caches are not filled (requests are then allowed
     /// with a warning saying they were not reviewed).
     fn view(&self) -> Option<Arc<ClusterView>>;
+
+    /// The pools and nodes that name the MachineConfig `name` (a DELETE of it is refused
+    /// then); by default those `view` holds.
+    fn users(&self, name: &str, view: &ClusterView) -> Vec<User> {
+        v1::cluster_users(view, name)
+    }
 }
 
 /// A fixed view (tests, benchmarks).
@@ -257,7 +264,8 @@ async fn handle(shared: &Shared, req: hyper::Request<Incoming>) -> hyper::Respon
                         now: Some(jiff::Timestamp::now()),
                         ..shared.review.clone()
                     };
-                    v1::handle(&body, &view, &review)
+                    let users = |name: &str| shared.source.users(name, &view);
+                    v1::handle_with(&body, &view, &review, &users)
                 }
                 None => not_ready(&body),
             };
