@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission_policy;
 mod agent_idle;
 mod alerts;
 mod apiserver;
