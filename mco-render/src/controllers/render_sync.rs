@@ -518,7 +518,7 @@ mod tests {
         let base = mc("00-worker", json!({"ignition": {"version": V}}));
         let first = sync_pool(
             &pool(),
-            &[base.clone()],
+            std::slice::from_ref(&base),
             Some(&cc()),
             &RenderOptions::default(),
             "T",
