@@ -397,4 +397,47 @@ mod tests {
             ]
         );
     }
+
+    fn value_diff(a: &str, b: &str) -> Vec<(String, String)> {
+        let wrap = |s: &str| -> Value {
+            serde_json::from_str(&format!("{{\"spec\":{{\"config\":{{\"storage\":{s}}}}}}}"))
+                .unwrap_or(Value::Null)
+        };
+        diff(&wrap(a), &wrap(b), &[])
+            .into_iter()
+            .map(|c| (c.field_path(), c.text()))
+            .collect()
+    }
+
+    /// Lists with several changes, nested lists and Go's escaping, as upstream's diff library
+    /// renders them (its output, taken by running it on the same documents).
+    #[test]
+    fn lists_with_several_changes_match_upstream() {
+        let p = |i: usize| format!("spec.config.storage.raid[{i}]");
+        assert_eq!(
+            value_diff(r#"{"raid":["a","b","c"]}"#, r#"{"raid":["a","x","c","d"]}"#),
+            vec![
+                (p(1), "  \"a\"\n- \"b\"\n+ \"x\"\n  \"c\"\n".to_string()),
+                (p(3), "  \"c\"\n+ \"d\"\n]\n".to_string()),
+            ]
+        );
+        assert_eq!(
+            value_diff(r#"{"raid":["a","b","c","d"]}"#, r#"{"raid":["b","d","e"]}"#),
+            vec![
+                (p(0), "[\n- \"a\"\n  \"b\"\n".to_string()),
+                (p(1), "  \"b\"\n- \"c\"\n  \"d\"\n".to_string()),
+                (p(2), "  \"d\"\n+ \"e\"\n]\n".to_string()),
+            ]
+        );
+        assert_eq!(
+            value_diff(
+                r#"{"disks":[{"device":"/dev/vdb","partitions":[{"label":"a","number":1}]}]}"#,
+                r#"{"disks":[{"device":"/dev/vdb","partitions":[{"label":"a","number":1},{"label":"b<&>","number":2,"sizeMiB":1024}]}]}"#
+            ),
+            vec![(
+                "spec.config.storage.disks[0].partitions[1]".to_string(),
+                "  {\"label\":\"a\",\"number\":1}\n+ {\"label\":\"b\\u003c\\u0026\\u003e\",\"number\":2,\"sizeMiB\":1024}\n]\n".to_string()
+            )]
+        );
+    }
 }
