@@ -4,7 +4,7 @@
 //! while it leads.
 //! A change marks the view stale; a background task rebuilds it once the changes settle
 //! (decoding the stores into a [`ClusterView`] and rendering each pool once), and reviews read
-//! the last one built. No request makes an API call.
+//! the last one built. No review makes an API call but a MachineConfig's DELETE.
 //!
 //! The MachineConfiguration `cluster` (`operator.openshift.io/v1`, the node disruption
 //! policies the plans use) is watched too; on clusters without that API the watch retries with
@@ -13,18 +13,22 @@
 //! their CRD the store stays empty and estimates are upstream's.
 //!
 //! Not watched: the FeatureGate, APIServer and Node `cluster` objects (a reviewed
-//! KubeletConfig is generated without them).
+//! KubeletConfig is generated without them), and the Nodes: the DELETE of a MachineConfig,
+//! refused while a pool or node names it, lists their metadata (the one review that makes a
+//! request).
 
+use super::UsersFuture;
 use super::ViewSource;
-use crate::controller::pool_sync::{decode_node, CONTROLLER_CONFIG_NAME};
+use crate::controller::pool_sync::CONTROLLER_CONFIG_NAME;
 use crate::objects::{self, Model, Stored};
 use crate::reflect::{Registry, Subscription, Watched};
 use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::ListParams;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use mco_render::admission::in_use::{users_of, User};
+use mco_render::admission::in_use::users_of;
 use mco_render::admission::ClusterView;
 use mco_render::api::rollout_policy::RolloutPolicy;
 use mco_render::api::Node;
@@ -49,9 +53,6 @@ struct Stores {
     runtime_configs: Store<Stored<ContainerRuntimeConfig>>,
     policies: Arc<Mutex<Option<serde_json::Value>>>,
     rollout_policies: Store<DynamicObject>,
-    /// The Nodes, for the DELETE of a MachineConfig one still names (not part of the view:
-    /// their frequent changes do not rebuild it).
-    nodes: Store<KubeNode>,
 }
 
 /// The watch caches and the last view built from them.
@@ -64,6 +65,7 @@ pub struct WebhookCache {
     ready: Arc<AtomicBool>,
     current: Arc<Mutex<Option<Arc<ClusterView>>>>,
     render: RenderOptions,
+    client: Client,
 }
 
 impl std::fmt::Debug for WebhookCache {
@@ -125,13 +127,6 @@ impl WebhookCache {
         let runtime_configs =
             watch::<ContainerRuntimeConfig>(registry, "ContainerRuntimeConfigs", &stale, &mut subs);
         let rollout_policies = watch_rollout_policies(registry, stale.clone(), &mut subs);
-        let nodes: Watched<KubeNode> = registry.watch(
-            Api::all(registry.client().clone()),
-            watcher::Config::default(),
-            (),
-            "Nodes",
-        );
-        subs.push(nodes.subscribe(|_, _| {}));
         let stores = Stores {
             machine_configs: machine_configs.store().clone(),
             pools: pools.store().clone(),
@@ -140,7 +135,6 @@ impl WebhookCache {
             runtime_configs: runtime_configs.store().clone(),
             policies: Arc::new(Mutex::new(None)),
             rollout_policies: rollout_policies.store().clone(),
-            nodes: nodes.store().clone(),
         };
         let current = Arc::new(Mutex::new(None));
         subs.push(watch_policies(
@@ -203,6 +197,7 @@ impl WebhookCache {
             ready,
             current,
             render,
+            client: registry.client().clone(),
         }
     }
 
@@ -333,24 +328,40 @@ fn watch_rollout_policies(
 }
 
 impl ViewSource for WebhookCache {
-    /// Read from the pool and Node stores as they are now, not from the view (a pool or
-    /// node that just moved to a config counts at once).
-    fn users(&self, name: &str, _view: &ClusterView) -> Vec<User> {
-        let pools = objects_of(&self.stores.pools);
-        let nodes: Vec<Node> = self
-            .stores
-            .nodes
-            .state()
-            .iter()
-            .filter_map(|n| decode_node(n).ok())
-            .collect();
-        let pools: Vec<&MachineConfigPool> = pools.iter().collect();
-        let nodes: Vec<&Node> = nodes.iter().collect();
-        users_of(name, &pools, &nodes)
+    /// The pools from their store as it is now (not the view's), the Nodes listed for their
+    /// metadata (a MachineConfig's DELETE is rare; a watch of every Node would keep each
+    /// replica busy with their heartbeats). A failed LIST counts no node.
+    fn users<'a>(&'a self, name: &'a str, _view: &'a ClusterView) -> UsersFuture<'a> {
+        Box::pin(async move {
+            let pools = objects_of(&self.stores.pools);
+            let api: Api<KubeNode> = Api::all(self.client.clone());
+            let nodes: Vec<Node> = match api.list_metadata(&ListParams::default()).await {
+                Ok(list) => list
+                    .items
+                    .into_iter()
+                    .map(|m| {
+                        let mut n = Node::default();
+                        n.metadata.name = m.metadata.name.unwrap_or_default();
+                        n.metadata.annotations = m
+                            .metadata
+                            .annotations
+                            .unwrap_or_default()
+                            .into_iter()
+                            .collect();
+                        n
+                    })
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook: Nodes not listed; a MachineConfig's users are its pools");
+                    Vec::new()
+                }
+            };
+            let pools: Vec<&MachineConfigPool> = pools.iter().collect();
+            let nodes: Vec<&Node> = nodes.iter().collect();
+            users_of(name, &pools, &nodes)
+        })
     }
 
-    /// The view the background task built last (at most 200 ms plus a render behind the
-    /// caches), or one built now when there is none yet.
     fn view(&self) -> Option<Arc<ClusterView>> {
         if !self.filled() {
             return None;
