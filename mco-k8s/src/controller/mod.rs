@@ -29,6 +29,7 @@ pub mod pool_sync;
 pub mod resources;
 pub mod rollout_policy;
 pub mod templates;
+pub mod validation_overrides;
 pub mod writes;
 
 use crate::crd;
@@ -110,6 +111,8 @@ struct Context {
     mosbs: Store<Stored<MachineOSBuild>>,
     jobs: Store<Job>,
     pinned: Store<Stored<PinnedImageSet>>,
+    machine_configurations: Store<DynamicObject>,
+    feature_gates: Store<DynamicObject>,
     build_inputs: build::BuildInputs,
     cluster: tokio::sync::Mutex<Cluster>,
     failures: Mutex<BTreeMap<String, u32>>,
@@ -194,6 +197,10 @@ impl Context {
                 .map(|o| PinnedImageSet::from_object((**o).clone()))
                 .collect(),
             build_inputs: Some(self.build_inputs.clone()),
+            validation_overrides: validation_overrides::from_stores(
+                &self.machine_configurations,
+                &self.feature_gates,
+            ),
         }
     }
 }
@@ -532,6 +539,36 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncErro
         }
     }));
 
+    // The MachineConfiguration `cluster` and the FeatureGate `cluster` decide which
+    // irreconcilableValidationOverrides the render honours: every pool (an absent API: an
+    // empty, ready store).
+    let mc_ar = validation_overrides::machine_configuration_resource();
+    let machine_configurations: Watched<DynamicObject> = registry.watch(
+        Api::all_with(client.clone(), &mc_ar),
+        cfg().fields("metadata.name=cluster"),
+        mc_ar,
+        "MachineConfiguration",
+    );
+    let q = enqueue.clone();
+    let pools_for = pool_store.clone();
+    subscriptions.push(machine_configurations.subscribe(move |_, _| {
+        tracing::trace!("MachineConfiguration changed");
+        q.all(&pools_for);
+    }));
+    let fg_ar = validation_overrides::feature_gate_resource();
+    let feature_gates: Watched<DynamicObject> = registry.watch(
+        Api::all_with(client.clone(), &fg_ar),
+        cfg(),
+        fg_ar,
+        "config.openshift.io objects",
+    );
+    let q = enqueue.clone();
+    let pools_for = pool_store.clone();
+    subscriptions.push(feature_gates.subscribe(move |_, _| {
+        tracing::trace!("FeatureGate changed");
+        q.all(&pools_for);
+    }));
+
     for (what, ready) in [
         ("pools", pools.wait_until_ready().await),
         ("machineconfigs", mcs.wait_until_ready().await),
@@ -545,6 +582,11 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncErro
         ("pinnedimagesets", pinned.wait_until_ready().await),
         ("secrets", secrets.wait_until_ready().await),
         ("configmaps", config_maps.wait_until_ready().await),
+        (
+            "machineconfigurations",
+            machine_configurations.wait_until_ready().await,
+        ),
+        ("featuregates", feature_gates.wait_until_ready().await),
     ] {
         if ready.is_err() {
             tracing::warn!("{what} cache stopped before it was ready");
@@ -563,6 +605,8 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncErro
         mosbs: mosbs.store().clone(),
         jobs: jobs.store().clone(),
         pinned: pinned.store().clone(),
+        machine_configurations: machine_configurations.store().clone(),
+        feature_gates: feature_gates.store().clone(),
         build_inputs: build::BuildInputs {
             secrets: secrets.store().clone(),
             config_maps: config_maps.store().clone(),
@@ -583,6 +627,8 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncErro
             pinned.listed(),
             secrets.listed(),
             config_maps.listed(),
+            machine_configurations.listed(),
+            feature_gates.listed(),
         ],
     });
     let queue = rx.map(Ok::<_, std::convert::Infallible>);
@@ -603,6 +649,7 @@ pub async fn run_with(registry: &Registry, opts: Options) -> Result<(), SyncErro
     drop(subscriptions);
     drop((mcs, ccs, nodes, pools, policies, mcns));
     drop((moscs, mosbs, jobs, pinned, secrets, config_maps));
+    drop((machine_configurations, feature_gates));
     Ok(())
 }
 

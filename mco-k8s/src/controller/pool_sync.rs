@@ -24,7 +24,7 @@ use mco_render::controllers::node_pool::{nodes_for_pool, MASTER};
 use mco_render::controllers::pinned_image_sets::{condition_after_sync, pool_pinned_image_sets};
 use mco_render::controllers::pool_metrics::pool_state;
 use mco_render::controllers::pool_status::{calculate_status_with, PoolLayering};
-use mco_render::controllers::render_sync::sync_pool;
+use mco_render::controllers::render_sync::sync_pool_with;
 use mco_render::controllers::rollout::{
     plan_rollout, plan_rollout_in, RolloutPlan, Scope, SET_DESIRED_CONFIG,
     SET_DESIRED_CONFIG_AND_OS_IMAGE,
@@ -32,6 +32,7 @@ use mco_render::controllers::rollout::{
 use mco_render::controllers::rollout_policy::overlay_pool_status;
 use mco_render::controllers::templates::certificates::{cert_expirys, certificates_update};
 use mco_render::controllers::Write;
+use mco_render::plan::reconcile::StorageOverride;
 use serde_json::json;
 
 /// The name of the ControllerConfig the controller renders with.
@@ -134,6 +135,9 @@ pub struct View {
     /// The caches of the MCO namespace's Secrets and ConfigMaps a build reads (the running
     /// controller's); without them a build start lists them.
     pub build_inputs: Option<super::build::BuildInputs>,
+    /// The storage sections the cluster's `irreconcilableValidationOverrides` exempt from the
+    /// render's reconcilability check ([`super::validation_overrides`]).
+    pub validation_overrides: Vec<StorageOverride>,
 }
 
 /// The controller's handle on the cluster.
@@ -147,6 +151,7 @@ pub struct Cluster {
     moscs: Api<Stored<MachineOSConfig>>,
     mosbs: Api<Stored<MachineOSBuild>>,
     pinned: Api<Stored<PinnedImageSet>>,
+    client: Client,
     builds: super::build::Builds,
     drainer: Drainer,
     guard: Guard,
@@ -167,6 +172,7 @@ impl Cluster {
             moscs: objects::api::<MachineOSConfig>(&client),
             mosbs: objects::api::<MachineOSBuild>(&client),
             pinned: objects::api::<PinnedImageSet>(&client),
+            client: client.clone(),
             builds: super::build::Builds::new(client.clone()),
             events: crate::events::Events::new(client.clone(), "machine-config-controller"),
             guard: Guard::new(&client),
@@ -231,6 +237,7 @@ impl Cluster {
             jobs,
             pinned,
             build_inputs: None,
+            validation_overrides: super::validation_overrides::list(&self.client).await?,
         })
     }
 
@@ -443,7 +450,14 @@ impl Cluster {
         let pinned_error = self.sync_pinned_image_sets(view, &mut pool).await;
 
         // Render.
-        let rs = sync_pool(&pool, &view.mcs, view.cc.as_ref(), &self.opts.render, &now);
+        let rs = sync_pool_with(
+            &pool,
+            &view.mcs,
+            view.cc.as_ref(),
+            &self.opts.render,
+            &view.validation_overrides,
+            &now,
+        );
         if let Some(e) = &rs.error {
             tracing::warn!(pool = name, "{e}");
         }

@@ -1,7 +1,8 @@
 //! Optional CRDs for the OpenShift config kinds machine-config-controller reads, for clusters
 //! without OpenShift's config API: Image, ClusterVersion, ImageDigestMirrorSet,
-//! ImageTagMirrorSet, FeatureGate, APIServer and Node (`config.openshift.io/v1`) and
-//! ImageContentSourcePolicy (`operator.openshift.io/v1alpha1`). Their spec and status keep
+//! ImageTagMirrorSet, FeatureGate, APIServer and Node (`config.openshift.io/v1`),
+//! ImageContentSourcePolicy (`operator.openshift.io/v1alpha1`) and the MachineConfiguration
+//! `cluster` (`operator.openshift.io/v1`). Their spec and status keep
 //! whatever is written (OpenShift's own CRDs validate them; the controllers read them as
 //! JSON). They are written to `manifests/optional/config-crds.yaml`, which the operator does
 //! not apply: on OpenShift these CRDs already exist.
@@ -65,6 +66,12 @@ config_kind!(
     ImageContentSourcePolicySpec, "operator.openshift.io", "v1alpha1",
     "ImageContentSourcePolicy", "imagecontentsourcepolicies"
 );
+config_kind!(
+    /// The MachineConfiguration `cluster`: node disruption policies,
+    /// irreconcilableValidationOverrides, log levels.
+    MachineConfigurationSpec, "operator.openshift.io", "v1", "MachineConfiguration",
+    "machineconfigurations"
+);
 
 /// `crd` with its spec and status keeping unknown fields, neither required (a ClusterVersion
 /// or FeatureGate may have none).
@@ -96,6 +103,7 @@ pub fn config_crds() -> Vec<CustomResourceDefinition> {
         ImageContentSourcePolicy::crd(),
         ImageDigestMirrorSet::crd(),
         ImageTagMirrorSet::crd(),
+        MachineConfiguration::crd(),
         Node::crd(),
     ]
     .into_iter()

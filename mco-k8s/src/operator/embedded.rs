@@ -15,6 +15,10 @@ pub const MANIFESTS: &[(&str, &str)] = &[
         include_str!("../../../manifests/01-namespace.yaml"),
     ),
     (
+        "02-admission-policy.yaml",
+        include_str!("../../../manifests/02-admission-policy.yaml"),
+    ),
+    (
         "02-daemon-policy.yaml",
         include_str!("../../../manifests/02-daemon-policy.yaml"),
     ),

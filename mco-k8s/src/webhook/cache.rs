@@ -4,7 +4,7 @@
 //! while it leads.
 //! A change marks the view stale; a background task rebuilds it once the changes settle
 //! (decoding the stores into a [`ClusterView`] and rendering each pool once), and reviews read
-//! the last one built. No request makes an API call.
+//! the last one built. No review makes an API call but a MachineConfig's DELETE.
 //!
 //! The MachineConfiguration `cluster` (`operator.openshift.io/v1`, the node disruption
 //! policies the plans use) is watched too; on clusters without that API the watch retries with
@@ -13,18 +13,25 @@
 //! their CRD the store stays empty and estimates are upstream's.
 //!
 //! Not watched: the FeatureGate, APIServer and Node `cluster` objects (a reviewed
-//! KubeletConfig is generated without them).
+//! KubeletConfig is generated without them), and the Nodes: the DELETE of a MachineConfig,
+//! refused while a pool or node names it, lists their metadata (the one review that makes a
+//! request).
 
+use super::UsersFuture;
 use super::ViewSource;
 use crate::controller::pool_sync::CONTROLLER_CONFIG_NAME;
 use crate::objects::{self, Model, Stored};
 use crate::reflect::{Registry, Subscription, Watched};
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::ListParams;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use mco_render::admission::in_use::users_of;
 use mco_render::admission::ClusterView;
 use mco_render::api::rollout_policy::RolloutPolicy;
+use mco_render::api::Node;
 use mco_render::api::{
     ContainerRuntimeConfig, ControllerConfig, KubeletConfig, MachineConfig, MachineConfigPool,
 };
@@ -58,6 +65,7 @@ pub struct WebhookCache {
     ready: Arc<AtomicBool>,
     current: Arc<Mutex<Option<Arc<ClusterView>>>>,
     render: RenderOptions,
+    client: Client,
 }
 
 impl std::fmt::Debug for WebhookCache {
@@ -189,6 +197,7 @@ impl WebhookCache {
             ready,
             current,
             render,
+            client: registry.client().clone(),
         }
     }
 
@@ -270,7 +279,7 @@ impl Drop for WebhookCache {
 }
 
 /// The `operator.openshift.io/v1` MachineConfiguration resource.
-fn machine_configuration_resource() -> ApiResource {
+pub(crate) fn machine_configuration_resource() -> ApiResource {
     ApiResource {
         group: "operator.openshift.io".into(),
         version: "v1".into(),
@@ -319,8 +328,40 @@ fn watch_rollout_policies(
 }
 
 impl ViewSource for WebhookCache {
-    /// The view the background task built last (at most 200 ms plus a render behind the
-    /// caches), or one built now when there is none yet.
+    /// The pools from their store as it is now (not the view's), the Nodes listed for their
+    /// metadata (a MachineConfig's DELETE is rare; a watch of every Node would keep each
+    /// replica busy with their heartbeats). A failed LIST counts no node.
+    fn users<'a>(&'a self, name: &'a str, _view: &'a ClusterView) -> UsersFuture<'a> {
+        Box::pin(async move {
+            let pools = objects_of(&self.stores.pools);
+            let api: Api<KubeNode> = Api::all(self.client.clone());
+            let nodes: Vec<Node> = match api.list_metadata(&ListParams::default()).await {
+                Ok(list) => list
+                    .items
+                    .into_iter()
+                    .map(|m| {
+                        let mut n = Node::default();
+                        n.metadata.name = m.metadata.name.unwrap_or_default();
+                        n.metadata.annotations = m
+                            .metadata
+                            .annotations
+                            .unwrap_or_default()
+                            .into_iter()
+                            .collect();
+                        n
+                    })
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook: Nodes not listed; a MachineConfig's users are its pools");
+                    Vec::new()
+                }
+            };
+            let pools: Vec<&MachineConfigPool> = pools.iter().collect();
+            let nodes: Vec<&Node> = nodes.iter().collect();
+            users_of(name, &pools, &nodes)
+        })
+    }
+
     fn view(&self) -> Option<Arc<ClusterView>> {
         if !self.filled() {
             return None;

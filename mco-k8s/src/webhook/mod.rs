@@ -15,6 +15,7 @@ use crate::tasks::ServerTasks;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
+use mco_render::admission::in_use::User;
 use mco_render::admission::v1;
 use mco_render::admission::{ClusterView, ReviewOptions};
 use std::net::SocketAddr;
@@ -64,6 +65,35 @@ pub trait ViewSource: Send + Sync + 'static {
     /// The cluster now, or `None` while the caches are not filled (requests are then allowed
     /// with a warning saying they were not reviewed).
     fn view(&self) -> Option<Arc<ClusterView>>;
+
+    /// The pools and nodes that name the MachineConfig `name` (a DELETE of it is refused
+    /// then); by default those `view` holds.
+    fn users<'a>(&'a self, name: &'a str, view: &'a ClusterView) -> UsersFuture<'a> {
+        let users = v1::cluster_users(view, name);
+        Box::pin(async move { users })
+    }
+}
+
+/// What [`ViewSource::users`] returns.
+pub type UsersFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Vec<User>> + Send + 'a>>;
+
+/// The MachineConfig a request DELETEs, if it is one.
+fn deleted_machine_config(body: &[u8]) -> Option<String> {
+    let review: v1::AdmissionReview = serde_json::from_slice(body).ok()?;
+    let request = review.request?;
+    if request.operation != "DELETE" || request.kind.kind != "MachineConfig" {
+        return None;
+    }
+    match request.name.as_str() {
+        "" => request
+            .old_object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/name"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        n => Some(n.to_string()),
+    }
 }
 
 /// A fixed view (tests, benchmarks).
@@ -257,7 +287,19 @@ async fn handle(shared: &Shared, req: hyper::Request<Incoming>) -> hyper::Respon
                         now: Some(jiff::Timestamp::now()),
                         ..shared.review.clone()
                     };
-                    v1::handle(&body, &view, &review)
+                    // Only a MachineConfig's DELETE asks who names it (its users read now).
+                    let users = match deleted_machine_config(&body) {
+                        Some(name) => {
+                            let found = shared.source.users(&name, &view).await;
+                            Some((name, found))
+                        }
+                        None => None,
+                    };
+                    let lookup = |name: &str| match &users {
+                        Some((n, u)) if n == name => u.clone(),
+                        _ => Vec::new(),
+                    };
+                    v1::handle_with(&body, &view, &review, &lookup)
                 }
                 None => not_ready(&body),
             };

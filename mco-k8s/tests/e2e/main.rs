@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission_policy;
 mod agent_idle;
 mod alerts;
 mod apiserver;
@@ -20,6 +21,7 @@ mod controller_certificates_e2e;
 mod controller_e2e;
 mod crds;
 mod custom_resources_e2e;
+mod delete_guard_e2e;
 mod drain_e2e;
 mod events;
 mod faults_e2e;
@@ -37,6 +39,7 @@ mod relist_e2e;
 mod rollout_policy_e2e;
 mod server_abuse;
 mod system_e2e;
+mod validation_overrides_e2e;
 mod versions;
 mod vm;
 mod watch_caches;

@@ -369,12 +369,21 @@ async fn the_manifests_webhook_configuration() {
     ] {
         assert!(resources.iter().any(|x| x == r), "{r}");
     }
+    // Writes are reviewed; of deletions, only a MachineConfig's (refused while in use).
     for r in &rules {
-        assert_eq!(
-            r.operations.clone().unwrap_or_default(),
-            vec!["CREATE".to_string(), "UPDATE".to_string()]
-        );
+        let ops = r.operations.clone().unwrap_or_default();
+        if ops == vec!["DELETE".to_string()] {
+            assert_eq!(
+                r.resources.clone().unwrap_or_default(),
+                vec!["machineconfigs".to_string()]
+            );
+        } else {
+            assert_eq!(ops, vec!["CREATE".to_string(), "UPDATE".to_string()]);
+        }
     }
+    assert!(rules
+        .iter()
+        .any(|r| r.operations.clone().unwrap_or_default() == vec!["DELETE".to_string()]));
     let target = h.client_config.service.clone().expect("service reference");
     assert_eq!(Some(target.name.clone()), svc.metadata.name.clone());
     assert_eq!(

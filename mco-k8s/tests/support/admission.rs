@@ -1,5 +1,5 @@
 //! Validating admission, as kube-apiserver runs it: every stored ValidatingWebhookConfiguration
-//! whose rules match a create or update is called with an AdmissionReview v1 over HTTPS
+//! whose rules match a create, update or delete is called with an AdmissionReview v1 over HTTPS
 //! (trusting its `caBundle`, checking the certificate against the service's DNS name
 //! `<name>.<namespace>.svc` or the URL's host), before the object is stored.
 //!
@@ -45,6 +45,8 @@ pub enum Operation {
     Create,
     /// `UPDATE`.
     Update,
+    /// `DELETE` (the object is `null`, the stored one `oldObject`).
+    Delete,
 }
 
 impl Operation {
@@ -52,6 +54,7 @@ impl Operation {
         match self {
             Operation::Create => "CREATE",
             Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
         }
     }
 }
@@ -73,7 +76,7 @@ pub enum Outcome {
 pub struct Call {
     /// The webhook's name.
     pub webhook: String,
-    /// `CREATE` or `UPDATE`.
+    /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: &'static str,
     /// The object's kind.
     pub kind: String,
@@ -99,6 +102,16 @@ pub struct Request<'a> {
     pub user: &'a str,
     /// A dry run (`dryRun=All`): reviewed, never stored.
     pub dry_run: bool,
+}
+
+impl Request<'_> {
+    /// The object's name (the stored one's on DELETE).
+    fn name(&self) -> &str {
+        self.object["metadata"]["name"]
+            .as_str()
+            .or_else(|| self.old.and_then(|o| o["metadata"]["name"].as_str()))
+            .unwrap_or("")
+    }
 }
 
 /// The request is refused: code, reason and message of the Status the client gets.
@@ -142,10 +155,7 @@ pub async fn admit(
             webhook: name.clone(),
             operation: req.operation.as_str(),
             kind: req.def.kind.to_string(),
-            name: req.object["metadata"]["name"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
+            name: req.name().to_string(),
             outcome: match &outcome {
                 Ok(Answer::Allowed(w)) => Outcome::Allowed(w.clone()),
                 Ok(Answer::Denied(r)) => Outcome::Denied(r.message.clone()),
@@ -336,7 +346,7 @@ async fn call(
             "requestKind": {"group": req.def.group, "version": req.def.version, "kind": req.def.kind},
             "requestResource": {"group": req.def.group, "version": req.def.version, "resource": req.def.plural},
             "subResource": req.sub,
-            "name": req.object["metadata"]["name"],
+            "name": req.name(),
             "operation": req.operation.as_str(),
             "userInfo": {"username": req.user, "groups": ["system:authenticated"]},
             "object": req.object,

@@ -2713,6 +2713,20 @@ async fn serve(
             } else {
                 Some(parse_body(&body)?)
             };
+            // Validating admission sees the stored object as oldObject, and no object.
+            if let Some(stored) = store.get(def.plural, &ns, name) {
+                store
+                    .admit(admission::Request {
+                        def,
+                        sub: None,
+                        operation: admission::Operation::Delete,
+                        object: &Value::Null,
+                        old: Some(&stored),
+                        user: &caller.user,
+                        dry_run: caller.dry_run,
+                    })
+                    .await?;
+            }
             let out = if def.plural == "pods" {
                 store.delete_pod(&ns, name, opts.as_ref())?
             } else {

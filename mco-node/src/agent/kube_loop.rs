@@ -406,6 +406,9 @@ impl<H: Host> Agent<H> {
         }
         let node: Node = convert(&format!("Node {}", self.opts.node_name), &updated)?;
         self.report(step, &node).await;
+        if let Step::Done { current, .. } = step {
+            self.report_irreconcilable(current).await;
+        }
         Ok(node)
     }
 
@@ -1203,6 +1206,7 @@ fn watch_policies(
     rx
 }
 
+mod irreconcilable;
 #[cfg(test)]
 mod tests;
 

@@ -40,6 +40,7 @@
 //! The webhook (`mco-k8s`'s `webhook` module) and `mco-render validate --cluster-dir` both call
 //! [`review`], so they cannot disagree. [`v1`] is the AdmissionReview v1 encoding.
 
+pub mod in_use;
 pub mod lint;
 pub mod v1;
 
@@ -117,6 +118,8 @@ pub enum FindingKind {
     Pending,
     /// A pool's nodes could not move to the new rendered config in place.
     Unreconcilable,
+    /// A MachineConfig a pool or node still names is being deleted.
+    InUse,
     /// What the change does to a pool's nodes.
     Disruption,
     /// A warning of Ignition's validation.

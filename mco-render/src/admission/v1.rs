@@ -3,7 +3,8 @@
 //! Only the fields a validating webhook reads or writes are typed; the rest of a request
 //! (`userInfo`, `options`, `requestKind`, ...) is kept in `extra`.
 
-use super::{review, ClusterView, Findings, Operation, ReviewOptions};
+use super::in_use::{delete_refusal, users_of, User};
+use super::{review, ClusterView, Finding, FindingKind, Findings, Operation, ReviewOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -155,12 +156,60 @@ impl AdmissionReview {
     }
 }
 
-/// Reviews one request: CREATE and UPDATE go through [`review`]; anything else is allowed.
+/// Reviews one request: CREATE and UPDATE go through [`review`]; the DELETE of a
+/// MachineConfig is refused while a pool or node of `cluster` names it
+/// ([`super::in_use`]); anything else is allowed.
 pub fn review_request(
     request: &AdmissionRequest,
     cluster: &ClusterView,
     opts: &ReviewOptions,
 ) -> (Findings, AdmissionResponse) {
+    review_request_with(request, cluster, opts, &|name| cluster_users(cluster, name))
+}
+
+/// The pools and nodes of `cluster` naming the MachineConfig `name`.
+pub fn cluster_users(cluster: &ClusterView, name: &str) -> Vec<User> {
+    let m = cluster.manifests();
+    let pools: Vec<_> = m.pools.iter().map(|(_, p)| p).collect();
+    let nodes: Vec<_> = m.nodes.iter().map(|(_, n)| n).collect();
+    users_of(name, &pools, &nodes)
+}
+
+/// [`review_request`] with the users of a MachineConfig read by `users` (the webhook reads
+/// them from its own caches of pools and Nodes).
+pub fn review_request_with(
+    request: &AdmissionRequest,
+    cluster: &ClusterView,
+    opts: &ReviewOptions,
+    users: &dyn Fn(&str) -> Vec<User>,
+) -> (Findings, AdmissionResponse) {
+    if request.operation == "DELETE" {
+        let mut findings = Findings::default();
+        let name = match request.name.as_str() {
+            "" => request
+                .old_object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            n => n,
+        };
+        if request.kind.kind == "MachineConfig" && !name.is_empty() {
+            if let Some(message) = delete_refusal(name, &users(name)) {
+                findings.errors.push(Finding {
+                    kind: FindingKind::InUse,
+                    message,
+                });
+            }
+        }
+        // 409: the object is fine, the cluster's state forbids its removal now.
+        let mut response = AdmissionResponse::from_findings(&request.uid, &findings);
+        if let Some(status) = response.status.as_mut() {
+            status.code = 409;
+            status.reason = "Conflict".to_string();
+        }
+        return (findings, response);
+    }
     let operation = match request.operation.as_str() {
         "CREATE" => Some(Operation::Create),
         "UPDATE" => Some(Operation::Update),
@@ -201,5 +250,21 @@ pub fn handle(
     }
     let request = review.request.ok_or(DecodeError::NoRequest)?;
     let (_, response) = review_request(&request, cluster, opts);
+    Ok(serde_json::to_vec(&AdmissionReview::response(response))?)
+}
+
+/// [`handle`] with the users of a MachineConfig read by `users` ([`review_request_with`]).
+pub fn handle_with(
+    body: &[u8],
+    cluster: &ClusterView,
+    opts: &ReviewOptions,
+    users: &dyn Fn(&str) -> Vec<User>,
+) -> Result<Vec<u8>, DecodeError> {
+    let review: AdmissionReview = serde_json::from_slice(body)?;
+    if review.api_version != API_VERSION {
+        return Err(DecodeError::Version(review.api_version));
+    }
+    let request = review.request.ok_or(DecodeError::NoRequest)?;
+    let (_, response) = review_request_with(&request, cluster, opts, users);
     Ok(serde_json::to_vec(&AdmissionReview::response(response))?)
 }

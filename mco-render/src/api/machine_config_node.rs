@@ -143,6 +143,25 @@ pub struct MachineConfigNodeStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Option<Vec<PinnedImageSetGenerations>>", length(max = 100))]
     pub pinned_image_sets: Vec<PinnedImageSetGenerations>,
+    /// The storage sections (disks, filesystems, RAID, LUKS) of the node's target config that
+    /// differ from the config the node was provisioned with: changes an
+    /// `irreconcilableValidationOverrides` let render that only new nodes get (at most 32).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Option<Vec<IrreconcilableChangeDiff>>", length(max = 32))]
+    pub irreconcilable_changes: Vec<IrreconcilableChangeDiff>,
+}
+
+/// One difference between the node's provisioning-time config and its target config
+/// (`status.irreconcilableChanges[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IrreconcilableChangeDiff {
+    /// Where the configs differ, from `spec.` (`spec.config.storage.disks[0].device`).
+    #[serde(default)]
+    pub field_path: String,
+    /// The difference: `- old` and `+ new` lines of compact JSON, list neighbours as context.
+    #[serde(default)]
+    pub diff: String,
 }
 
 /// Where one PinnedImageSet stands on the node (`status.pinnedImageSets[]`).

@@ -5,11 +5,13 @@ use mco_ignition::SpecVersion;
 use mco_render::admission::{self, ClusterView, Operation, ReviewOptions};
 use mco_render::api::{ControllerConfigSpec, MachineConfig, MachineConfigPool};
 use mco_render::controllers::generate::upstream_json;
+use mco_render::controllers::render_sync::check_transition;
 use mco_render::controllers::templates::{generate_template_machine_configs, TemplateTree};
+use mco_render::controllers::validation_overrides::validation_overrides_in;
 use mco_render::load;
 use mco_render::manifests::expand::{expand_manifests, template_options, ClusterOptions};
 use mco_render::manifests::Manifests;
-use mco_render::plan::reconcile::RenderedInput;
+use mco_render::plan::reconcile::{RenderedInput, StorageOverride};
 use mco_render::plan::{self, MachineConfiguration};
 use mco_render::release::Release;
 use mco_render::render::{render_pool, render_pool_owned, NameScheme, RenderOptions, Rendered};
@@ -619,7 +621,12 @@ fn cmd_render(
         },
         ..opts
     };
+    let overrides = validation_overrides_in(m.others.iter().map(|(_, v)| v));
+    let current = pools_current_configs(&m, pool)?;
     let rendered = render_all(&mut m, pool, &opts)?;
+    if let Some(before) = current {
+        check_transitions(&m, &before, &rendered, &overrides)?;
+    }
     if let Some((dir, check_only)) = out_dir {
         let format = match output {
             Format::Yaml => mco_render::check::OutputFormat::Yaml,
@@ -646,6 +653,49 @@ fn cmd_render(
         _ => out!("{}", output::objects_text(&all, output)?),
     }
     Ok(())
+}
+
+/// Every MachineConfig of the tree, when a selected pool's `spec.configuration` names a
+/// rendered config the tree holds (a dump): the render controller checks the move from it.
+fn pools_current_configs(
+    m: &Manifests,
+    only: Option<&str>,
+) -> Result<Option<Vec<MachineConfig>>, Failure> {
+    let current = pools(m, only)?.into_iter().any(|p| {
+        let name = &p.spec.configuration.name;
+        !name.is_empty() && m.machine_configs.iter().any(|(_, mc)| mc.name() == name)
+    });
+    Ok(current.then(|| m.machine_configs.iter().map(|(_, mc)| mc.clone()).collect()))
+}
+
+/// Refuses, as the render controller does (its pool RenderDegraded), a rendered config that
+/// the pool's current one cannot move to in place; `overrides` are the storage sections the
+/// tree's MachineConfiguration `cluster` exempts.
+fn check_transitions(
+    m: &Manifests,
+    before: &[MachineConfig],
+    rendered: &[(String, Rendered)],
+    overrides: &[StorageOverride],
+) -> Result<(), Failure> {
+    let mut lines = Vec::new();
+    for (name, r) in rendered {
+        let Some((_, pool)) = m.pools.iter().find(|(_, p)| p.name() == name) else {
+            continue;
+        };
+        if let Err(e) = check_transition(pool, before, &r.machine_config, &r.source, overrides) {
+            lines.push(format!("error: pool {name:?} failed to render:"));
+            lines.push(format!("  could not generate rendered MachineConfig: {e}"));
+            lines.push(format!(
+                "  (the controller keeps the pool on {} and reports RenderDegraded)",
+                pool.spec.configuration.name
+            ));
+        }
+    }
+    if lines.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure { code: 1, lines })
+    }
 }
 
 /// The objects of `paths` as the API server would hand them to the webhook.

@@ -21,6 +21,7 @@ pub mod render_sync;
 pub mod rollout;
 pub mod rollout_policy;
 pub mod templates;
+pub mod validation_overrides;
 pub mod write;
 
 pub use write::Write;

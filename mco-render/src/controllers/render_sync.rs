@@ -8,7 +8,7 @@ use crate::api::MachineConfigPoolStatus;
 use crate::api::{ControllerConfig, MachineConfig, MachineConfigPool};
 use crate::gocompat::quote::go_quote;
 use crate::plan::input::rendered_input;
-use crate::plan::reconcile::{check_configs, is_rendered_config_reconcilable};
+use crate::plan::reconcile::{check_configs, is_rendered_config_reconcilable, StorageOverride};
 use crate::render::error::RenderErrorKind;
 use crate::render::{render_pool, RenderOptions};
 
@@ -115,12 +115,27 @@ pub fn cluster_release(cc: &ControllerConfig) -> Option<crate::release::Release>
 
 /// Decides the render controller's writes for `pool`. `all` is every MachineConfig in the
 /// cluster; `controller` the ControllerConfig, without which nothing is rendered (the sync is
-/// retried). `now` stamps changed conditions.
+/// retried). `now` stamps changed conditions. No storage section is exempt from the
+/// reconcilability check ([`sync_pool_with`] takes the cluster's overrides).
 pub fn sync_pool(
     pool: &MachineConfigPool,
     all: &[MachineConfig],
     controller: Option<&ControllerConfig>,
     opts: &RenderOptions,
+    now: &str,
+) -> RenderSync {
+    sync_pool_with(pool, all, controller, opts, &[], now)
+}
+
+/// [`sync_pool`] with the storage sections the cluster's `irreconcilableValidationOverrides`
+/// exempt from the check of the move from the pool's current rendered config
+/// ([`super::validation_overrides::validation_overrides`]).
+pub fn sync_pool_with(
+    pool: &MachineConfigPool,
+    all: &[MachineConfig],
+    controller: Option<&ControllerConfig>,
+    opts: &RenderOptions,
+    overrides: &[StorageOverride],
     now: &str,
 ) -> RenderSync {
     let mut out = RenderSync::default();
@@ -154,7 +169,7 @@ pub fn sync_pool(
                 )),
                 None => Err(format!("could not generate rendered MachineConfig: {f}")),
             },
-            Ok(r) => match check_transition(pool, all, &r.machine_config, &r.source) {
+            Ok(r) => match check_transition(pool, all, &r.machine_config, &r.source, overrides) {
                 Err(e) => Err(format!("could not generate rendered MachineConfig: {e}")),
                 Ok(()) => Ok(r),
             },
@@ -236,12 +251,15 @@ fn with_metadata_of(stored: &MachineConfig, rendered: &MachineConfig) -> Option<
 }
 
 /// Refuses a move from the pool's current rendered config to `generated` that cannot be
-/// applied in place, naming the source MachineConfig responsible when one alone explains it.
-fn check_transition(
+/// applied in place (the storage sections in `overrides` exempt), naming the source
+/// MachineConfig responsible when one alone explains it. The message is what follows
+/// `could not generate rendered MachineConfig: ` in the pool's RenderDegraded condition.
+pub fn check_transition(
     pool: &MachineConfigPool,
     all: &[MachineConfig],
     generated: &MachineConfig,
     source: &[String],
+    overrides: &[StorageOverride],
 ) -> Result<(), String> {
     let current_name = &pool.spec.configuration.name;
     if current_name.is_empty() || current_name == generated.name() {
@@ -263,7 +281,7 @@ fn check_transition(
             go_quote(generated.name())
         )
     })?;
-    let Err(full) = is_rendered_config_reconcilable(&old, &new, &[]) else {
+    let Err(full) = is_rendered_config_reconcilable(&old, &new, overrides) else {
         return Ok(());
     };
     let full_msg = full.to_string();
@@ -276,7 +294,7 @@ fn check_transition(
         let Ok(single) = rendered_input(mc.name(), &mc.spec) else {
             continue;
         };
-        if let Err(reason) = check_configs(&old, &single, &[]) {
+        if let Err(reason) = check_configs(&old, &single, overrides) {
             let reason = reason.to_string();
             if full_msg.contains(&reason) {
                 return Err(format!(
@@ -523,6 +541,52 @@ mod tests {
             format!("Failed to render configuration for pool worker: could not generate rendered MachineConfig: reconciliation failed between current config {:?} and base config \"99-worker-dir\": ignition directories section contains changes", rendered.name())
         );
         assert!(s.create.is_none() && s.set_configuration.is_none());
+    }
+
+    #[test]
+    fn a_storage_override_lets_a_disk_change_render() {
+        let base = mc("00-worker", json!({"ignition": {"version": V}}));
+        let first = sync_pool(
+            &pool(),
+            std::slice::from_ref(&base),
+            Some(&cc()),
+            &RenderOptions::default(),
+            "T",
+        );
+        let rendered = first.create.unwrap();
+        let mut p = pool();
+        p.spec.configuration = first.set_configuration.unwrap();
+        let disk = mc(
+            "99-worker-disk",
+            json!({"ignition": {"version": V}, "storage": {"disks": [{"device": "/dev/vdb", "wipeTable": true}]}}),
+        );
+        let all = vec![base, disk, rendered.clone()];
+        let refused = sync_pool(&p, &all, Some(&cc()), &RenderOptions::default(), "T");
+        assert!(refused
+            .error
+            .unwrap()
+            .ends_with("base config \"99-worker-disk\": ignition disks section contains changes"));
+        let other = sync_pool_with(
+            &p,
+            &all,
+            Some(&cc()),
+            &RenderOptions::default(),
+            &[StorageOverride::Raid, StorageOverride::FileSystems],
+            "T",
+        );
+        assert!(other.error.is_some());
+        let s = sync_pool_with(
+            &p,
+            &all,
+            Some(&cc()),
+            &RenderOptions::default(),
+            &[StorageOverride::Disks],
+            "T",
+        );
+        assert_eq!(s.error, None);
+        let created = s.create.expect("the new rendered config");
+        assert_ne!(created.name(), rendered.name());
+        assert_eq!(s.set_configuration.unwrap().name, created.name());
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod diff;
 pub mod input;
+pub mod irreconcilable_report;
 pub mod kargs;
 pub mod layering;
 pub mod pinned_images;

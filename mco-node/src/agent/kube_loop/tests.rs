@@ -1259,3 +1259,49 @@ async fn the_force_annotation_lets_an_update_past_drift_and_is_cleared_with_it()
     drop(agent);
     let _ = server.await;
 }
+
+/// A disk change an `irreconcilableValidationOverrides` let render: the node takes the rest of
+/// the config and, once Done, reports on its MachineConfigNode how its storage differs from
+/// the config it was provisioned with (`/etc/mcs-machine-config-content.json`).
+#[tokio::test]
+async fn a_done_node_reports_its_irreconcilable_changes() {
+    use mco_render::serve::served::MACHINE_CONFIG_CONTENT_PATH;
+    let (fake, dir, root) = setup();
+    let r1 = lock(&fake).machine_configs["r1"].clone();
+    let mut r4 = r1.clone();
+    r4["metadata"]["name"] = json!("r4");
+    r4["spec"]["config"]["storage"]["disks"] = json!([{"device": "/dev/vdb", "wipeTable": true}]);
+    lock(&fake).machine_configs.insert("r4".into(), r4);
+    let served = dir
+        .path()
+        .join(MACHINE_CONFIG_CONTENT_PATH.trim_start_matches('/'));
+    std::fs::create_dir_all(served.parent().unwrap_or(dir.path())).unwrap_or_default();
+    std::fs::write(&served, r1.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    lock(&fake).node = kube_node(json!({
+        CURRENT_CONFIG: "r1", DESIRED_CONFIG: "r4", STATE: "Done",
+        DESIRED_DRAIN: "uncordon-r1", LAST_APPLIED_DRAIN: "uncordon-r1",
+    }));
+    let (client, server) = fake_client(fake.clone());
+    let mut agent = Agent::new(client, root, RecordingHost::new(), AgentOptions::new("w1"));
+    let overrides: MachineConfiguration = serde_json::from_value(json!({
+        "spec": {"irreconcilableValidationOverrides": {"storage": ["Disks"]}}
+    }))
+    .unwrap_or_default();
+    agent.set_policies(Some(overrides));
+
+    let first = agent.sync(node_of(&fake)).await;
+    assert_eq!(first.ok(), Some(Synced::Waiting("uncordon-r4".into())));
+    lock(&fake).node["metadata"]["annotations"][LAST_APPLIED_DRAIN] = json!("uncordon-r4");
+    let second = agent.sync(node_of(&fake)).await;
+    assert_eq!(
+        second.ok(),
+        Some(Synced::Idle("on desired config r4".into()))
+    );
+    let mcn = lock(&fake).mcn.clone().unwrap_or(Value::Null);
+    assert_eq!(
+        mcn["status"]["irreconcilableChanges"],
+        json!([{"fieldPath": "spec.config.storage.disks",
+                "diff": "+ [{\"device\":\"/dev/vdb\",\"wipeTable\":true}]\n"}])
+    );
+    server.abort();
+}

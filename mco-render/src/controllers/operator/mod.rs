@@ -14,6 +14,7 @@ pub mod controller_config;
 pub mod desired;
 pub mod layering;
 pub mod machine_config_nodes;
+pub mod machine_configuration;
 pub mod ownership;
 pub mod pointer_config;
 pub mod status;
