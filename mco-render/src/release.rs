@@ -246,6 +246,11 @@ impl Release {
             registries_auth_helper: m >= 19,
             policy_json_indented: m >= 17,
             policy_transports_always: m <= 15,
+            image_policies: match m {
+                ..=19 => None,
+                20 => Some(false),
+                _ => Some(true),
+            },
             mirror_check: if m >= 16 {
                 MirrorCheck::Patterns
             } else {
@@ -372,6 +377,12 @@ pub struct Profile {
     /// Whether a rewritten `policy.json` gets the `docker` and `atomic` transports even with
     /// no scope in them (until 4.15).
     pub policy_transports_always: bool,
+    /// Whether the registries MachineConfig carries the ClusterImagePolicies and ImagePolicies
+    /// (`config.openshift.io/v1`) while the `SigstoreImageVerification` gate is on, and
+    /// whether that gate is on by default: from 4.20 (`Some(false)`: TechPreview), on by
+    /// default from 4.21 (`Some(true)`). `None`: not read (4.16 to 4.19 read the `v1alpha1`
+    /// kinds behind TechPreview, which this project does not reproduce).
+    pub image_policies: Option<bool>,
     /// How mirror-set sources and mirrors are checked.
     pub mirror_check: MirrorCheck,
     /// Whether the conflicting `mirrorSourcePolicy` error lists ImageContentSourcePolicies
