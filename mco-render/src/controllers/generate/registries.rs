@@ -744,7 +744,14 @@ pub fn update_policy_json_with(
         blocked,
     )
     .map_err(|e| (e, image()))?;
-    if allowed.is_empty() && blocked.is_empty() && policies.cluster.is_empty() {
+    // Upstream returns the original when both lists are nil and no cluster scope is set. The
+    // sync calls this with no list only for namespaced policies; without any policy, empty
+    // lists here stand for Go's empty, non-nil lists, which go on.
+    if allowed.is_empty()
+        && blocked.is_empty()
+        && policies.cluster.is_empty()
+        && !policies.namespaced.is_empty()
+    {
         return Ok(data.to_vec());
     }
     validate_registries_conf_scopes(&[], blocked, allowed, &[], &[], release)?;
