@@ -579,9 +579,11 @@ fn with_signature_policy(minor: u8, gates: Option<&[&str]>) -> ClusterConfigInpu
     input.cluster_image_policies = vec![json!({"metadata": {"name": "signed"}, "spec": {
         "scopes": ["quay.io/signed"],
         "policy": {"rootOfTrust": {"policyType": "PublicKey", "publicKey": {"keyData": "a2V5"}}}}})];
-    input.image_policies = vec![json!({"metadata": {"name": "p", "namespace": "apps"}, "spec": {
+    input.image_policies = vec![
+        json!({"metadata": {"name": "p", "namespace": "apps"}, "spec": {
         "scopes": ["quay.io/apps"],
-        "policy": {"rootOfTrust": {"policyType": "PublicKey", "publicKey": {"keyData": "a2V5"}}}}})];
+        "policy": {"rootOfTrust": {"policyType": "PublicKey", "publicKey": {"keyData": "a2V5"}}}}}),
+    ];
     if let Some(g) = gates {
         input.feature_gate_exists = true;
         input.feature_gates.enabled = g.iter().map(|s| s.to_string()).collect();
@@ -631,7 +633,10 @@ fn an_image_policy_inside_a_cluster_scope_is_left_out_and_reported() {
     let mut input = with_signature_policy(22, None);
     input.image_policies[0]["spec"]["scopes"] = json!(["quay.io/signed/app", "quay.io/apps"]);
     let policies = registries::image_policies(&input, &input.release.profile()).expect("valid");
-    assert_eq!(policies.namespaced.keys().collect::<Vec<_>>(), ["quay.io/apps"]);
+    assert_eq!(
+        policies.namespaced.keys().collect::<Vec<_>>(),
+        ["quay.io/apps"]
+    );
     assert_eq!(policies.conflicts.len(), 1);
     assert_eq!(
         policies.conflicts[0].message(),
