@@ -542,7 +542,7 @@ fn image_policies_generate_as_each_release_does() {
     for f in &failures {
         eprintln!("{f}");
     }
-    assert!(total >= 72, "{total} image-policy cases");
+    assert!(total >= 96, "{total} image-policy cases");
     assert!(
         failures.is_empty(),
         "{} of {total} cases differ",

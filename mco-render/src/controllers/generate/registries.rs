@@ -1223,6 +1223,7 @@ pub fn image_policies(
     sigstore::valid_scope_policies(
         &ImagePolicy::read_all(&input.cluster_image_policies),
         &ImagePolicy::read_all(&input.image_policies),
+        sigstore::ItemRules::of(release),
     )
 }
 

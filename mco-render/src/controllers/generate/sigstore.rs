@@ -81,11 +81,31 @@ impl ScopeConflict {
     }
 }
 
-fn identity(policy: &SigstorePolicy) -> Result<Value, String> {
+/// How a release builds requirements (from its [`crate::release::Profile`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ItemRules {
+    /// The `v1alpha1` kinds: an empty `matchPolicy` is the default one.
+    pub v1alpha1: bool,
+    /// `pki` written with all six fields.
+    pub pki_every_field: bool,
+}
+
+impl ItemRules {
+    /// The rules of `release`.
+    pub fn of(release: &crate::release::Profile) -> ItemRules {
+        ItemRules {
+            v1alpha1: release.image_policies_v1alpha1,
+            pki_every_field: release.sigstore_pki_every_field,
+        }
+    }
+}
+
+fn identity(policy: &SigstorePolicy, v1alpha1: bool) -> Result<Value, String> {
     let Some(id) = &policy.signed_identity else {
         return Ok(json!({"type": "matchRepoDigestOrExact"}));
     };
     match id.match_policy.as_str() {
+        "" if v1alpha1 => Ok(json!({"type": "matchRepoDigestOrExact"})),
         match_policy::REMAP_IDENTITY => {
             let remap = id.remap_identity.clone().unwrap_or_default();
             for p in [&remap.prefix, &remap.signed_prefix] {
@@ -126,8 +146,8 @@ fn valid_remap_prefix(p: &str) -> bool {
 }
 
 /// Upstream's `policyItemFromSpec`: the `sigstoreSigned` requirement of a policy, its keys in
-/// the order containers/image writes them.
-pub fn policy_item(policy: &SigstorePolicy) -> Result<Value, String> {
+/// the order containers/image writes them, by the release's `rules`.
+pub fn policy_item(policy: &SigstorePolicy, rules: ItemRules) -> Result<Value, String> {
     let root = &policy.root_of_trust;
     let mut item = Map::new();
     item.insert("type".into(), json!("sigstoreSigned"));
@@ -180,14 +200,22 @@ pub fn policy_item(policy: &SigstorePolicy) -> Result<Value, String> {
                 );
             }
             let mut pki = Map::new();
-            pki.insert("caRootsData".into(), json!(p.ca_roots_data));
-            if !p.ca_intermediates_data.is_empty() {
-                pki.insert("caIntermediatesData".into(), json!(p.ca_intermediates_data));
+            let every = rules.pki_every_field;
+            let data = |d: &str| if d.is_empty() { Value::Null } else { json!(d) };
+            if every {
+                pki.insert("caRootsPath".into(), json!(""));
             }
-            if !subject.email.is_empty() {
+            pki.insert("caRootsData".into(), json!(p.ca_roots_data));
+            if every {
+                pki.insert("caIntermediatesPath".into(), json!(""));
+            }
+            if every || !p.ca_intermediates_data.is_empty() {
+                pki.insert("caIntermediatesData".into(), data(&p.ca_intermediates_data));
+            }
+            if every || !subject.email.is_empty() {
                 pki.insert("subjectEmail".into(), json!(subject.email));
             }
-            if !subject.hostname.is_empty() {
+            if every || !subject.hostname.is_empty() {
                 pki.insert("subjectHostname".into(), json!(subject.hostname));
             }
             item.insert("pki".into(), Value::Object(pki));
@@ -195,7 +223,7 @@ pub fn policy_item(policy: &SigstorePolicy) -> Result<Value, String> {
         }
         _ => {}
     }
-    let signed_identity = identity(policy)?;
+    let signed_identity = identity(policy, rules.v1alpha1)?;
     if sources != 1 {
         return Err(
             "exactly one of keyPath, keyPaths, keyData, keyDatas, fulcio, and pki must be specified"
@@ -229,10 +257,11 @@ pub fn policy_item(policy: &SigstorePolicy) -> Result<Value, String> {
 pub fn valid_scope_policies(
     cluster_policies: &[ImagePolicy],
     image_policies: &[ImagePolicy],
+    rules: ItemRules,
 ) -> Result<ScopePolicies, String> {
     let mut out = ScopePolicies::default();
     for p in cluster_policies {
-        let item = policy_item(&p.spec.policy)?;
+        let item = policy_item(&p.spec.policy, rules)?;
         for scope in &p.spec.scopes {
             out.cluster
                 .entry(scope.clone())
@@ -241,7 +270,7 @@ pub fn valid_scope_policies(
         }
     }
     for p in image_policies {
-        let item = policy_item(&p.spec.policy)?;
+        let item = policy_item(&p.spec.policy, rules)?;
         let mut conflicts = Vec::new();
         for scope in &p.spec.scopes {
             if out

@@ -624,8 +624,10 @@ fn image_signature_policies_by_release_and_gate() {
     // 4.20: TechPreview only.
     assert!(written_paths(&with_signature_policy(20, None)).is_empty());
     assert_eq!(written_paths(&with_signature_policy(20, Some(gate))), all);
-    // 4.19 and before: not read.
-    assert!(written_paths(&with_signature_policy(19, Some(gate))).is_empty());
+    // 4.19: the v1alpha1 kinds, TechPreview only; 4.18 and before: not read.
+    assert!(written_paths(&with_signature_policy(19, None)).is_empty());
+    assert_eq!(written_paths(&with_signature_policy(19, Some(gate))), all);
+    assert!(written_paths(&with_signature_policy(18, Some(gate))).is_empty());
 }
 
 #[test]
@@ -653,5 +655,22 @@ fn a_policy_without_its_key_fails_the_sync_without_a_panic() {
     assert_eq!(
         out.error.map(|e| e.message).as_deref(),
         Some("exactly one of keyPath, keyPaths, keyData, keyDatas, fulcio, and pki must be specified")
+    );
+}
+
+#[test]
+fn an_empty_match_policy_is_the_default_in_v1alpha1_only() {
+    let mut input = with_signature_policy(19, Some(&["SigstoreImageVerification"]));
+    input.cluster_image_policies[0]["spec"]["policy"]["signedIdentity"] =
+        json!({"matchPolicy": ""});
+    let p = registries::image_policies(&input, &input.release.profile()).expect("4.19 reads it");
+    assert_eq!(
+        p.cluster["quay.io/signed"][0]["signedIdentity"],
+        json!({"type": "matchRepoDigestOrExact"})
+    );
+    input.release = release(20);
+    assert_eq!(
+        registries::image_policies(&input, &input.release.profile()),
+        Err("unknown signedIdentity match policy: ".to_string())
     );
 }
