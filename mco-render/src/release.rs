@@ -246,6 +246,13 @@ impl Release {
             registries_auth_helper: m >= 19,
             policy_json_indented: m >= 17,
             policy_transports_always: m <= 15,
+            image_policies: match m {
+                ..=18 => None,
+                19 | 20 => Some(false),
+                _ => Some(true),
+            },
+            image_policies_v1alpha1: m <= 19,
+            sigstore_pki_every_field: m <= 19,
             mirror_check: if m >= 16 {
                 MirrorCheck::Patterns
             } else {
@@ -372,6 +379,19 @@ pub struct Profile {
     /// Whether a rewritten `policy.json` gets the `docker` and `atomic` transports even with
     /// no scope in them (until 4.15).
     pub policy_transports_always: bool,
+    /// Whether the registries MachineConfig carries the ClusterImagePolicies and ImagePolicies
+    /// while the `SigstoreImageVerification` gate is on, and whether that gate is on by
+    /// default: 4.19 and 4.20 (`Some(false)`: TechPreview), on by default from 4.21
+    /// (`Some(true)`). `None`: not read (4.16 to 4.18 read the `v1alpha1` kinds behind
+    /// TechPreview with other rules, which this project does not reproduce).
+    pub image_policies: Option<bool>,
+    /// Whether the policies are the `v1alpha1` kinds (until 4.19; `v1` after), whose
+    /// `signedIdentity` is always there: an empty `matchPolicy` is `MatchRepoDigestOrExact`
+    /// (from 4.20 it is an unknown match policy).
+    pub image_policies_v1alpha1: bool,
+    /// Whether a `sigstoreSigned` requirement's `pki` lists all six fields, empty ones as
+    /// `""` and `null` (containers/image before v5.35, until 4.19), not only those set.
+    pub sigstore_pki_every_field: bool,
     /// How mirror-set sources and mirrors are checked.
     pub mirror_check: MirrorCheck,
     /// Whether the conflicting `mirrorSourcePolicy` error lists ImageContentSourcePolicies

@@ -403,3 +403,149 @@ fn generate_takes_the_release_to_generate_as() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown release \"4.13\""), "{err}");
 }
+
+/// The manifests of an image-policy case: the built-in pools, the role templates'
+/// container-runtime MachineConfigs, the Image, ClusterVersion, mirror sets and policies, and a
+/// FeatureGate with `SigstoreImageVerification` on.
+fn image_policy_manifests(case: &Value, dir: &Path) {
+    let mut objects: Vec<Value> = Vec::new();
+    for pool in case["pools"].as_array().into_iter().flatten() {
+        let name = pool.as_str().unwrap_or("");
+        objects.push(json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+            "metadata": {"name": name, "labels": {
+                format!("pools.operator.machineconfiguration.openshift.io/{name}"): "",
+                "machineconfiguration.openshift.io/mco-built-in": ""}},
+            "spec": {"machineConfigSelector": {"matchLabels": {
+                "machineconfiguration.openshift.io/role": name}}}}));
+    }
+    for k in ["baseMachineConfigs", "objects"] {
+        objects.extend(case[k].as_array().cloned().unwrap_or_default());
+    }
+    // The FeatureGate's own sync reads the kubelet templates: this project's, rendered here
+    // (they do not reach the registries MachineConfig).
+    objects.extend(kubelet_templates());
+    objects.push(json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "FeatureGate",
+        "metadata": {"name": "cluster"},
+        "status": {"featureGates": [{"version": "", "enabled": [{"name": "SigstoreImageVerification"}], "disabled": []}]},
+    }));
+    for (i, o) in objects.iter().enumerate() {
+        std::fs::write(dir.join(format!("{i:03}.json")), o.to_string()).expect("write");
+    }
+}
+
+/// The `01-<role>-kubelet` MachineConfigs of this project's `templates/`.
+fn kubelet_templates() -> Vec<Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates");
+    let mut tree = TemplateTree::new();
+    add_file_templates(&root, &root, &mut tree);
+    let opts = TemplateOptions {
+        controller_version: String::new(),
+        pull_secret: String::new(),
+        tls_min_version: String::new(),
+        tls_cipher_suites: Vec::new(),
+    };
+    generate_template_machine_configs(&tree, &controller_config(), &opts)
+        .expect("this project's templates render")
+        .iter()
+        .filter(|mc| mc.name().ends_with("-kubelet"))
+        .map(upstream_json)
+        .collect()
+}
+
+/// How `mco-render generate` differs from an image-policy case's `expected`, or `None`.
+fn image_policy_diff(case: &Value) -> Option<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    image_policy_manifests(case, dir.path());
+    let release = case["release"].as_str().unwrap_or("");
+    let version = case["controllerVersion"].as_str().unwrap_or("");
+    let path = dir.path().to_string_lossy().into_owned();
+    let (code, out, err) = run_cli::run(&[
+        "generate",
+        "-o",
+        "json",
+        "--release",
+        release,
+        "--controller-version",
+        version,
+        &path,
+    ]);
+    let expected = &case["expected"];
+    if let Some(message) = expected["error"].as_str() {
+        let named = err
+            .lines()
+            .any(|l| l.starts_with("error: ") && l.ends_with(&format!(": {message}")));
+        return (code != 1 || !named)
+            .then(|| format!("exit {code}, stderr {err:?}; want {message:?}"));
+    }
+    if code != 0 {
+        return Some(format!("exit {code}: {err}"));
+    }
+    let got = run_cli::list_items(&out);
+    let mut diffs = Vec::new();
+    for (name, want) in expected["machineConfigs"].as_object().into_iter().flatten() {
+        let Some(g) = got.iter().find(|m| m["metadata"]["name"] == **name) else {
+            diffs.push(format!("{name} missing"));
+            continue;
+        };
+        for k in ["name", "labels", "annotations", "ownerReferences"] {
+            if g["metadata"][k] != want["metadata"][k] {
+                diffs.push(format!(
+                    "{name} metadata.{k}: got {}, want {}",
+                    g["metadata"][k], want["metadata"][k]
+                ));
+            }
+        }
+        if g["spec"] != want["spec"] {
+            diffs.push(format!(
+                "{name}: {}",
+                describe_mc_diff("machineConfig", g, want)
+            ));
+        }
+    }
+    (!diffs.is_empty()).then(|| diffs.join("\n  "))
+}
+
+/// The ClusterImagePolicy and ImagePolicy cases of each release that reads them
+/// (`testdata/conformance/releases/4.NN/image-policies/`, expected MachineConfigs from that
+/// release's own functions), through `mco-render generate --release 4.NN`.
+#[test]
+fn image_policies_generate_as_each_release_does() {
+    let mut total = 0;
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    for release in Release::all() {
+        let dir = corpus::testdata(&format!("releases/{release}/image-policies"));
+        if !dir.is_dir() {
+            continue;
+        }
+        let paths = corpus::case_files(&dir, |n| n.ends_with(".json"));
+        let mut passed = 0;
+        for p in &paths {
+            let case = corpus::read(p);
+            match image_policy_diff(&case) {
+                None => passed += 1,
+                Some(d) => failures.push(format!(
+                    "{release} {}:\n  {d}",
+                    case["name"].as_str().unwrap_or("?")
+                )),
+            }
+        }
+        total += paths.len();
+        report.push(format!(
+            "{release}: {passed}/{} image-policy cases",
+            paths.len()
+        ));
+    }
+    eprintln!("image policies as each release: {}", report.join(", "));
+    for f in &failures {
+        eprintln!("{f}");
+    }
+    assert!(total >= 96, "{total} image-policy cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases differ",
+        failures.len()
+    );
+}

@@ -1,6 +1,6 @@
 //! The cluster-config controllers in the cluster: each pass reads the Image `cluster`, the
 //! ClusterVersion `version`, the ImageContentSourcePolicies, ImageDigestMirrorSets and
-//! ImageTagMirrorSets, the FeatureGate, APIServer and Node `cluster`, the pools and the
+//! ImageTagMirrorSets, the ClusterImagePolicies and ImagePolicies, the FeatureGate, APIServer and Node `cluster`, the pools and the
 //! MachineConfigs from the watch caches ([`Caches`]), runs `mco_render::controllers::generate::cluster_config::sync_all`, and
 //! carries out its writes: `99-<pool>-generated-registries`, `98-<pool>-generated-kubelet`
 //! and `97-<pool>-generated-kubelet`. The generated MachineConfigs carry the owner references
@@ -39,15 +39,18 @@ pub fn image_content_source_policies() -> ApiResource {
 }
 
 /// The image-related APIs the registries controller reads: Image, ClusterVersion,
-/// ImageDigestMirrorSet, ImageTagMirrorSet (`config.openshift.io/v1`) and
-/// ImageContentSourcePolicy (`operator.openshift.io/v1alpha1`).
-pub fn image_resources() -> [ApiResource; 5] {
+/// ImageDigestMirrorSet, ImageTagMirrorSet (`config.openshift.io/v1`),
+/// ImageContentSourcePolicy (`operator.openshift.io/v1alpha1`), and the image signature
+/// policies ClusterImagePolicy and ImagePolicy (`config.openshift.io/v1`, every namespace).
+pub fn image_resources() -> [ApiResource; 7] {
     [
         config_resource("Image", "images"),
         config_resource("ClusterVersion", "clusterversions"),
         config_resource("ImageDigestMirrorSet", "imagedigestmirrorsets"),
         config_resource("ImageTagMirrorSet", "imagetagmirrorsets"),
         image_content_source_policies(),
+        config_resource("ClusterImagePolicy", "clusterimagepolicies"),
+        config_resource("ImagePolicy", "imagepolicies"),
     ]
 }
 
@@ -109,6 +112,8 @@ impl ClusterConfigs {
                 .config_objects(ConfigKind::ImageContentSourcePolicy),
             image_digest_mirror_sets: caches.config_objects(ConfigKind::ImageDigestMirrorSet),
             image_tag_mirror_sets: caches.config_objects(ConfigKind::ImageTagMirrorSet),
+            cluster_image_policies: caches.config_objects(ConfigKind::ClusterImagePolicy),
+            image_policies: caches.config_objects(ConfigKind::ImagePolicy),
             feature_gates: fg
                 .as_ref()
                 .map(feature_gates_from_status)

@@ -44,8 +44,8 @@ pub struct Caches {
     pools: Watched<Stored<MachineConfigPool>>,
     ccs: Watched<Stored<ControllerConfig>>,
     /// FeatureGate, APIServer, Node (`config_resources`), then Image, ClusterVersion,
-    /// ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy
-    /// (`image_resources`).
+    /// ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy, ClusterImagePolicy,
+    /// ImagePolicy (`image_resources`).
     config: Vec<Watched<DynamicObject>>,
     /// The Secret watched by name: (namespace, name), its watch and wake-up.
     secret: std::sync::Mutex<Option<NamedSecret>>,
@@ -79,6 +79,10 @@ pub enum ConfigKind {
     ImageTagMirrorSet,
     /// `operator.openshift.io/v1alpha1` ImageContentSourcePolicy.
     ImageContentSourcePolicy,
+    /// `config.openshift.io/v1` ClusterImagePolicy.
+    ClusterImagePolicy,
+    /// `config.openshift.io/v1` ImagePolicy (every namespace).
+    ImagePolicy,
 }
 
 /// The objects of a typed store, in the core's model.

@@ -1,8 +1,8 @@
 //! Optional CRDs for the OpenShift config kinds machine-config-controller reads, for clusters
 //! without OpenShift's config API: Image, ClusterVersion, ImageDigestMirrorSet,
-//! ImageTagMirrorSet, FeatureGate, APIServer and Node (`config.openshift.io/v1`),
-//! ImageContentSourcePolicy (`operator.openshift.io/v1alpha1`) and the MachineConfiguration
-//! `cluster` (`operator.openshift.io/v1`). Their spec and status keep
+//! ImageTagMirrorSet, ClusterImagePolicy, ImagePolicy (namespaced), FeatureGate, APIServer and
+//! Node (`config.openshift.io/v1`), ImageContentSourcePolicy (`operator.openshift.io/v1alpha1`)
+//! and the MachineConfiguration `cluster` (`operator.openshift.io/v1`). Their spec and status keep
 //! whatever is written (OpenShift's own CRDs validate them; the controllers read them as
 //! JSON). They are written to `manifests/optional/config-crds.yaml`, which the operator does
 //! not apply: on OpenShift these CRDs already exist.
@@ -73,6 +73,24 @@ config_kind!(
     "machineconfigurations"
 );
 
+config_kind!(
+    /// Sigstore signature policies for images of some scopes, cluster-wide.
+    ClusterImagePolicySpec, "config.openshift.io", "v1", "ClusterImagePolicy",
+    "clusterimagepolicies"
+);
+
+/// Sigstore signature policies for the images of one namespace's pods.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[kube(
+    group = "config.openshift.io",
+    version = "v1",
+    kind = "ImagePolicy",
+    plural = "imagepolicies",
+    namespaced,
+    status = "OpenStatus"
+)]
+pub struct ImagePolicySpec {}
+
 /// `crd` with its spec and status keeping unknown fields, neither required (a ClusterVersion
 /// or FeatureGate may have none).
 fn open(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
@@ -97,11 +115,13 @@ fn open(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
 pub fn config_crds() -> Vec<CustomResourceDefinition> {
     [
         APIServer::crd(),
+        ClusterImagePolicy::crd(),
         ClusterVersion::crd(),
         FeatureGate::crd(),
         Image::crd(),
         ImageContentSourcePolicy::crd(),
         ImageDigestMirrorSet::crd(),
+        ImagePolicy::crd(),
         ImageTagMirrorSet::crd(),
         MachineConfiguration::crd(),
         Node::crd(),

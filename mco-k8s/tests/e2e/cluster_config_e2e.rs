@@ -222,7 +222,7 @@ async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
     assert_eq!(pure_writes(&server), Vec::<String>::new());
 
     // An ImageDigestMirrorSet adds a mirror.
-    let [_, _, idms_resource, _, _] = image_resources();
+    let [_, _, idms_resource, ..] = image_resources();
     let idms = Api::<DynamicObject>::all_with(client.clone(), &idms_resource);
     let set: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
@@ -308,5 +308,169 @@ async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
         file(&without, "/etc/containers/registries.conf"),
         file(&first, "/etc/containers/registries.conf")
     );
+    controller.abort();
+}
+
+const KEY: &str = "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KdGVzdAotLS0tLUVORCBQVUJMSUMgS0VZLS0tLS0K";
+
+/// A public-key policy object of `kind` for `scopes`.
+fn signature_policy(kind: &str, name: &str, namespace: Option<&str>, scopes: &[&str]) -> Value {
+    let mut metadata = json!({"name": name});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "config.openshift.io/v1", "kind": kind, "metadata": metadata,
+        "spec": {"scopes": scopes, "policy": {
+            "rootOfTrust": {"policyType": "PublicKey", "publicKey": {"keyData": KEY}}}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_signature_policy_regenerates_the_registries_machine_config() {
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client();
+    for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
+        let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if name == "infra" {
+            continue;
+        }
+        p["metadata"]["labels"] = json!({
+            format!("pools.operator.machineconfiguration.openshift.io/{name}"): "",
+            "machineconfiguration.openshift.io/mco-built-in": "",
+        });
+        seed(&server, "machineconfigpools", p);
+    }
+    for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
+        seed(&server, "controllerconfigs", cc);
+    }
+    seed(
+        &server,
+        "images",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "Image",
+            "metadata": {"name": "cluster"}, "spec": {}}),
+    );
+    seed(
+        &server,
+        "clusterversions",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"},
+            "status": {"desired": {"image": "registry.example.net/release/ocp@sha256:1111111111111111111111111111111111111111111111111111111111111111"}}}),
+    );
+    let controller = start_all_controllers(client.clone());
+
+    // Nothing to write yet: the registries MachineConfig holds no file.
+    let first = eventually("the registries MachineConfig", || {
+        server.store.get("machineconfigs", "", REGISTRIES_MC)
+    })
+    .await;
+    assert_eq!(file(&first, "/etc/containers/policy.json"), None);
+
+    // A ClusterImagePolicy: policy.json requires signatures for its scope, registries.d
+    // turns sigstore attachments on for it.
+    let [.., cip_resource, ip_resource] = image_resources();
+    let cips = Api::<DynamicObject>::all_with(client.clone(), &cip_resource);
+    let cip: DynamicObject = serde_json::from_value(signature_policy(
+        "ClusterImagePolicy",
+        "signed-apps",
+        None,
+        &["quay.io/signed"],
+    ))
+    .unwrap();
+    cips.create(&PostParams::default(), &cip).await.unwrap();
+    let signed = eventually("policy.json with the sigstore requirement", || {
+        let mc = server.store.get("machineconfigs", "", REGISTRIES_MC)?;
+        file(&mc, "/etc/containers/policy.json")?
+            .contains("sigstoreSigned")
+            .then_some(mc)
+    })
+    .await;
+    let policy: Value =
+        serde_json::from_str(&file(&signed, "/etc/containers/policy.json").unwrap()).unwrap();
+    assert_eq!(
+        policy["transports"]["docker"]["quay.io/signed"][0]["keyData"],
+        KEY
+    );
+    let attachments = file(
+        &signed,
+        "/etc/containers/registries.d/sigstore-registries.yaml",
+    )
+    .unwrap();
+    assert_eq!(
+        attachments,
+        "docker:\n  quay.io/signed:\n    use-sigstore-attachments: true\n"
+    );
+
+    // An ImagePolicy in a namespace: CRI-O's policy for that namespace.
+    let ips = Api::<DynamicObject>::namespaced_with(client.clone(), "team-a", &ip_resource);
+    let ip: DynamicObject = serde_json::from_value(signature_policy(
+        "ImagePolicy",
+        "team",
+        Some("team-a"),
+        &["registry.example.net/team-a"],
+    ))
+    .unwrap();
+    ips.create(&PostParams::default(), &ip).await.unwrap();
+    let namespaced = eventually("the namespace's CRI-O policy", || {
+        let mc = server.store.get("machineconfigs", "", REGISTRIES_MC)?;
+        file(&mc, "/etc/crio/policies/team-a.json")
+    })
+    .await;
+    let namespaced: Value = serde_json::from_str(&namespaced).unwrap();
+    for scope in ["quay.io/signed", "registry.example.net/team-a"] {
+        assert_eq!(
+            namespaced["transports"]["docker"][scope][0]["type"], "sigstoreSigned",
+            "{namespaced}"
+        );
+    }
+    settle(&server, Duration::from_millis(1500)).await;
+    let mc = server
+        .store
+        .get("machineconfigs", "", REGISTRIES_MC)
+        .unwrap();
+    let expected = {
+        let list = |plural: &str| server.store.list(plural);
+        let mcs: Vec<Value> = list("machineconfigs")
+            .into_iter()
+            .map(machine_config)
+            .map(|m| upstream_json(&m))
+            .collect();
+        let input = ClusterConfigInput {
+            image: server.store.get("images", "", "cluster"),
+            cluster_version: server.store.get("clusterversions", "", "version"),
+            cluster_image_policies: list("clusterimagepolicies"),
+            image_policies: list("imagepolicies"),
+            pools: list("machineconfigpools")
+                .into_iter()
+                .map(|p| serde_json::from_value::<MachineConfigPool>(p).unwrap())
+                .collect(),
+            existing_machine_configs: mcs.clone(),
+            base_machine_configs: mcs,
+            controller_version: generating_options().render.controller_version,
+            ..ClusterConfigInput::default()
+        };
+        let out = sync_all(&input);
+        let (_, o) = out.last().unwrap().clone();
+        o.cluster
+            .into_iter()
+            .find(|m| m["metadata"]["name"] == REGISTRIES_MC)
+            .unwrap()
+    };
+    assert_eq!(
+        file(&mc, "/etc/crio/policies/team-a.json"),
+        file(&expected, "/etc/crio/policies/team-a.json")
+    );
+    assert_eq!(
+        file(&mc, "/etc/containers/policy.json"),
+        file(&expected, "/etc/containers/policy.json")
+    );
+
+    // Deleting the ClusterImagePolicy takes its scope out again.
+    cips.delete("signed-apps", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the cluster scope gone", || {
+        let mc = server.store.get("machineconfigs", "", REGISTRIES_MC)?;
+        (!file(&mc, "/etc/containers/policy.json")?.contains("quay.io/signed")).then_some(())
+    })
+    .await;
     controller.abort();
 }

@@ -451,13 +451,21 @@ fn optional_config_crds_are_structural_and_open() {
         "apiservers.config.openshift.io",
         "nodes.config.openshift.io",
         "imagecontentsourcepolicies.operator.openshift.io",
+        "clusterimagepolicies.config.openshift.io",
+        "imagepolicies.config.openshift.io",
     ] {
         assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
     }
     for crd in &crds {
         let v = serde_json::to_value(crd).unwrap();
         let name = crd.metadata.name.clone().unwrap_or_default();
-        assert_eq!(v["spec"]["scope"], "Cluster", "{name}");
+        // ImagePolicies live in the namespace whose pods they cover.
+        let scope = if name == "imagepolicies.config.openshift.io" {
+            "Namespaced"
+        } else {
+            "Cluster"
+        };
+        assert_eq!(v["spec"]["scope"], scope, "{name}");
         let version = &v["spec"]["versions"][0];
         assert_eq!(version["subresources"]["status"], serde_json::json!({}));
         let schema = &version["schema"]["openAPIV3Schema"];

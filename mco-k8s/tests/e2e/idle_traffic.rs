@@ -451,6 +451,8 @@ async fn controller_idles(optional_apis: bool) {
         "imagedigestmirrorsets",
         "imagetagmirrorsets",
         "imagecontentsourcepolicies",
+        "clusterimagepolicies",
+        "imagepolicies",
         "apiservers",
         "nodes",
         "machineconfignodes",

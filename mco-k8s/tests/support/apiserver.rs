@@ -503,6 +503,22 @@ pub const RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         group: "config.openshift.io",
         version: "v1",
+        plural: "clusterimagepolicies",
+        kind: "ClusterImagePolicy",
+        namespaced: false,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
+        plural: "imagepolicies",
+        kind: "ImagePolicy",
+        namespaced: true,
+        status: true,
+    },
+    ResourceDef {
+        group: "config.openshift.io",
+        version: "v1",
         plural: "imagedigestmirrorsets",
         kind: "ImageDigestMirrorSet",
         namespaced: false,

@@ -4,6 +4,7 @@
 pub mod condition;
 pub mod controller_config;
 pub mod custom;
+pub mod image_policy;
 pub mod job;
 pub mod machine_config;
 pub mod machine_config_node;

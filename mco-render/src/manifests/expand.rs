@@ -256,7 +256,9 @@ pub fn cluster_input(
             | "ClusterVersion"
             | "ImageContentSourcePolicy"
             | "ImageDigestMirrorSet"
-            | "ImageTagMirrorSet" => {
+            | "ImageTagMirrorSet"
+            | "ClusterImagePolicy"
+            | "ImagePolicy" => {
                 files.insert((kind.to_string(), name.to_string()), file.clone());
                 let o = &mut input.config_objects;
                 match kind {
@@ -265,6 +267,8 @@ pub fn cluster_input(
                     "ImageContentSourcePolicy" => o.image_content_source_policies.push(v.clone()),
                     "ImageDigestMirrorSet" => o.image_digest_mirror_sets.push(v.clone()),
                     "ImageTagMirrorSet" => o.image_tag_mirror_sets.push(v.clone()),
+                    "ClusterImagePolicy" => o.cluster_image_policies.push(v.clone()),
+                    "ImagePolicy" => o.image_policies.push(v.clone()),
                     _ => {}
                 }
             }

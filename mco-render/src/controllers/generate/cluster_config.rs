@@ -32,6 +32,10 @@ pub struct ClusterConfigInput {
     pub image_digest_mirror_sets: Vec<Value>,
     /// `config.openshift.io/v1` ImageTagMirrorSets.
     pub image_tag_mirror_sets: Vec<Value>,
+    /// `config.openshift.io` ClusterImagePolicies.
+    pub cluster_image_policies: Vec<Value>,
+    /// `config.openshift.io` ImagePolicies (every namespace).
+    pub image_policies: Vec<Value>,
     /// The gates of the FeatureGate `cluster`'s status.
     pub feature_gates: FeatureGates,
     /// The APIServer `cluster`, if any (its TLS profile is already in the base files).
@@ -67,6 +71,10 @@ pub struct ClusterConfigObjects {
     pub image_digest_mirror_sets: Vec<Value>,
     /// ImageTagMirrorSets.
     pub image_tag_mirror_sets: Vec<Value>,
+    /// ClusterImagePolicies.
+    pub cluster_image_policies: Vec<Value>,
+    /// ImagePolicies.
+    pub image_policies: Vec<Value>,
     /// Whether the FeatureGate `cluster` exists.
     pub feature_gate_exists: bool,
 }
@@ -80,6 +88,8 @@ impl ClusterConfigObjects {
             || !self.image_content_source_policies.is_empty()
             || !self.image_digest_mirror_sets.is_empty()
             || !self.image_tag_mirror_sets.is_empty()
+            || !self.cluster_image_policies.is_empty()
+            || !self.image_policies.is_empty()
     }
 }
 

@@ -17,6 +17,7 @@ pub mod names;
 pub mod node_config;
 pub mod registries;
 pub mod sequence;
+pub mod sigstore;
 pub mod tls_profile;
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The registries MachineConfig `99-<pool>-generated-registries` (upstream's
 //! `syncImageConfig`): `registries.conf` with the mirror sets, blocked and insecure scopes,
-//! `policy.json` with the allowed and blocked registries, and the search-registries drop-in,
-//! from the Image `cluster`, the ImageContentSourcePolicies, ImageDigestMirrorSets and
-//! ImageTagMirrorSets, and the ClusterVersion's release image.
+//! `policy.json` with the allowed and blocked registries and the image signature policies
+//! ([`super::sigstore`]), and the search-registries drop-in, from the Image `cluster`, the
+//! ImageContentSourcePolicies, ImageDigestMirrorSets and ImageTagMirrorSets, the
+//! ClusterImagePolicies and ImagePolicies, and the ClusterVersion's release image.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -12,7 +13,9 @@ use super::cluster_config::{
     name_of, sorted_pools, version_of, with_config, ClusterConfigInput, ConfigError, ConfigOutcome,
     ObjectRef, Store,
 };
+use super::sigstore::{self, ScopePolicies};
 use super::{base_config, find_file, ign_config, ign_file, template_role};
+use crate::api::image_policy::ImagePolicy;
 use crate::gocompat::json::{sorted, to_go_compact, to_go_indented};
 use crate::gocompat::quote::go_quote;
 use crate::gocompat::reference::{parse_named, valid_domain, valid_path_component, Named};
@@ -696,6 +699,29 @@ pub fn update_policy_json(
     release_image: &str,
     release: &Profile,
 ) -> Result<Vec<u8>, (String, Vec<ObjectRef>)> {
+    update_policy_json_with(
+        data,
+        blocked,
+        allowed,
+        release_image,
+        &ScopePolicies::default(),
+        release,
+    )
+}
+
+/// Upstream's `updatePolicyJSON` with the ClusterImagePolicies' scopes: each scope's
+/// `sigstoreSigned` requirements after what the allowed and blocked registries give it (an
+/// allowed registry that is also a policy scope is not `insecureAcceptAnything`). A policy
+/// scope outside the allowed registries or inside a blocked one is an error. With neither
+/// list nor policy scope, `data` is returned as it is.
+pub fn update_policy_json_with(
+    data: &[u8],
+    blocked: &[String],
+    allowed: &[String],
+    release_image: &str,
+    policies: &ScopePolicies,
+    release: &Profile,
+) -> Result<Vec<u8>, (String, Vec<ObjectRef>)> {
     let image = || vec![ObjectRef::new("Image", "cluster")];
     if !allowed.is_empty() && !blocked.is_empty() {
         let payload = parse_named(release_image).ok_or_else(|| {
@@ -711,6 +737,23 @@ pub fn update_policy_json(
             ));
         }
     }
+    sigstore::check_against_registries(
+        policies.cluster.keys(),
+        "clusterimagePolicy",
+        allowed,
+        blocked,
+    )
+    .map_err(|e| (e, image()))?;
+    // Upstream returns the original when both lists are nil and no cluster scope is set. The
+    // sync calls this with no list only for namespaced policies; without any policy, empty
+    // lists here stand for Go's empty, non-nil lists, which go on.
+    if allowed.is_empty()
+        && blocked.is_empty()
+        && policies.cluster.is_empty()
+        && !policies.namespaced.is_empty()
+    {
+        return Ok(data.to_vec());
+    }
     validate_registries_conf_scopes(&[], blocked, allowed, &[], &[], release)?;
     let policy: Value = serde_json::from_slice(data)
         .map_err(|e| (format!("error decoding policy json: {e}"), vec![]))?;
@@ -724,6 +767,9 @@ pub fn update_policy_json(
     if !allowed.is_empty() {
         default = json!([{"type": "reject"}]);
         for reg in allowed {
+            if policies.cluster.contains_key(reg) {
+                continue;
+            }
             scopes.insert(reg.clone(), json!([{"type": "insecureAcceptAnything"}]));
         }
     }
@@ -731,6 +777,14 @@ pub fn update_policy_json(
         default = json!([{"type": "insecureAcceptAnything"}]);
         for reg in blocked {
             scopes.insert(reg.clone(), json!([{"type": "reject"}]));
+        }
+    }
+    for (scope, reqs) in &policies.cluster {
+        let entry = scopes
+            .entry(scope.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(a) = entry {
+            a.extend(reqs.iter().cloned());
         }
     }
     if !scopes.is_empty() || release.policy_transports_always {
@@ -849,6 +903,89 @@ fn ref_matching_prefix(r: &str, prefix: &str) -> Option<usize> {
     matches!(r.as_bytes()[prefix.len()], b':' | b'/' | b'@').then_some(prefix.len())
 }
 
+/// The registries of a registries.conf as containers/image loads them: prefixes default to
+/// locations, trailing slashes are trimmed, the first entry of each prefix wins.
+pub(crate) fn loaded_registries(conf: &RegistriesConf) -> BTreeMap<String, Registry> {
+    let mut regs: BTreeMap<String, Registry> = BTreeMap::new();
+    for r in &conf.registries {
+        let mut r = r.clone();
+        r.endpoint.location = r.endpoint.location.trim_end_matches('/').to_string();
+        r.prefix = if r.prefix.is_empty() {
+            r.endpoint.location.clone()
+        } else {
+            r.prefix.trim_end_matches('/').to_string()
+        };
+        for m in &mut r.mirrors {
+            m.location = m.location.trim_end_matches('/').to_string();
+        }
+        regs.entry(r.prefix.clone()).or_insert(r);
+    }
+    regs
+}
+
+/// containers/image's `FindRegistry`: the registry with the longest prefix matching `name`.
+pub(crate) fn longest_matching_registry<'a>(
+    regs: &'a BTreeMap<String, Registry>,
+    name: &str,
+) -> Option<&'a Registry> {
+    let mut best: Option<&Registry> = None;
+    for r in regs.values() {
+        if ref_matching_prefix(name, &r.prefix).is_some()
+            && best.is_none_or(|b| r.prefix.len() > b.prefix.len())
+        {
+            best = Some(r);
+        }
+    }
+    best
+}
+
+/// The endpoints containers/image's `PullSourcesFromReference` tries for `r`, in order:
+/// the mirrors that apply to a digest or tag reference, then the registry's own endpoint.
+fn pull_endpoints<'a>(reg: &'a Registry, r: &Named) -> Vec<&'a Endpoint> {
+    let digested = r.digest.is_some();
+    let mut endpoints: Vec<&Endpoint> = Vec::new();
+    if reg.mirror_by_digest_only {
+        if digested {
+            endpoints.extend(&reg.mirrors);
+        }
+    } else {
+        for m in &reg.mirrors {
+            match m.pull_from_mirror.as_str() {
+                DIGEST_ONLY if !digested => continue,
+                TAG_ONLY if digested => continue,
+                _ => endpoints.push(m),
+            }
+        }
+    }
+    endpoints.push(&reg.endpoint);
+    endpoints
+}
+
+/// The repository `r` is pulled from at an endpoint with a location (its prefix rewritten
+/// to the location).
+fn rewritten_name(reg: &Registry, ep: &Endpoint, r: &Named) -> Result<String, String> {
+    let full = r.to_string_full();
+    let Some(len) = ref_matching_prefix(&full, &reg.prefix) else {
+        return Err(format!(
+            "invalid prefix '{}' for reference '{full}'",
+            reg.prefix
+        ));
+    };
+    let rewritten = format!("{}{}", ep.location, &full[len..]);
+    Ok(parse_named(&rewritten)
+        .ok_or_else(|| format!("rewriting reference: {rewritten}"))?
+        .name)
+}
+
+/// The repositories of the pull sources of `r` whose endpoint has a location, in order.
+pub(crate) fn pull_source_names(reg: &Registry, r: &Named) -> Result<Vec<String>, String> {
+    pull_endpoints(reg, r)
+        .into_iter()
+        .filter(|ep| !ep.location.is_empty())
+        .map(|ep| rewritten_name(reg, ep, r))
+        .collect()
+}
+
 /// Upstream's `payloadRepoHasUnblockedMirror`: whether some pull source of the payload (its
 /// digest mirrors, then the payload itself) lies outside every blocked scope.
 fn payload_has_unblocked_mirror(
@@ -865,63 +1002,15 @@ fn payload_has_unblocked_mirror(
         digest,
         &[],
     )?;
-    // Loading the file: prefixes default to locations, trailing slashes are trimmed, the
-    // first entry of each prefix wins.
-    let mut regs: BTreeMap<String, Registry> = BTreeMap::new();
-    for mut r in conf.registries {
-        r.endpoint.location = r.endpoint.location.trim_end_matches('/').to_string();
-        r.prefix = if r.prefix.is_empty() {
-            r.endpoint.location.clone()
-        } else {
-            r.prefix.trim_end_matches('/').to_string()
-        };
-        for m in &mut r.mirrors {
-            m.location = m.location.trim_end_matches('/').to_string();
-        }
-        regs.entry(r.prefix.clone()).or_insert(r);
-    }
-    let mut best: Option<&Registry> = None;
-    for r in regs.values() {
-        if ref_matching_prefix(&payload.name, &r.prefix).is_some()
-            && best.is_none_or(|b| r.prefix.len() > b.prefix.len())
-        {
-            best = Some(r);
-        }
-    }
-    let Some(reg) = best else {
+    let regs = loaded_registries(&conf);
+    let Some(reg) = longest_matching_registry(&regs, &payload.name) else {
         return Ok(false);
     };
-    let digested = payload.digest.is_some();
-    let mut endpoints: Vec<&Endpoint> = Vec::new();
-    if reg.mirror_by_digest_only {
-        if digested {
-            endpoints.extend(&reg.mirrors);
-        }
-    } else {
-        for m in &reg.mirrors {
-            match m.pull_from_mirror.as_str() {
-                DIGEST_ONLY if !digested => continue,
-                TAG_ONLY if digested => continue,
-                _ => endpoints.push(m),
-            }
-        }
-    }
-    endpoints.push(&reg.endpoint);
-    let full = payload.to_string_full();
-    for ep in endpoints {
+    for ep in pull_endpoints(reg, payload) {
         let name = if ep.location.is_empty() {
             payload.name.clone()
         } else {
-            let Some(len) = ref_matching_prefix(&full, &reg.prefix) else {
-                return Err(format!(
-                    "invalid prefix '{}' for reference '{full}'",
-                    reg.prefix
-                ));
-            };
-            let rewritten = format!("{}{}", ep.location, &full[len..]);
-            parse_named(&rewritten)
-                .ok_or_else(|| format!("rewriting reference: {rewritten}"))?
-                .name
+            rewritten_name(reg, ep, payload)?
         };
         if !blocked
             .iter()
@@ -998,6 +1087,7 @@ fn registries_ignition(
     lists: &BlockedAndAllowed,
     digest: &[&MirrorObject],
     tag: &[&MirrorObject],
+    policies: &ScopePolicies,
 ) -> Result<Value, (String, Vec<ObjectRef>)> {
     let base_name = format!("01-{role}-container-runtime");
     let base = base_config_value(input, &base_name);
@@ -1012,6 +1102,7 @@ fn registries_ignition(
             })
     };
     let mut files = Vec::new();
+    let mut registries_toml: Option<Vec<u8>> = None;
     if sources.insecure.is_some()
         || lists.registries_blocked.is_some()
         || !input.image_content_source_policies.is_empty()
@@ -1034,23 +1125,36 @@ fn registries_ignition(
             )
         })?;
         files.push(ign_file(REGISTRIES_CONF_PATH, &toml));
+        registries_toml = Some(toml);
     }
-    if lists.policy_blocked.is_some() || lists.allowed.is_some() {
+    if lists.policy_blocked.is_some() || lists.allowed.is_some() || !policies.is_empty() {
         let data = original(POLICY_JSON_PATH, "policy.json")?;
-        let policy = update_policy_json(
-            &data,
-            lists.policy_blocked.as_deref().unwrap_or(&[]),
-            lists.allowed.as_deref().unwrap_or(&[]),
-            release_image,
-            release,
-        )
-        .map_err(|(e, o)| {
-            (
-                format!("could not update policy json with new changes: {e}"),
-                o,
-            )
-        })?;
+        let blocked = lists.policy_blocked.as_deref().unwrap_or(&[]);
+        let allowed = lists.allowed.as_deref().unwrap_or(&[]);
+        let policy =
+            update_policy_json_with(&data, blocked, allowed, release_image, policies, release)
+                .map_err(|(e, o)| {
+                    (
+                        format!("could not update policy json with new changes: {e}"),
+                        o,
+                    )
+                })?;
+        let namespaced = sigstore::namespaced_policy_jsons(&policy, blocked, allowed, policies)
+            .map_err(|e| {
+                (
+                    format!("could not update namespace policy JSON from imagepolicy: {e}"),
+                    vec![],
+                )
+            })?;
+        let attachments = sigstore::sigstore_registries_d(policies, registries_toml.as_deref())
+            .map_err(|e| (e, vec![]))?;
         files.push(ign_file(POLICY_JSON_PATH, &policy));
+        if let Some(yaml) = attachments {
+            files.push(ign_file(sigstore::SIGSTORE_REGISTRIES_PATH, &yaml));
+        }
+        for (ns, json) in &namespaced {
+            files.push(ign_file(&sigstore::namespace_policy_path(ns), json));
+        }
     }
     if let Some(search) = &sources.search {
         files.push(ign_file(
@@ -1094,6 +1198,35 @@ pub fn mirror_objects(input: &ClusterConfigInput) -> (Vec<MirrorObject>, Vec<Mir
     (digest, tag)
 }
 
+/// Whether the release reads image signature policies and the `SigstoreImageVerification`
+/// gate is on: listed enabled in the FeatureGate's status, or, without a FeatureGate, on by
+/// default in that release.
+pub fn image_policies_enabled(input: &ClusterConfigInput, release: &Profile) -> bool {
+    match release.image_policies {
+        None => false,
+        Some(default) => {
+            input.feature_gates.is_enabled(sigstore::FEATURE_GATE)
+                || (!input.feature_gate_exists && default)
+        }
+    }
+}
+
+/// The ClusterImagePolicies' and ImagePolicies' requirements per scope, when the release
+/// reads them and the gate is on (else none).
+pub fn image_policies(
+    input: &ClusterConfigInput,
+    release: &Profile,
+) -> Result<ScopePolicies, String> {
+    if !image_policies_enabled(input, release) {
+        return Ok(ScopePolicies::default());
+    }
+    sigstore::valid_scope_policies(
+        &ImagePolicy::read_all(&input.cluster_image_policies),
+        &ImagePolicy::read_all(&input.image_policies),
+        sigstore::ItemRules::of(release),
+    )
+}
+
 /// One pass of upstream's `syncImageConfig`: for every pool labelled `mco-built-in` (by
 /// name), `99-<pool>-generated-registries` is created, or updated unless its stored config
 /// and version already match. Without the Image `cluster` or the ClusterVersion `version`
@@ -1122,6 +1255,15 @@ pub fn sync(input: &ClusterConfigInput) -> ConfigOutcome {
             }))
         }
     };
+    let policies = match image_policies(input, &release) {
+        Ok(p) => p,
+        Err(message) => {
+            return store.finish(Some(ConfigError {
+                message,
+                objects: vec![],
+            }))
+        }
+    };
     let owner = json!([{
         "apiVersion": "config.openshift.io/v1",
         "kind": "Image",
@@ -1143,6 +1285,7 @@ pub fn sync(input: &ClusterConfigInput) -> ConfigOutcome {
             &lists,
             &digest,
             &tag,
+            &policies,
         ) {
             Ok(c) => c,
             Err((e, objects)) => {

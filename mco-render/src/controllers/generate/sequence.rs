@@ -183,6 +183,8 @@ fn run_cluster_config(
         image_content_source_policies: objects.image_content_source_policies.clone(),
         image_digest_mirror_sets: objects.image_digest_mirror_sets.clone(),
         image_tag_mirror_sets: objects.image_tag_mirror_sets.clone(),
+        cluster_image_policies: objects.cluster_image_policies.clone(),
+        image_policies: objects.image_policies.clone(),
         feature_gates: input.feature_gates.clone(),
         api_server: input.api_server.clone(),
         node: input.node_config.clone(),

@@ -573,3 +573,104 @@ fn the_arbiter_node_config_gets_cgroup_arguments_from_4_19() {
     assert_eq!(karg_count(18), 0);
     assert_eq!(karg_count(19), 3);
 }
+
+fn with_signature_policy(minor: u8, gates: Option<&[&str]>) -> ClusterConfigInput {
+    let mut input = registries_input(minor, json!({}), vec![]);
+    input.cluster_image_policies = vec![json!({"metadata": {"name": "signed"}, "spec": {
+        "scopes": ["quay.io/signed"],
+        "policy": {"rootOfTrust": {"policyType": "PublicKey", "publicKey": {"keyData": "a2V5"}}}}})];
+    input.image_policies = vec![
+        json!({"metadata": {"name": "p", "namespace": "apps"}, "spec": {
+        "scopes": ["quay.io/apps"],
+        "policy": {"rootOfTrust": {"policyType": "PublicKey", "publicKey": {"keyData": "a2V5"}}}}}),
+    ];
+    if let Some(g) = gates {
+        input.feature_gate_exists = true;
+        input.feature_gates.enabled = g.iter().map(|s| s.to_string()).collect();
+    }
+    input
+}
+
+fn written_paths(input: &ClusterConfigInput) -> Vec<String> {
+    let out = registries::sync(input);
+    assert_eq!(out.error, None);
+    let mc = out
+        .machine_configs
+        .iter()
+        .find(|m| m["metadata"]["name"] == "99-worker-generated-registries")
+        .expect("the registries MachineConfig");
+    mc.pointer("/spec/config/storage/files")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["path"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn image_signature_policies_by_release_and_gate() {
+    let all = vec![
+        "/etc/containers/policy.json".to_string(),
+        "/etc/containers/registries.d/sigstore-registries.yaml".to_string(),
+        "/etc/crio/policies/apps.json".to_string(),
+    ];
+    let gate: &[&str] = &["SigstoreImageVerification"];
+    // On by default from 4.21: without a FeatureGate, and with the gate listed.
+    assert_eq!(written_paths(&with_signature_policy(22, None)), all);
+    assert_eq!(written_paths(&with_signature_policy(21, None)), all);
+    assert_eq!(written_paths(&with_signature_policy(21, Some(gate))), all);
+    // A FeatureGate that does not list it enabled turns it off.
+    assert!(written_paths(&with_signature_policy(22, Some(&[]))).is_empty());
+    // 4.20: TechPreview only.
+    assert!(written_paths(&with_signature_policy(20, None)).is_empty());
+    assert_eq!(written_paths(&with_signature_policy(20, Some(gate))), all);
+    // 4.19: the v1alpha1 kinds, TechPreview only; 4.18 and before: not read.
+    assert!(written_paths(&with_signature_policy(19, None)).is_empty());
+    assert_eq!(written_paths(&with_signature_policy(19, Some(gate))), all);
+    assert!(written_paths(&with_signature_policy(18, Some(gate))).is_empty());
+}
+
+#[test]
+fn an_image_policy_inside_a_cluster_scope_is_left_out_and_reported() {
+    let mut input = with_signature_policy(22, None);
+    input.image_policies[0]["spec"]["scopes"] = json!(["quay.io/signed/app", "quay.io/apps"]);
+    let policies = registries::image_policies(&input, &input.release.profile()).expect("valid");
+    assert_eq!(
+        policies.namespaced.keys().collect::<Vec<_>>(),
+        ["quay.io/apps"]
+    );
+    assert_eq!(policies.conflicts.len(), 1);
+    assert_eq!(
+        policies.conflicts[0].message(),
+        "has conflicting scope(s) [\"quay.io/signed/app\"] that equal to or nest inside existing clusterimagepolicy, only policy from clusterimagepolicy scope(s) will be applied"
+    );
+}
+
+#[test]
+fn a_policy_without_its_key_fails_the_sync_without_a_panic() {
+    let mut input = with_signature_policy(22, None);
+    input.cluster_image_policies[0]["spec"]["policy"]["rootOfTrust"] =
+        json!({"policyType": "PublicKey"});
+    let out = registries::sync(&input);
+    assert_eq!(
+        out.error.map(|e| e.message).as_deref(),
+        Some("exactly one of keyPath, keyPaths, keyData, keyDatas, fulcio, and pki must be specified")
+    );
+}
+
+#[test]
+fn an_empty_match_policy_is_the_default_in_v1alpha1_only() {
+    let mut input = with_signature_policy(19, Some(&["SigstoreImageVerification"]));
+    input.cluster_image_policies[0]["spec"]["policy"]["signedIdentity"] =
+        json!({"matchPolicy": ""});
+    let p = registries::image_policies(&input, &input.release.profile()).expect("4.19 reads it");
+    assert_eq!(
+        p.cluster["quay.io/signed"][0]["signedIdentity"],
+        json!({"type": "matchRepoDigestOrExact"})
+    );
+    input.release = release(20);
+    assert_eq!(
+        registries::image_policies(&input, &input.release.profile()),
+        Err("unknown signedIdentity match policy: ".to_string())
+    );
+}
