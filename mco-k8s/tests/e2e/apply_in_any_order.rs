@@ -17,11 +17,8 @@ use crate::support::admission::Outcome;
 use crate::support::apiserver::{resource, ApiServer, ResourceDef};
 use crate::support::cluster::repo;
 use crate::support::yaml_docs;
-use base64::Engine as _;
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::Api;
-use mco_k8s::webhook::{self, cache::WebhookCache};
-use mco_render::admission::{set_ca_bundle, ReviewOptions};
 use mco_render::api::MachineConfig;
 use mco_render::manifests::expand::{expand_manifests, ClusterOptions};
 use mco_render::manifests::Manifests;
@@ -178,56 +175,15 @@ fn names(rendered: &BTreeMap<String, MachineConfig>) -> BTreeMap<String, String>
 /// service account.
 struct Cluster {
     server: ApiServer,
-    hook: Option<webhook::Running>,
+    webhook: Option<support::admission::InstalledWebhook>,
     controllers: tokio::task::JoinHandle<()>,
-    _certs: tempfile::TempDir,
 }
 
 impl Cluster {
     async fn install() -> Cluster {
         let server = ApiServer::start().await.expect("apiserver");
-        let certs = tempfile::tempdir().expect("tempdir");
-        let service = format!("machine-config-controller.{NAMESPACE}.svc");
-        let ck = rcgen::generate_simple_self_signed(vec![service]).expect("cert");
-        let (cert, key) = (certs.path().join("tls.crt"), certs.path().join("tls.key"));
-        std::fs::write(&cert, ck.cert.pem()).expect("cert");
-        std::fs::write(&key, ck.key_pair.serialize_pem()).expect("key");
+        let webhook = support::admission::install_webhook(&server, LIMIT).await;
         let client = server.client_for(CONTROLLER_USER, "machine-config-controller");
-        let caches = WebhookCache::start(&client, RenderOptions::default());
-        support::eventually_within("the webhook's caches", LIMIT, || {
-            caches.filled().then_some(())
-        })
-        .await;
-        let hook = webhook::start(
-            webhook::Config {
-                listen: "127.0.0.1:0".parse().expect("addr"),
-                cert,
-                key,
-                review: ReviewOptions::default(),
-                poll_interval: Duration::from_millis(200),
-                limits: webhook::WebhookLimits::default(),
-            },
-            caches,
-        )
-        .await
-        .expect("webhook");
-        server
-            .store
-            .route_service(NAMESPACE, "machine-config-controller", 443, hook.addr);
-        let mut configuration = yaml_docs(&repo("manifests/09-webhook.yaml"))
-            .into_iter()
-            .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
-            .expect("the webhook configuration");
-        let ca = base64::engine::general_purpose::STANDARD.encode(ck.cert.pem());
-        assert!(set_ca_bundle(&mut configuration, &ca));
-        server
-            .store
-            .create(
-                resource("validatingwebhookconfigurations").expect("served"),
-                "",
-                configuration,
-            )
-            .expect("configuration stored");
         let opts = mco_k8s::controller::Options {
             debounce: Duration::from_millis(20),
             resync: Duration::from_secs(1),
@@ -247,9 +203,8 @@ impl Cluster {
         });
         Cluster {
             server,
-            hook: Some(hook),
+            webhook: Some(webhook),
             controllers,
-            _certs: certs,
         }
     }
 
@@ -357,7 +312,7 @@ impl Cluster {
 
     async fn stop(mut self) {
         self.controllers.abort();
-        if let Some(h) = self.hook.take() {
+        if let Some(h) = self.webhook.take().map(|w| w.hook) {
             h.stop().await;
         }
     }

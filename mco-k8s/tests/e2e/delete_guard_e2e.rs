@@ -9,19 +9,11 @@
 use crate::support;
 use crate::support::admission::Outcome;
 use crate::support::apiserver::{resource, ApiServer};
-use crate::support::cluster::repo;
-use crate::support::yaml_docs;
-use base64::Engine as _;
 use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::Api;
-use mco_k8s::webhook::{self, cache::WebhookCache};
-use mco_render::admission::{set_ca_bundle, ReviewOptions};
-use mco_render::RenderOptions;
 use serde_json::json;
-use std::time::Duration;
 
-const NAMESPACE: &str = "openshift-machine-config-operator";
 const CONTROLLER_USER: &str =
     "system:serviceaccount:openshift-machine-config-operator:machine-config-controller";
 
@@ -81,48 +73,8 @@ async fn a_config_in_use_is_not_deleted() {
     nodes.create(&pp, &node).await.expect("node");
 
     // The webhook, on the caches, behind the manifests' configuration.
-    let certs = tempfile::tempdir().expect("tempdir");
-    let service = format!("machine-config-controller.{NAMESPACE}.svc");
-    let ck = rcgen::generate_simple_self_signed(vec![service]).expect("cert");
-    let (cert, key) = (certs.path().join("tls.crt"), certs.path().join("tls.key"));
-    std::fs::write(&cert, ck.cert.pem()).expect("cert");
-    std::fs::write(&key, ck.key_pair.serialize_pem()).expect("key");
+    let webhook = support::admission::install_webhook(&server, limit).await;
     let controller = server.client_for(CONTROLLER_USER, "machine-config-controller");
-    let caches = WebhookCache::start(&controller, RenderOptions::default());
-    support::eventually_within("the webhook's caches", limit, || {
-        caches.filled().then_some(())
-    })
-    .await;
-    let hook = webhook::start(
-        webhook::Config {
-            listen: "127.0.0.1:0".parse().expect("addr"),
-            cert,
-            key,
-            review: ReviewOptions::default(),
-            poll_interval: Duration::from_millis(200),
-            limits: webhook::WebhookLimits::default(),
-        },
-        caches,
-    )
-    .await
-    .expect("webhook");
-    server
-        .store
-        .route_service(NAMESPACE, "machine-config-controller", 443, hook.addr);
-    let mut configuration = yaml_docs(&repo("manifests/09-webhook.yaml"))
-        .into_iter()
-        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
-        .expect("the webhook configuration");
-    let ca = base64::engine::general_purpose::STANDARD.encode(ck.cert.pem());
-    assert!(set_ca_bundle(&mut configuration, &ca));
-    server
-        .store
-        .create(
-            resource("validatingwebhookconfigurations").expect("served"),
-            "",
-            configuration,
-        )
-        .expect("configuration stored");
 
     // The pool's target and the node's desired config: refused, naming both.
     let refused = |name: &'static str| {
@@ -181,5 +133,5 @@ async fn a_config_in_use_is_not_deleted() {
     assert!(calls.iter().any(|c| c.operation == "DELETE"
         && c.name == "rendered-worker-c"
         && matches!(c.outcome, Outcome::Allowed(_))));
-    hook.stop().await;
+    webhook.hook.stop().await;
 }

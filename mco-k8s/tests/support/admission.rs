@@ -430,3 +430,73 @@ async fn call(
         message,
     }))
 }
+
+/// The project's admission webhook as the manifests install it, on a test API server: served
+/// on 127.0.0.1 with a certificate for its Service's name, its caches read as
+/// machine-config-controller's ServiceAccount (filled before it starts), the Service routed to
+/// it, and `manifests/09-webhook.yaml`'s ValidatingWebhookConfiguration stored with the
+/// certificate as its `caBundle`.
+pub struct InstalledWebhook {
+    /// The running webhook.
+    pub hook: mco_k8s::webhook::Running,
+    /// Holds the certificate and key files.
+    _certs: tempfile::TempDir,
+}
+
+/// Installs the webhook on `server` ([`InstalledWebhook`]), waiting up to `limit` for its caches.
+pub async fn install_webhook(
+    server: &super::apiserver::ApiServer,
+    limit: std::time::Duration,
+) -> InstalledWebhook {
+    use mco_k8s::webhook::{self, cache::WebhookCache};
+    use mco_render::admission::{set_ca_bundle, ReviewOptions};
+    const NAMESPACE: &str = "openshift-machine-config-operator";
+    const CONTROLLER_USER: &str =
+        "system:serviceaccount:openshift-machine-config-operator:machine-config-controller";
+    let certs = tempfile::tempdir().expect("tempdir");
+    let service = format!("machine-config-controller.{NAMESPACE}.svc");
+    let ck = rcgen::generate_simple_self_signed(vec![service]).expect("cert");
+    let (cert, key) = (certs.path().join("tls.crt"), certs.path().join("tls.key"));
+    std::fs::write(&cert, ck.cert.pem()).expect("cert");
+    std::fs::write(&key, ck.key_pair.serialize_pem()).expect("key");
+    let client = server.client_for(CONTROLLER_USER, "machine-config-controller");
+    let caches = WebhookCache::start(&client, mco_render::RenderOptions::default());
+    super::eventually_within("the webhook's caches", limit, || {
+        caches.filled().then_some(())
+    })
+    .await;
+    let hook = webhook::start(
+        webhook::Config {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            cert,
+            key,
+            review: ReviewOptions::default(),
+            poll_interval: std::time::Duration::from_millis(200),
+            limits: webhook::WebhookLimits::default(),
+        },
+        caches,
+    )
+    .await
+    .expect("webhook");
+    server
+        .store
+        .route_service(NAMESPACE, "machine-config-controller", 443, hook.addr);
+    let mut configuration = super::yaml_docs(&super::cluster::repo("manifests/09-webhook.yaml"))
+        .into_iter()
+        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
+        .expect("the webhook configuration");
+    let ca = base64::engine::general_purpose::STANDARD.encode(ck.cert.pem());
+    assert!(set_ca_bundle(&mut configuration, &ca));
+    server
+        .store
+        .create(
+            super::apiserver::resource("validatingwebhookconfigurations").expect("served"),
+            "",
+            configuration,
+        )
+        .expect("configuration stored");
+    InstalledWebhook {
+        hook,
+        _certs: certs,
+    }
+}
