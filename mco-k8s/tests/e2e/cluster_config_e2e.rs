@@ -64,6 +64,25 @@ fn seed(server: &ApiServer, plural: &str, obj: Value) {
 }
 
 /// The contents of `path` in a MachineConfig's Ignition config.
+/// The example cluster's master and worker pools, labelled as the operator's built-in pools,
+/// and its ControllerConfig.
+fn seed_pools_and_controller_config(server: &ApiServer) {
+    for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
+        let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if name == "infra" {
+            continue;
+        }
+        p["metadata"]["labels"] = json!({
+            format!("pools.operator.machineconfiguration.openshift.io/{name}"): "",
+            "machineconfiguration.openshift.io/mco-built-in": "",
+        });
+        seed(server, "machineconfigpools", p);
+    }
+    for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
+        seed(server, "controllerconfigs", cc);
+    }
+}
+
 fn file(mc: &Value, path: &str) -> Option<String> {
     let files = mc.pointer("/spec/config/storage/files")?.as_array()?;
     let f = files.iter().find(|f| f["path"] == path)?;
@@ -174,20 +193,7 @@ async fn settle(server: &ApiServer, quiet: Duration) {
 async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
-        let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
-        if name == "infra" {
-            continue;
-        }
-        p["metadata"]["labels"] = json!({
-            format!("pools.operator.machineconfiguration.openshift.io/{name}"): "",
-            "machineconfiguration.openshift.io/mco-built-in": "",
-        });
-        seed(&server, "machineconfigpools", p);
-    }
-    for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
-        seed(&server, "controllerconfigs", cc);
-    }
+    seed_pools_and_controller_config(&server);
     // The Image names an insecure registry, so registries.conf is generated from the start.
     seed(
         &server,
@@ -328,20 +334,7 @@ fn signature_policy(kind: &str, name: &str, namespace: Option<&str>, scopes: &[&
 async fn an_image_signature_policy_regenerates_the_registries_machine_config() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
-        let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
-        if name == "infra" {
-            continue;
-        }
-        p["metadata"]["labels"] = json!({
-            format!("pools.operator.machineconfiguration.openshift.io/{name}"): "",
-            "machineconfiguration.openshift.io/mco-built-in": "",
-        });
-        seed(&server, "machineconfigpools", p);
-    }
-    for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
-        seed(&server, "controllerconfigs", cc);
-    }
+    seed_pools_and_controller_config(&server);
     seed(
         &server,
         "images",
