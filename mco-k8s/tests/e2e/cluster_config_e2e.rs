@@ -65,8 +65,8 @@ fn seed(server: &ApiServer, plural: &str, obj: Value) {
 
 /// The contents of `path` in a MachineConfig's Ignition config.
 /// The example cluster's master and worker pools, labelled as the operator's built-in pools,
-/// and its ControllerConfig.
-fn seed_pools_and_controller_config(server: &ApiServer) {
+/// its ControllerConfig, and a ClusterVersion naming the release image.
+fn seed_cluster(server: &ApiServer) {
     for mut p in yaml_docs(&repo("examples/cluster/00-pools.yaml")) {
         let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
         if name == "infra" {
@@ -81,6 +81,13 @@ fn seed_pools_and_controller_config(server: &ApiServer) {
     for cc in yaml_docs(&repo("examples/cluster/01-controllerconfig.yaml")) {
         seed(server, "controllerconfigs", cc);
     }
+    seed(
+        server,
+        "clusterversions",
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"},
+            "status": {"desired": {"image": "registry.example.net/release/ocp@sha256:1111111111111111111111111111111111111111111111111111111111111111"}}}),
+    );
 }
 
 fn file(mc: &Value, path: &str) -> Option<String> {
@@ -193,7 +200,7 @@ async fn settle(server: &ApiServer, quiet: Duration) {
 async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    seed_pools_and_controller_config(&server);
+    seed_cluster(&server);
     // The Image names an insecure registry, so registries.conf is generated from the start.
     seed(
         &server,
@@ -201,13 +208,6 @@ async fn a_digest_mirror_goes_through_the_cluster_without_drain_or_reboot() {
         json!({"apiVersion": "config.openshift.io/v1", "kind": "Image",
             "metadata": {"name": "cluster"},
             "spec": {"registrySources": {"insecureRegistries": ["registry.lab.example.net:5000"]}}}),
-    );
-    seed(
-        &server,
-        "clusterversions",
-        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
-            "metadata": {"name": "version"},
-            "status": {"desired": {"image": "registry.example.net/release/ocp@sha256:1111111111111111111111111111111111111111111111111111111111111111"}}}),
     );
     let controller = start_all_controllers(client.clone());
 
@@ -334,19 +334,12 @@ fn signature_policy(kind: &str, name: &str, namespace: Option<&str>, scopes: &[&
 async fn an_image_signature_policy_regenerates_the_registries_machine_config() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
-    seed_pools_and_controller_config(&server);
+    seed_cluster(&server);
     seed(
         &server,
         "images",
         json!({"apiVersion": "config.openshift.io/v1", "kind": "Image",
             "metadata": {"name": "cluster"}, "spec": {}}),
-    );
-    seed(
-        &server,
-        "clusterversions",
-        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
-            "metadata": {"name": "version"},
-            "status": {"desired": {"image": "registry.example.net/release/ocp@sha256:1111111111111111111111111111111111111111111111111111111111111111"}}}),
     );
     let controller = start_all_controllers(client.clone());
 
