@@ -157,6 +157,8 @@ pub struct Cluster {
     guard: Guard,
     events: crate::events::Events,
     opts: Options,
+    /// The ControllerConfig resourceVersion whose certificates were last found recorded.
+    certificates_checked: Option<String>,
 }
 
 impl Cluster {
@@ -179,6 +181,7 @@ impl Cluster {
             drainer: Drainer::new(client, opts.drain_timeout, opts.drain_retry)
                 .with_metrics(opts.metrics.clone()),
             opts,
+            certificates_checked: None,
         }
     }
 
@@ -396,11 +399,18 @@ impl Cluster {
     /// Records the certificates of the ControllerConfig's CA bundles in its status
     /// (`status.controllerCertificates`), as upstream's template controller does, when they
     /// changed; `view` sees the new status.
-    pub async fn sync_controller_certificates(&self, view: &mut View) -> Result<(), SyncError> {
+    /// The bundles are read again only when the ControllerConfig changed since they were
+    /// last found recorded (its resourceVersion), not on every pass.
+    pub async fn sync_controller_certificates(&mut self, view: &mut View) -> Result<(), SyncError> {
         let Some(cc) = view.cc.as_mut() else {
             return Ok(());
         };
+        let version = cc.metadata.resource_version.clone();
+        if version.is_some() && self.certificates_checked == version {
+            return Ok(());
+        }
         let Some(certs) = certificates_update(cc) else {
+            self.certificates_checked = version;
             return Ok(());
         };
         let patch = json!({"status": {"controllerCertificates": &certs}});
