@@ -45,8 +45,9 @@ pub fn bundle_certificates(bundle: &[u8], name: &str) -> Vec<ControllerCertifica
 }
 
 fn rfc3339(unix: i64) -> Option<String> {
-    let t = jiff::Timestamp::from_second(unix).ok()?;
-    Some(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+    jiff::Timestamp::from_second(unix)
+        .ok()
+        .map(crate::controllers::rollout_policy::rfc3339)
 }
 
 /// `status.controllerCertificates` for `spec`. A CA field that is not base64 is an error
